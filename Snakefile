@@ -1,0 +1,28 @@
+# embryo-bench: reproduce Lawrence et al. (2017) end to end.
+# Stages live in workflow/rules/ (one file per stage); logic lives in src/embryo_bench/.
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, "config/schema.yaml")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/download.smk"
+include: "workflow/rules/index.smk"
+include: "workflow/rules/select.smk"
+include: "workflow/rules/crop.smk"
+include: "workflow/rules/invert.smk"
+include: "workflow/rules/augment.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/figures.smk"
+
+
+rule all:
+    input:
+        FIGURES,
+    default_target: True

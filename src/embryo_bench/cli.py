@@ -1,0 +1,289 @@
+"""``embryo-bench``: the command the Snakemake rules call, and users' entry point.
+
+Each sub-command runs one pipeline step; errors on bad input exit with status 2 and one line
+``embryo-bench: error: <message naming the file or setting>`` on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from .errors import EmbryoBenchError
+
+log = logging.getLogger("embryo_bench")
+
+
+def _cmd_synthesize(a: argparse.Namespace) -> None:
+    from .io import write_json
+    from .synthetic import generate_db
+
+    info = generate_db(a.out, a.embryos, a.frames_per_embryo, a.frame_size, a.seed)
+    if a.info:
+        write_json(a.info, info)
+    log.info("synthetic database: %s", info)
+
+
+def _cmd_download(a: argparse.Namespace) -> None:
+    from .download import download
+    from .io import write_json
+
+    info = download(
+        a.url,
+        a.out,
+        sha256=a.sha256 or None,
+        retries=a.retries,
+        timeout=a.timeout,
+        progress=not a.no_progress,
+    )
+    write_json(a.info, info)
+    log.info("downloaded %s (%d bytes, sha256 %s)", a.url, info["bytes"], info["sha256"])
+
+
+def _cmd_extract(a: argparse.Namespace) -> None:
+    from .download import extract
+
+    root = extract(a.archive, a.out)
+    log.info("extracted %s; embryo folders under %s", a.archive, root)
+
+
+def _cmd_index(a: argparse.Namespace) -> None:
+    from .download import sha256_tree
+    from .io import atomic_path, read_json, sha256_file, write_json
+    from .sources import index_db, index_imagefolder
+
+    if a.layout == "imagefolder":
+        manifest, stats = index_imagefolder(a.root, a.frame_size)
+    else:
+        manifest, stats = index_db(a.root, a.frame_size, a.test_mod, a.test_remainder)
+    source = {
+        "dataset": a.dataset,
+        "label": a.label,
+        "synthetic": a.synthetic,
+        "root": str(Path(a.root).resolve()),
+        **stats,
+    }
+    if a.synthetic:
+        source["sha256"] = "synthetic"
+    elif a.download_info:
+        source["sha256"] = read_json(a.download_info)["sha256"]
+    elif Path(a.root).is_file():
+        source["sha256"] = sha256_file(a.root)
+    else:
+        source["sha256"] = sha256_tree(a.root)
+    with atomic_path(a.out) as tmp:
+        manifest.to_csv(tmp, index=False)
+    write_json(a.source_info, source)
+    log.info(
+        "indexed %d labelled frames: %s",
+        len(manifest),
+        manifest.groupby(["split", "cells"]).size().to_dict(),
+    )
+
+
+def _cmd_select(a: argparse.Namespace) -> None:
+    import pandas as pd
+
+    from .errors import DataError
+    from .io import atomic_path, write_json
+    from .select import assign_shards, balance, summary
+
+    try:
+        manifest = pd.read_csv(
+            a.manifest, dtype={"embryo": str, "frame": str}, keep_default_na=False
+        )
+    except FileNotFoundError as exc:
+        raise DataError(f"{a.manifest}: manifest not found") from exc
+    selected = assign_shards(balance(manifest, a.seed), a.shards)
+    counts = summary(selected)
+    for split in ("train", "test"):
+        if split not in counts:
+            raise DataError(f"{a.manifest}: no {split} frames after selection")
+    with atomic_path(a.out) as tmp:
+        selected.to_csv(tmp, index=False)
+    write_json(a.summary, counts)
+    log.info("selected %d frames: %s", len(selected), counts)
+
+
+def _cmd_crop(a: argparse.Namespace) -> None:
+    from .stages import crop_shard
+
+    n = crop_shard(a.selection, a.shard, a.frame_size, a.fraction, a.out)
+    log.info("shard %d: cropped %d frames", a.shard, n)
+
+
+def _cmd_invert(a: argparse.Namespace) -> None:
+    from .stages import invert_shard
+
+    log.info("inverted %d images", invert_shard(a.input, a.centre, a.out))
+
+
+def _cmd_augment(a: argparse.Namespace) -> None:
+    from .stages import augment_shard
+
+    log.info(
+        "augmented to %d samples", augment_shard(a.input, a.rotation_step, a.image_size, a.out)
+    )
+
+
+def _cmd_train(a: argparse.Namespace) -> None:
+    from .io import read_json
+    from .train import run_training
+
+    run_training(
+        a.shards,
+        a.out_dir,
+        target=a.target,
+        threads=a.threads,
+        epochs=a.epochs,
+        batch_size=a.batch_size,
+        learning_rate=a.learning_rate,
+        dropout=a.dropout,
+        seed=a.seed,
+        accuracy_target=a.accuracy_target,
+        preprocessing=json.loads(a.preprocessing),
+        dataset=read_json(a.source_info),
+    )
+
+
+def _cmd_figures(a: argparse.Namespace) -> None:
+    from . import figures
+
+    figures.make_all(a)
+
+
+def _cmd_evaluate(a: argparse.Namespace) -> None:
+    from .evaluate import evaluate
+
+    print(json.dumps(evaluate(a.model, a.images, all_rotations=a.all_rotations)))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every sub-command."""
+    p = argparse.ArgumentParser(prog="embryo-bench", description=__doc__.splitlines()[0])
+    p.add_argument("-v", "--verbose", action="store_true")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("synthesize", help="write a synthetic database tree")
+    s.add_argument("--out", required=True)
+    s.add_argument("--embryos", type=int, default=10)
+    s.add_argument("--frames-per-embryo", type=int, default=40)
+    s.add_argument("--frame-size", type=int, default=480)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--info")
+    s.set_defaults(func=_cmd_synthesize)
+
+    s = sub.add_parser("download", help="download the database archive")
+    s.add_argument("--url", required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--info", required=True)
+    s.add_argument("--sha256", default="")
+    s.add_argument("--retries", type=int, default=5)
+    s.add_argument("--timeout", type=float, default=60.0)
+    s.add_argument("--no-progress", action="store_true")
+    s.set_defaults(func=_cmd_download)
+
+    s = sub.add_parser("extract", help="unpack a database archive")
+    s.add_argument("--archive", required=True)
+    s.add_argument("--out", required=True)
+    s.set_defaults(func=_cmd_extract)
+
+    s = sub.add_parser("index", help="index a source into manifest.csv")
+    s.add_argument("--layout", choices=["db", "imagefolder"], required=True)
+    s.add_argument("--root", required=True)
+    s.add_argument("--frame-size", type=int, required=True)
+    s.add_argument("--test-mod", type=int, default=5)
+    s.add_argument("--test-remainder", type=int, default=0)
+    s.add_argument("--dataset", required=True)
+    s.add_argument("--label", required=True)
+    s.add_argument("--synthetic", action="store_true")
+    s.add_argument("--download-info")
+    s.add_argument("--out", required=True)
+    s.add_argument("--source-info", required=True)
+    s.set_defaults(func=_cmd_index)
+
+    s = sub.add_parser("select", help="select 1-4 cell frames, balance, shard")
+    s.add_argument("--manifest", required=True)
+    s.add_argument("--seed", type=int, required=True)
+    s.add_argument("--shards", type=int, required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--summary", required=True)
+    s.set_defaults(func=_cmd_select)
+
+    s = sub.add_parser("crop", help="centre-crop one shard")
+    s.add_argument("--selection", required=True)
+    s.add_argument("--shard", type=int, required=True)
+    s.add_argument("--frame-size", type=int, required=True)
+    s.add_argument("--fraction", type=float, required=True)
+    s.add_argument("--out", required=True)
+    s.set_defaults(func=_cmd_crop)
+
+    s = sub.add_parser("invert", help="equalise + shadow-invert one shard")
+    s.add_argument("--input", required=True)
+    s.add_argument("--centre", type=int, required=True)
+    s.add_argument("--out", required=True)
+    s.set_defaults(func=_cmd_invert)
+
+    s = sub.add_parser("augment", help="rotate + downsize one shard")
+    s.add_argument("--input", required=True)
+    s.add_argument("--rotation-step", type=float, required=True)
+    s.add_argument("--image-size", type=int, required=True)
+    s.add_argument("--out", required=True)
+    s.set_defaults(func=_cmd_augment)
+
+    s = sub.add_parser("train", help="train the paper CNN on augmented shards (host runner)")
+    s.add_argument("--shards", nargs="+", required=True)
+    s.add_argument("--out-dir", required=True)
+    s.add_argument("--target", required=True)
+    s.add_argument("--threads", type=int, required=True)
+    s.add_argument("--epochs", type=int, required=True)
+    s.add_argument("--batch-size", type=int, required=True)
+    s.add_argument("--learning-rate", type=float, required=True)
+    s.add_argument("--dropout", type=float, required=True)
+    s.add_argument("--seed", type=int, required=True)
+    s.add_argument("--accuracy-target", type=float, required=True)
+    s.add_argument("--preprocessing", required=True, help="JSON of the preprocessing settings")
+    s.add_argument("--source-info", required=True)
+    s.set_defaults(func=_cmd_train)
+
+    s = sub.add_parser("figures", help="figures and results table")
+    s.add_argument("--runs", nargs="+", required=True, help="run folders (metrics.json etc.)")
+    s.add_argument("--targets", required=True, help="JSON list of target settings")
+    s.add_argument("--selection", required=True)
+    s.add_argument("--source-info", required=True)
+    s.add_argument("--preprocessing", required=True)
+    s.add_argument("--out-dir", required=True)
+    s.set_defaults(func=_cmd_figures)
+
+    s = sub.add_parser("evaluate", help="score a trained model on an image folder")
+    s.add_argument("--model", required=True, help="model.keras from a training run")
+    s.add_argument("--images", required=True, help="<split>/<class>/*.png or <class>/*.png")
+    s.add_argument(
+        "--all-rotations",
+        action="store_true",
+        help="score every training rotation (the paper's rotated test set)",
+    )
+    s.set_defaults(func=_cmd_evaluate)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``embryo-bench`` console command."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        args.func(args)
+    except EmbryoBenchError as exc:
+        print(f"embryo-bench: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""Fetch and unpack the Mouse Embryo Tracking Database archive.
+
+HTTP with retries (urllib3 ``Retry`` on a ``requests`` session), resume from a ``.part`` file
+with an HTTP ``Range`` request (restarting from zero when the server ignores it), a ``tqdm``
+progress bar, sha256 verification when a checksum is configured, and an atomic rename onto the
+final name only after every check passed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tarfile
+import tempfile
+import zipfile
+from pathlib import Path
+
+import requests
+from requests.adapters import HTTPAdapter
+from tqdm import tqdm
+from urllib3.util.retry import Retry
+
+from .errors import DataError, DownloadError
+from .io import sha256_file
+from .sources import find_db_root
+
+
+def _session(retries: int, backoff: float) -> requests.Session:
+    retry = Retry(
+        total=retries,
+        connect=retries,
+        read=retries,
+        status=retries,
+        backoff_factor=backoff,
+        status_forcelist=(429, 500, 502, 503, 504),
+        allowed_methods=("GET", "HEAD"),
+    )
+    session = requests.Session()
+    session.mount("http://", HTTPAdapter(max_retries=retry))
+    session.mount("https://", HTTPAdapter(max_retries=retry))
+    return session
+
+
+def download(
+    url: str,
+    dest: str | Path,
+    sha256: str | None = None,
+    retries: int = 5,
+    backoff: float = 1.0,
+    timeout: float = 60.0,
+    progress: bool = True,
+) -> dict:
+    """Download ``url`` to ``dest``, resuming a previous partial download.
+
+    Args:
+        url: http(s) URL of the archive.
+        dest: final path; bytes accumulate in ``dest.part`` and are renamed onto ``dest`` only
+            when complete and (if ``sha256`` is given) verified.
+        sha256: expected hex digest, or None to record the observed one without checking.
+        retries, backoff: urllib3 retry count and exponential backoff factor (s).
+        timeout: connect/read timeout per request (s).
+        progress: show a tqdm progress bar (on stderr).
+
+    Returns:
+        dict with ``url``, ``path``, ``bytes``, ``sha256`` (observed), ``sha256_verified`` and
+        ``resumed`` (bytes reused from an earlier partial download).
+
+    Raises:
+        DownloadError: HTTP error after retries, a body shorter than its Content-Length, or a
+            checksum mismatch (the partial file is deleted so the next try starts clean).
+    """
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    have = part.stat().st_size if part.exists() else 0
+    headers = {"Range": f"bytes={have}-"} if have else {}
+    session = _session(retries, backoff)
+    try:
+        resp = session.get(url, headers=headers, stream=True, timeout=timeout)
+        if resp.status_code == 416:  # already complete
+            resp.close()
+            resp = None
+        elif resp.status_code == 206:
+            pass
+        elif resp.status_code == 200:
+            have = 0  # server ignored the Range header: restart
+        else:
+            raise DownloadError(f"{url}: HTTP {resp.status_code} {resp.reason}")
+        resumed = have
+        if resp is not None:
+            length = resp.headers.get("Content-Length")
+            total = have + int(length) if length is not None else None
+            got = 0
+            with (
+                open(part, "ab" if have else "wb") as fh,
+                tqdm(
+                    total=total,
+                    initial=have,
+                    unit="B",
+                    unit_scale=True,
+                    disable=not progress,
+                    desc=dest.name,
+                ) as bar,
+            ):
+                for chunk in resp.iter_content(chunk_size=1 << 20):
+                    fh.write(chunk)
+                    got += len(chunk)
+                    bar.update(len(chunk))
+            if length is not None and got != int(length):
+                raise DownloadError(
+                    f"{url}: received {got} bytes, expected {length} (Content-Length); "
+                    f"partial data kept in {part} for resume"
+                )
+    except requests.RequestException as exc:
+        raise DownloadError(f"{url}: download failed after {retries} retries ({exc})") from exc
+    observed = sha256_file(part)
+    if sha256 and observed.lower() != sha256.lower():
+        part.unlink()
+        raise DownloadError(
+            f"{url}: sha256 mismatch for {dest.name}: expected {sha256} (setting "
+            f"download.sha256), got {observed}; the partial file was removed"
+        )
+    os.replace(part, dest)
+    return {
+        "url": url,
+        "path": str(dest),
+        "bytes": dest.stat().st_size,
+        "sha256": observed,
+        "sha256_verified": bool(sha256),
+        "resumed": resumed,
+    }
+
+
+def extract(archive: str | Path, out_dir: str | Path) -> Path:
+    """Unpack a zip or tar archive into ``out_dir`` atomically and check the database layout.
+
+    Members are extracted into a temporary sibling folder, which is renamed onto ``out_dir``
+    only when extraction succeeded and :func:`embryo_bench.sources.find_db_root` finds the
+    ``E<NN>`` embryo folders.
+
+    Returns:
+        the folder that holds the embryo folders.
+
+    Raises:
+        DataError: unreadable or truncated archive, unsafe member paths, or no ``E<NN>``
+            folders inside.
+    """
+    archive, out_dir = Path(archive), Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        try:
+            if zipfile.is_zipfile(archive):
+                with zipfile.ZipFile(archive) as zf:
+                    bad = zf.testzip()
+                    if bad is not None:
+                        raise DataError(f"{archive}: corrupt member {bad!r} (CRC mismatch)")
+                    for name in zf.namelist():
+                        if name.startswith("/") or ".." in Path(name).parts:
+                            raise DataError(f"{archive}: unsafe member path {name!r}")
+                    zf.extractall(tmp)
+            elif tarfile.is_tarfile(archive):
+                with tarfile.open(archive) as tf:
+                    tf.extractall(tmp, filter="data")
+            else:
+                raise DataError(f"{archive}: not a zip or tar archive (truncated or wrong file?)")
+        except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as exc:
+            raise DataError(f"{archive}: cannot unpack, truncated or corrupt ({exc})") from exc
+        try:
+            root_rel = find_db_root(tmp).relative_to(tmp)
+        except DataError as exc:
+            raise DataError(
+                f"{archive}: no embryo folders E<NN>/ at the top level or one level down; "
+                "expected the Mouse Embryo Tracking Database layout "
+                "(E<NN>/Frame<NNN>.png + E<NN>/_trajectories.txt)"
+            ) from exc
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(tmp, out_dir)
+        return out_dir / root_rel
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+
+
+def sha256_tree(directory: str | Path) -> str:
+    """Hex sha256 over the relative paths and bytes of every file under ``directory``
+    (sorted), identifying a local database copy in provenance."""
+    h = hashlib.sha256()
+    root = Path(directory)
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(root)).encode() + b"\0")
+            h.update(sha256_file(p).encode())
+    return h.hexdigest()

@@ -1,0 +1,91 @@
+"""Score a trained model on an image folder with the preprocessing it was trained with.
+
+The preprocessing settings are read from the run's ``settings.json`` (written beside
+``model.keras`` by :func:`embryo_bench.train.run_training`), never re-typed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import preprocess
+from .errors import DataError
+from .io import read_json
+from .sources import MANIFEST_COLUMNS, index_class_folders, index_imagefolder
+
+
+def _index(images: Path, frame_size: int) -> pd.DataFrame:
+    """Index DIR as <split>/<class>/ or, if it holds class folders itself, as <class>/."""
+    if not images.is_dir():
+        raise DataError(f"{images}: image folder not found")
+    subdirs = [p for p in images.iterdir() if p.is_dir()]
+    if subdirs and all(p.name.isdigit() for p in subdirs):
+        return pd.DataFrame(
+            index_class_folders(images, "test", frame_size), columns=MANIFEST_COLUMNS
+        )
+    return index_imagefolder(images, frame_size)[0]
+
+
+def evaluate(
+    model_path: str | os.PathLike,
+    images: str | os.PathLike,
+    all_rotations: bool = False,
+    batch_size: int = 480,
+) -> dict:
+    """Score ``model_path`` on every image under ``images``.
+
+    Args:
+        model_path: a ``model.keras`` written by the train stage; ``settings.json`` must lie
+            beside it.
+        images: an image-folder tree ``<split>/<class>/*.png`` (all splits are scored) or a
+            folder of class folders ``<class>/*.png``; class k holds k + 1 cells.
+        all_rotations: score every training rotation of each image (the paper's rotated test
+            set, n = images x rotations) instead of the unrotated image only.
+        batch_size: prediction batch size.
+
+    Returns:
+        dict with ``accuracy`` (fraction), ``n`` (scored samples), ``confusion`` (4x4 list,
+        rows = true cells 1-4, columns = predicted), ``model`` and ``images``.
+
+    Raises:
+        DataError: missing model or settings, or images that are not 8-bit gray PNGs of the
+            frame size the model was trained on.
+    """
+    model_path, images = Path(model_path), Path(images)
+    if not model_path.is_file():
+        raise DataError(f"{model_path}: model file not found")
+    settings = read_json(model_path.parent / "settings.json")
+    pp = settings["preprocessing"]
+    manifest = _index(images, pp["frame_size"])
+    angles = preprocess.rotation_angles(pp["rotation_step"]) if all_rotations else np.zeros(1)
+    x = np.concatenate(
+        [
+            preprocess.preprocess_frame(
+                preprocess.read_frame(p, pp["frame_size"]),
+                pp["crop_fraction"],
+                pp["invert_centre"],
+                angles,
+                pp["image_size"],
+            )
+            for p in manifest["path"]
+        ]
+    )[..., None]
+    y = np.repeat(manifest["cells"].to_numpy() - 1, len(angles))
+    import keras
+
+    model = keras.models.load_model(model_path)
+    pred = np.argmax(model.predict(x, batch_size=batch_size, verbose=0), axis=1)
+    confusion = np.zeros((4, 4), dtype=int)
+    np.add.at(confusion, (y, pred), 1)
+    return {
+        "accuracy": float((pred == y).mean()),
+        "n": int(len(y)),
+        "confusion": confusion.tolist(),
+        "rotations": int(len(angles)),
+        "model": str(model_path),
+        "images": str(images),
+    }

@@ -1,0 +1,95 @@
+"""Atomic writes and packed-array I/O shared by every stage.
+
+Stage outputs are ``.npz`` files of packed uint8 arrays plus per-sample metadata, written to a
+temporary name and renamed into place, so an interrupted or failed step never leaves a file that
+looks complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from .errors import DataError
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success.
+
+    On any exception the temporary file is removed and ``path`` is left untouched.
+    ``suffix`` is kept on the temporary name (e.g. ``.npz``, ``.keras``) for libraries that
+    choose a format by extension.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{suffix}", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_json(path: str | os.PathLike, obj: object) -> None:
+    """Write ``obj`` as indented JSON to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def read_json(path: str | os.PathLike) -> dict:
+    """Read a JSON object from ``path``.
+
+    Raises:
+        DataError: the file is missing or is not valid JSON.
+    """
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError as exc:
+        raise DataError(f"{path}: file not found") from exc
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: not valid JSON ({exc})") from exc
+
+
+def save_arrays(path: str | os.PathLike, **arrays: np.ndarray) -> None:
+    """Save named arrays to an uncompressed ``.npz`` at ``path`` atomically."""
+    with atomic_path(path, suffix=".npz") as tmp, open(tmp, "wb") as fh:
+        np.savez(fh, **arrays)
+
+
+def load_arrays(path: str | os.PathLike, required: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+    """Load every array of an ``.npz`` file into memory.
+
+    Raises:
+        DataError: the file is missing, unreadable, or lacks one of ``required``.
+    """
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            data = {k: npz[k] for k in npz.files}
+    except FileNotFoundError as exc:
+        raise DataError(f"{path}: file not found") from exc
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path}: not a readable .npz array file ({exc})") from exc
+    missing = [k for k in required if k not in data]
+    if missing:
+        raise DataError(f"{path}: missing arrays {missing}; has {sorted(data)}")
+    return data
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """Return the hex sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()

@@ -1,0 +1,113 @@
+"""The paper's preprocessing (section 3, figure 1), one function per stage.
+
+crop: centre 320x320 of a 480x480 frame (the same 2/3 fraction for other sizes);
+invert: histogram equalisation, then shadow inversion p -> |p - 128|;
+augment: rotations in 18 degree steps (20 per frame), bilinear, fill 0, then downsizing to
+64x64 with antialiasing. Image operations use Pillow.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+from .errors import ConfigError, DataError
+
+
+def read_frame(path: str, frame_size: int) -> np.ndarray:
+    """Decode a frame into a uint8 array of shape (frame_size, frame_size).
+
+    Raises:
+        DataError: missing, corrupt or truncated PNG, wrong size, or not 8-bit grayscale.
+    """
+    try:
+        with Image.open(path) as im:
+            im.load()
+            if im.mode != "L":
+                raise DataError(f"{path}: image mode {im.mode!r}; expected 8-bit grayscale ('L')")
+            if im.size != (frame_size, frame_size):
+                raise DataError(
+                    f"{path}: frame is {im.size[0]}x{im.size[1]} px; expected "
+                    f"{frame_size}x{frame_size} (setting frame_size)"
+                )
+            return np.asarray(im, dtype=np.uint8).copy()
+    except FileNotFoundError as exc:
+        raise DataError(f"{path}: frame not found") from exc
+    except (UnidentifiedImageError, OSError, SyntaxError) as exc:
+        raise DataError(f"{path}: corrupt or truncated PNG ({exc})") from exc
+
+
+def crop_box(frame_size: int, fraction: float) -> tuple[int, int, int, int]:
+    """Centre crop box (left, top, right, bottom) in px, Pillow convention (right exclusive).
+
+    The side is ``round(frame_size * fraction)``; paper: 480 px, 2/3 -> (80, 80, 400, 400).
+
+    Raises:
+        ConfigError: the fraction gives an empty crop or exceeds the frame.
+    """
+    side = round(frame_size * fraction)
+    if not 0 < side <= frame_size:
+        raise ConfigError(f"crop fraction {fraction} gives a {side} px crop of {frame_size} px")
+    off = (frame_size - side) // 2
+    return off, off, off + side, off + side
+
+
+def centre_crop(frame: np.ndarray, fraction: float) -> np.ndarray:
+    """Crop the centre of a square uint8 frame (H, H) to (S, S), S = round(H * fraction)."""
+    left, top, right, bottom = crop_box(frame.shape[0], fraction)
+    return frame[top:bottom, left:right]
+
+
+def equalize_invert(image: np.ndarray, centre: int = 128) -> np.ndarray:
+    """Histogram-equalise (Pillow ``ImageOps.equalize``) then invert shadows, p -> |p - centre|.
+
+    Args:
+        image: uint8 array (H, W).
+        centre: the grey level that maps to 0 (paper: 128).
+
+    Returns:
+        uint8 array (H, W) with values in [0, max(centre, 255 - centre)].
+    """
+    eq = np.asarray(ImageOps.equalize(Image.fromarray(image, mode="L")), dtype=np.int16)
+    return np.abs(eq - centre).astype(np.uint8)
+
+
+def rotation_angles(step: float) -> np.ndarray:
+    """Angles in degrees 0, step, 2*step, ... below 360 (paper: 18 -> 20 angles).
+
+    Raises:
+        ConfigError: step outside (0, 360].
+    """
+    if not 0 < step <= 360:
+        raise ConfigError(f"rotation_step {step}: expected degrees in (0, 360]")
+    return np.arange(int(np.floor(360.0 / step + 1e-9))) * float(step)
+
+
+def rotate_resize(image: np.ndarray, angles: np.ndarray, size: int) -> np.ndarray:
+    """Rotate counter-clockwise about the centre by each angle (bilinear, fill 0), then resize
+    to ``size`` x ``size`` with Pillow's antialiasing Lanczos filter.
+
+    Args:
+        image: uint8 array (H, H).
+        angles: degrees, shape (R,).
+        size: output side in px (paper: 64).
+
+    Returns:
+        uint8 array (R, size, size).
+    """
+    im = Image.fromarray(image, mode="L")
+    out = np.empty((len(angles), size, size), dtype=np.uint8)
+    for i, angle in enumerate(angles):
+        rot = im.rotate(float(angle), resample=Image.Resampling.BILINEAR, fillcolor=0)
+        out[i] = np.asarray(rot.resize((size, size), Image.Resampling.LANCZOS))
+    return out
+
+
+def preprocess_frame(
+    frame: np.ndarray, fraction: float, centre: int, angles: np.ndarray, size: int
+) -> np.ndarray:
+    """The whole chain for one frame: crop -> equalise + invert -> rotations -> resize.
+
+    Returns uint8 array (len(angles), size, size).
+    """
+    return rotate_resize(equalize_invert(centre_crop(frame, fraction), centre), angles, size)

@@ -1,0 +1,94 @@
+"""What a measurement was taken on: CPU, cores, GPUs, library versions, commit, dataset."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+from .backend import backend_name, framework_versions
+
+
+def cpu_model() -> str:
+    """CPU model name from /proc/cpuinfo (Linux), else :func:`platform.processor`."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def visible_cores() -> int:
+    """Cores this process may run on (scheduler affinity), not the host's total."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 0
+
+
+def gpu_names() -> list[str]:
+    """Names of the NVIDIA GPUs visible through NVML; [] without a driver or pynvml."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # no library, no driver: no GPUs
+        return []
+    try:
+        names = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i))
+            names.append(name.decode() if isinstance(name, bytes) else name)
+        return names
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def git_commit(cwd: str | Path | None = None) -> str:
+    """HEAD commit of the working tree (suffixed ``-dirty`` with local changes), or
+    "unknown" outside a git checkout."""
+    try:
+        rev = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout
+        return rev + ("-dirty" if dirty.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def collect(seed: int, dataset: dict) -> dict:
+    """Provenance dict for ``metrics.json``.
+
+    Args:
+        seed: the run's random seed.
+        dataset: the source description written by the index stage (name, synthetic flag,
+            sha256 or "synthetic").
+    """
+    return {
+        "cpu_model": cpu_model(),
+        "visible_cores": visible_cores(),
+        "gpus": gpu_names(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "keras_backend": backend_name(),
+        "versions": framework_versions(),
+        "seed": seed,
+        "git_commit": git_commit(),
+        "dataset": dataset,
+    }

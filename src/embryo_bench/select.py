@@ -1,0 +1,74 @@
+"""Select frames with 1-4 cells, balance the classes, and assign shards (paper section 3).
+
+The paper keeps every 3-cell frame (the rarest class, 766 frames) and draws the same number at
+random from each other class: 766 x 4 = 3,064 frames. The train/test split is by embryo and is
+already in the manifest (:func:`embryo_bench.sources.test_split`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .errors import DataError
+
+CLASSES = (1, 2, 3, 4)
+
+
+def balance(manifest: pd.DataFrame, seed: int, classes: tuple[int, ...] = CLASSES) -> pd.DataFrame:
+    """Keep frames whose cell count is in ``classes`` and balance them to the rarest class.
+
+    Args:
+        manifest: frames with at least a ``cells`` column (see :mod:`embryo_bench.sources`).
+        seed: seed of the numpy generator that draws frames from the larger classes.
+        classes: cell counts to keep (paper: 1-4).
+
+    Returns:
+        the selected rows, sorted by (embryo, frame), index reset; every class has exactly
+        ``min(count per class)`` rows, the rarest class all of its frames.
+
+    Raises:
+        DataError: a class has no frames (the message names it and the counts seen).
+    """
+    kept = manifest[manifest["cells"].isin(classes)]
+    counts = kept["cells"].value_counts().reindex(classes, fill_value=0)
+    empty = [c for c in classes if counts[c] == 0]
+    if empty:
+        raise DataError(
+            f"no frames with {empty} cells after selection (frames per class: "
+            f"{counts.to_dict()}); every class in {list(classes)} needs at least one frame"
+        )
+    n = int(counts.min())
+    rng = np.random.default_rng(seed)
+    parts = []
+    for c in classes:
+        rows = kept[kept["cells"] == c]
+        if len(rows) > n:
+            rows = rows.iloc[np.sort(rng.choice(len(rows), size=n, replace=False))]
+        parts.append(rows)
+    return pd.concat(parts).sort_values(["embryo", "frame"]).reset_index(drop=True)
+
+
+def assign_shards(selected: pd.DataFrame, shards: int) -> pd.DataFrame:
+    """Add a ``shard`` column (0..shards-1), round-robin over the rows, so per-shard stage
+    jobs are the same size and run in parallel.
+
+    Raises:
+        DataError: fewer rows than shards (a shard would be empty).
+    """
+    if len(selected) < shards:
+        raise DataError(f"{len(selected)} selected frames but shards={shards}; lower 'shards'")
+    out = selected.copy()
+    out["shard"] = np.arange(len(out)) % shards
+    return out
+
+
+def summary(selected: pd.DataFrame) -> dict:
+    """Counts per split and class, e.g. ``{"train": {1: 613, ...}, "test": {...}, "total": N}``."""
+    table = selected.groupby(["split", "cells"]).size()
+    out: dict = {"total": int(len(selected))}
+    for (split, cells), n in table.items():
+        out.setdefault(split, {})[int(cells)] = int(n)
+    if "embryo" in selected and (selected["embryo"] != "").any():
+        out["test_embryos"] = sorted(selected.loc[selected["split"] == "test", "embryo"].unique())
+    return out

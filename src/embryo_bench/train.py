@@ -1,0 +1,203 @@
+"""Train the paper CNN on the augmented shards and record timing, accuracy and provenance.
+
+Training uses only the Keras 3 API (any backend). One ``fit`` call per epoch, so each epoch's
+wall time is measured on its own and the test set is scored between epochs without being
+counted as training time. Outputs (all written atomically):
+
+* ``history.csv``: epoch, epoch_seconds, train_loss, train_accuracy, test_loss, test_accuracy,
+  images_per_s (training images / epoch_seconds), eval_seconds;
+* ``metrics.json``: totals, first-epoch vs steady-state times, time to accuracy, provenance;
+* ``model.keras`` and ``settings.json`` (preprocessing and training settings, read back by
+  ``embryo-bench evaluate``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import provenance
+from .backend import limit_threads
+from .io import atomic_path, write_json
+from .stages import load_dataset
+
+log = logging.getLogger(__name__)
+
+HISTORY_COLUMNS = [
+    "epoch",
+    "epoch_seconds",
+    "train_loss",
+    "train_accuracy",
+    "test_loss",
+    "test_accuracy",
+    "images_per_s",
+    "eval_seconds",
+]
+
+
+def time_to_accuracy(history: pd.DataFrame, target: float) -> tuple[float | None, int | None]:
+    """Training seconds (cumulative epoch_seconds) and epochs until test accuracy first reaches
+    ``target``; (None, None) if it never does (MLPerf/DAWNBench time-to-accuracy)."""
+    reached = history.index[history["test_accuracy"] >= target]
+    if len(reached) == 0:
+        return None, None
+    i = reached[0]
+    return float(history["epoch_seconds"].iloc[: i + 1].sum()), int(history["epoch"].iloc[i])
+
+
+def summarise(history: pd.DataFrame, n_train: int, target: float) -> dict:
+    """Summary metrics from a history table (see :data:`HISTORY_COLUMNS`).
+
+    Returns a dict: training_seconds (sum of epoch seconds, s), first_epoch_seconds,
+    steady_epoch_seconds (mean over epochs 2.., None with one epoch), mean_images_per_s
+    (steady-state images/s; the first epoch's when there is only one), final_test_accuracy,
+    best_test_accuracy, accuracy_target, time_to_accuracy_seconds, epochs_to_accuracy.
+    """
+    epochs = history["epoch_seconds"].to_numpy(float)
+    steady = float(epochs[1:].mean()) if len(epochs) > 1 else None
+    tta, tta_epochs = time_to_accuracy(history, target)
+    return {
+        "epochs": int(len(history)),
+        "training_seconds": float(epochs.sum()),
+        "first_epoch_seconds": float(epochs[0]),
+        "steady_epoch_seconds": steady,
+        "mean_images_per_s": n_train / (steady if steady else float(epochs[0])),
+        "final_test_accuracy": float(history["test_accuracy"].iloc[-1]),
+        "best_test_accuracy": float(history["test_accuracy"].max()),
+        "accuracy_target": target,
+        "time_to_accuracy_seconds": tta,
+        "epochs_to_accuracy": tta_epochs,
+    }
+
+
+def run_training(
+    shards: list[str],
+    out_dir: str | Path,
+    *,
+    target: str,
+    threads: int,
+    epochs: int,
+    batch_size: int,
+    learning_rate: float,
+    dropout: float,
+    seed: int,
+    accuracy_target: float,
+    preprocessing: dict,
+    dataset: dict,
+) -> dict:
+    """Train one run and write history.csv, metrics.json, model.keras, settings.json.
+
+    Args:
+        shards: augmented ``.npz`` shards (see :mod:`embryo_bench.stages`).
+        out_dir: run folder.
+        target: hardware target name (recorded).
+        threads: CPU threads for the backend's pools (the target's cpus).
+        epochs, batch_size, learning_rate, dropout: paper: 20, 480, 1e-4, 0.5.
+        seed: seeds Python, NumPy and the backend (``keras.utils.set_random_seed``).
+        accuracy_target: test accuracy for time-to-accuracy (paper: ~0.85).
+        preprocessing: the settings that produced the shards (frame_size, crop_fraction,
+            invert_centre, rotation_step, image_size), saved for ``evaluate``.
+        dataset: source description (name, synthetic flag, sha256) for provenance.
+
+    Returns:
+        the metrics dict written to ``metrics.json``.
+    """
+    t_setup = time.perf_counter()
+    limit_threads(threads)
+    import keras
+
+    from .model import build_model, compile_model
+
+    keras.utils.set_random_seed(seed)
+    data = load_dataset(shards)
+    n_train, n_test = len(data["y_train"]), len(data["y_test"])
+    model = compile_model(
+        build_model(preprocessing["image_size"], classes=4, dropout=dropout), learning_rate
+    )
+    setup_seconds = time.perf_counter() - t_setup
+    log.info(
+        "target %s: %d train / %d test images, %d parameters, %d threads, backend %s",
+        target,
+        n_train,
+        n_test,
+        model.count_params(),
+        threads,
+        keras.backend.backend(),
+    )
+    rows = []
+    for epoch in range(1, epochs + 1):
+        t0 = time.perf_counter()
+        fit = model.fit(
+            data["x_train"],
+            data["y_train"],
+            batch_size=batch_size,
+            epochs=1,
+            shuffle=True,
+            verbose=0,
+        )
+        t1 = time.perf_counter()
+        ev = model.evaluate(
+            data["x_test"], data["y_test"], batch_size=batch_size, verbose=0, return_dict=True
+        )
+        t2 = time.perf_counter()
+        rows.append(
+            {
+                "epoch": epoch,
+                "epoch_seconds": t1 - t0,
+                "train_loss": float(fit.history["loss"][-1]),
+                "train_accuracy": float(fit.history["accuracy"][-1]),
+                "test_loss": float(ev["loss"]),
+                "test_accuracy": float(ev["accuracy"]),
+                "images_per_s": n_train / (t1 - t0),
+                "eval_seconds": t2 - t1,
+            }
+        )
+        log.info(
+            "epoch %d/%d: %.1f s, %.0f images/s, train acc %.4f, test acc %.4f",
+            epoch,
+            epochs,
+            t1 - t0,
+            n_train / (t1 - t0),
+            rows[-1]["train_accuracy"],
+            rows[-1]["test_accuracy"],
+        )
+    history = pd.DataFrame(rows, columns=HISTORY_COLUMNS)
+    out = Path(out_dir)
+    with atomic_path(out / "history.csv") as tmp:
+        history.to_csv(tmp, index=False)
+    with atomic_path(out / "model.keras", suffix=".keras") as tmp:
+        model.save(tmp)
+    settings = {
+        "target": target,
+        "preprocessing": preprocessing,
+        "training": {
+            "epochs": epochs,
+            "batch_size": batch_size,
+            "learning_rate": learning_rate,
+            "dropout": dropout,
+            "seed": seed,
+            "threads": threads,
+        },
+        "classes": {str(k): k + 1 for k in range(4)},
+    }
+    write_json(out / "settings.json", settings)
+    metrics = {
+        "target": target,
+        "runner": "host",
+        "n_train": n_train,
+        "n_test": n_test,
+        "batch_size": batch_size,
+        "parameter_count": int(model.count_params()),
+        "setup_seconds": setup_seconds,
+        **summarise(history, n_train, accuracy_target),
+        "eval_seconds_total": float(history["eval_seconds"].sum()),
+        "label_counts_train": np.bincount(data["y_train"], minlength=4).tolist(),
+        "label_counts_test": np.bincount(data["y_test"], minlength=4).tolist(),
+        "provenance": provenance.collect(seed, dataset),
+    }
+    write_json(out / "metrics.json", metrics)
+    return metrics

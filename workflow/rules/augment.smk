@@ -1,0 +1,19 @@
+# Stage 6: rotations in 18 degree steps (20 per frame), then downsizing to 64x64, per shard.
+
+
+rule augment:
+    input:
+        rules.invert.output,
+    output:
+        f"{OUT}/augment/shard-{{shard}}.npz",
+    params:
+        rotation_step=PP["rotation_step"],
+        image_size=PP["image_size"],
+        code=code_hash("preprocess", "stages", "io"),
+    wildcard_constraints:
+        shard=r"\d+",
+    log:
+        f"{LOGS}/augment/shard-{{shard}}.log",
+    shell:
+        "embryo-bench augment --input {input:q} --rotation-step {params.rotation_step} "
+        "--image-size {params.image_size} --out {output:q} > {log:q} 2>&1"

@@ -1,0 +1,93 @@
+# Shared helpers: output paths, shard list, targets, and hashes of the package modules each
+# rule runs (Snakemake does not track imported code, so a change to them reruns the rule).
+import hashlib
+import importlib.util
+import json
+import os
+
+OUT = config["outdir"]
+DATASET = config["dataset"]
+PP = config["preprocess"]
+TRAIN = config["train"]
+SHARDS = list(range(config["select"]["shards"]))
+LOGS = f"{OUT}/logs"
+
+
+def code_hash(*modules):
+    """sha256 over the source of embryo_bench modules (a params value: edits rerun the rule)."""
+    h = hashlib.sha256()
+    for name in modules:
+        spec = importlib.util.find_spec(f"embryo_bench.{name}")
+        if spec is None or spec.origin is None:
+            raise WorkflowError(
+                f"package module embryo_bench.{name} not found: install the package "
+                "(pip install -e .) before running the workflow"
+            )
+        with open(spec.origin, "rb") as fh:
+            h.update(fh.read())
+    return h.hexdigest()[:16]
+
+
+def _available(target):
+    """Why a target cannot run here, or None if it can."""
+    cores = len(os.sched_getaffinity(0))
+    if target["cpus"] > cores:
+        return f"asks for {target['cpus']} cpus, this host has {cores}"
+    if target.get("gpus", 0) > 0:
+        return f"asks for {target['gpus']} GPUs; the host runner trains on the CPU"
+    return None
+
+
+TARGETS = {}
+for _t in config["targets"]:
+    if _t["name"] in TARGETS:
+        raise WorkflowError(f"targets: name {_t['name']!r} is used twice")
+    _why = _available(_t)
+    if _why is None:
+        TARGETS[_t["name"]] = _t
+    elif config.get("on_missing_hardware", "fail") == "skip":
+        logger.warning(f"target {_t['name']}: skipped, {_why} (on_missing_hardware: skip)")
+    else:
+        raise WorkflowError(
+            f"target {_t['name']}: {_why}; set on_missing_hardware: skip to leave it out"
+        )
+if not TARGETS:
+    raise WorkflowError("no target can run on this host (see the warnings above)")
+
+RUN_FILES = ["metrics.json", "history.csv", "model.keras", "settings.json"]
+FIGURE_NAMES = [
+    "fig1_preprocessing",
+    "fig4_test_accuracy",
+    "fig5_6_training_time",
+    "throughput",
+]
+FIGURES = [f"{OUT}/figures/{n}.{ext}" for n in FIGURE_NAMES for ext in ("png", "pdf")] + [
+    f"{OUT}/figures/results_table.csv",
+    f"{OUT}/figures/results_table.md",
+]
+
+
+def preprocessing_json():
+    """The settings that produce the training arrays, saved with each model for evaluate."""
+    return json.dumps(
+        {
+            "frame_size": DATASET["frame_size"],
+            "crop_fraction": PP["crop_fraction"],
+            "invert_centre": PP["invert_centre"],
+            "rotation_step": PP["rotation_step"],
+            "image_size": PP["image_size"],
+        },
+        sort_keys=True,
+    )
+
+
+def dataset_label():
+    """How figures name the data on their face."""
+    if "label" in DATASET:
+        return DATASET["label"]
+    return {
+        "synthetic": "SYNTHETIC frames (generated, not real embryos)",
+        "imagefolder": f"real images from {DATASET.get('path', '')}",
+        "local": "Mouse Embryo Tracking Database (local copy)",
+        "mouse-embryo-tracking-db": "Mouse Embryo Tracking Database (Cicconet et al. 2014)",
+    }[DATASET["kind"]]

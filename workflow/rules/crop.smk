@@ -1,0 +1,20 @@
+# Stage 4: centre crop (480 -> 320 px; the same 2/3 fraction for other frame sizes), per shard.
+
+
+rule crop:
+    input:
+        rules.select.output.selection,
+    output:
+        f"{OUT}/crop/shard-{{shard}}.npz",
+    params:
+        frame_size=DATASET["frame_size"],
+        fraction=PP["crop_fraction"],
+        code=code_hash("preprocess", "stages", "io"),
+    wildcard_constraints:
+        shard=r"\d+",
+    log:
+        f"{LOGS}/crop/shard-{{shard}}.log",
+    shell:
+        "embryo-bench crop --selection {input:q} --shard {wildcards.shard} "
+        "--frame-size {params.frame_size} --fraction {params.fraction} --out {output:q} "
+        "> {log:q} 2>&1"

@@ -1,0 +1,19 @@
+# Stage 3: frames with 1-4 cells, balanced to the rarest class, split by embryo, sharded.
+
+
+rule select:
+    input:
+        rules.index.output.manifest,
+    output:
+        selection=f"{OUT}/select/selected.csv",
+        summary=f"{OUT}/select/summary.json",
+    params:
+        seed=config["select"]["seed"],
+        shards=len(SHARDS),
+        code=code_hash("select", "io"),
+    log:
+        f"{LOGS}/select.log",
+    shell:
+        "embryo-bench select --manifest {input:q} --seed {params.seed} "
+        "--shards {params.shards} --out {output.selection:q} --summary {output.summary:q} "
+        "> {log:q} 2>&1"
