@@ -1,0 +1,37 @@
+"""Shared fixtures: small synthetic databases and the real 28 px subset's location."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from embryo_bench.synthetic import generate_db
+
+REPO = Path(__file__).resolve().parents[1]
+CELLS28 = REPO.parent / "shared" / "data" / "embryo-cells-28px"
+
+
+@pytest.fixture(scope="session")
+def small_db(tmp_path_factory) -> Path:
+    """A synthetic database tree: 10 embryos x 12 frames of 48 px (read-only by convention)."""
+    root = tmp_path_factory.mktemp("db")
+    generate_db(root, embryos=10, frames_per_embryo=12, frame_size=48, seed=1)
+    return root
+
+
+@pytest.fixture
+def db_copy(small_db, tmp_path) -> Path:
+    """A private copy of :func:`small_db` that a test may damage."""
+    import shutil
+
+    dst = tmp_path / "db"
+    shutil.copytree(small_db, dst)
+    return dst
+
+
+@pytest.fixture
+def cells28() -> Path:
+    if not CELLS28.is_dir():
+        pytest.skip(f"real 28 px subset not found at {CELLS28}")
+    return CELLS28

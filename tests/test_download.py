@@ -1,0 +1,121 @@
+"""Download over real HTTP on loopback (resume, restart, checksums) and archive extraction."""
+
+import functools
+import hashlib
+import http.server
+import threading
+
+import pytest
+
+from embryo_bench.download import download, extract
+from embryo_bench.errors import DataError, DownloadError
+from embryo_bench.synthetic import zip_tree
+
+
+class RangeHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves files, honouring a single ``Range: bytes=N-`` header (HTTP 206)."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        rng = self.headers.get("Range")
+        path = self.translate_path(self.path)
+        if not rng or not path.endswith(".zip"):
+            return super().do_GET()
+        data = open(path, "rb").read()
+        start = int(rng.split("=")[1].rstrip("-"))
+        if start >= len(data):
+            self.send_response(416)
+            self.end_headers()
+            return None
+        self.send_response(206)
+        self.send_header("Content-Length", str(len(data) - start))
+        self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+        self.end_headers()
+        self.wfile.write(data[start:])
+        return None
+
+
+class NoRangeHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def _serve(directory, handler):
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(handler, directory=str(directory))
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.fixture(scope="module")
+def archive(small_db, tmp_path_factory):
+    d = tmp_path_factory.mktemp("www")
+    return zip_tree(small_db, d / "MouEmbTrkDtb.zip", prefix="MouEmbTrkDtb")
+
+
+@pytest.fixture(params=[RangeHandler, NoRangeHandler], ids=["range", "no-range"])
+def server(request, archive):
+    srv = _serve(archive.parent, request.param)
+    yield f"http://127.0.0.1:{srv.server_address[1]}", request.param
+    srv.shutdown()
+
+
+def test_download_verifies_and_renames(server, archive, tmp_path):
+    url, _ = server
+    expected = hashlib.sha256(archive.read_bytes()).hexdigest()
+    info = download(f"{url}/{archive.name}", tmp_path / "a.zip", sha256=expected, progress=False)
+    assert info["sha256"] == expected and info["sha256_verified"]
+    assert (tmp_path / "a.zip").read_bytes() == archive.read_bytes()
+    assert not (tmp_path / "a.zip.part").exists()
+
+
+def test_download_resumes_or_restarts(server, archive, tmp_path):
+    url, handler = server
+    data = archive.read_bytes()
+    (tmp_path / "a.zip.part").write_bytes(data[:1000])
+    info = download(f"{url}/{archive.name}", tmp_path / "a.zip", progress=False)
+    assert (tmp_path / "a.zip").read_bytes() == data
+    assert info["resumed"] == (1000 if handler is RangeHandler else 0)
+    assert info["sha256"] == hashlib.sha256(data).hexdigest() and not info["sha256_verified"]
+
+
+def test_checksum_mismatch_leaves_nothing(server, archive, tmp_path):
+    url, _ = server
+    with pytest.raises(DownloadError, match=r"sha256 mismatch for a.zip: expected 0{64}"):
+        download(f"{url}/{archive.name}", tmp_path / "a.zip", sha256="0" * 64, progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_http_error_names_url(server, tmp_path):
+    url, _ = server
+    with pytest.raises(DownloadError, match=r"missing.zip: HTTP 404"):
+        download(f"{url}/missing.zip", tmp_path / "a.zip", retries=0, progress=False)
+    assert not (tmp_path / "a.zip").exists()
+
+
+def test_extract_finds_wrapped_root(archive, tmp_path):
+    root = extract(archive, tmp_path / "db")
+    assert root == tmp_path / "db" / "MouEmbTrkDtb"
+    assert (root / "E00" / "_trajectories.txt").is_file()
+
+
+def test_extract_truncated_archive(archive, tmp_path):
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
+    with pytest.raises(DataError, match=r"bad.zip: .*(truncated|corrupt)"):
+        extract(bad, tmp_path / "db")
+    assert not (tmp_path / "db").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["bad.zip"]
+
+
+def test_extract_without_layout(tmp_path):
+    src = tmp_path / "src"
+    (src / "images").mkdir(parents=True)
+    (src / "images" / "a.txt").write_text("x")
+    bad = zip_tree(src, tmp_path / "other.zip")
+    with pytest.raises(DataError, match=r"other.zip: no embryo folders E<NN>/"):
+        extract(bad, tmp_path / "db")
+    assert not (tmp_path / "db").exists()

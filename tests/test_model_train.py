@@ -1,0 +1,46 @@
+"""The paper CNN's shape and parameter count; metrics arithmetic on a hand-made history."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from embryo_bench.train import summarise, time_to_accuracy
+
+
+def test_parameter_count_matches_paper_architecture():
+    from embryo_bench.model import PAPER_PARAMETERS, build_model
+
+    model = build_model(64)
+    # conv1 5*5*1*32+32, conv2 5*5*32*64+64, fc1 16*16*64*1024+1024, logits 1024*4+4
+    assert model.count_params() == 832 + 51_264 + 16_778_240 + 4_100 == PAPER_PARAMETERS
+    out = model(np.zeros((2, 64, 64, 1), np.uint8))
+    assert tuple(out.shape) == (2, 4)
+
+
+def _history():
+    return pd.DataFrame({
+        "epoch": [1, 2, 3, 4],
+        "epoch_seconds": [10.0, 4.0, 5.0, 6.0],
+        "test_accuracy": [0.5, 0.84, 0.86, 0.80],
+    })
+
+
+def test_time_to_accuracy_hand_made():
+    assert time_to_accuracy(_history(), 0.85) == (19.0, 3)
+    assert time_to_accuracy(_history(), 0.95) == (None, None)
+
+
+def test_summarise_hand_made():
+    s = summarise(_history(), n_train=1000, target=0.85)
+    assert s["training_seconds"] == 25.0
+    assert s["first_epoch_seconds"] == 10.0
+    assert s["steady_epoch_seconds"] == pytest.approx(5.0)
+    assert s["mean_images_per_s"] == pytest.approx(200.0)
+    assert s["final_test_accuracy"] == 0.80 and s["best_test_accuracy"] == 0.86
+    assert s["epochs_to_accuracy"] == 3
+
+
+def test_summarise_single_epoch():
+    s = summarise(_history().iloc[:1], n_train=1000, target=0.85)
+    assert s["steady_epoch_seconds"] is None
+    assert s["mean_images_per_s"] == pytest.approx(100.0)

@@ -1,0 +1,95 @@
+"""Unit tests of the preprocessing stages against hand-checked values."""
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from embryo_bench import preprocess
+from embryo_bench.errors import ConfigError, DataError
+
+
+def test_crop_box_paper_values():
+    assert preprocess.crop_box(480, 2 / 3) == (80, 80, 400, 400)
+    assert preprocess.crop_box(28, 0.6666666667) == (4, 4, 23, 23)  # round(18.67) = 19
+
+
+def test_centre_crop_takes_the_centre():
+    frame = np.arange(480 * 480, dtype=np.int64).reshape(480, 480) % 251
+    crop = preprocess.centre_crop(frame.astype(np.uint8), 2 / 3)
+    assert crop.shape == (320, 320)
+    assert crop[0, 0] == frame[80, 80] and crop[-1, -1] == frame[399, 399]
+
+
+def test_crop_fraction_impossible():
+    with pytest.raises(ConfigError, match="crop fraction"):
+        preprocess.crop_box(10, 0.01)
+
+
+def test_equalize_invert_hand_checked():
+    # A flat histogram (each grey level once) is left unchanged by equalisation,
+    # so the result is exactly |p - 128|.
+    img = np.arange(256, dtype=np.uint8).reshape(16, 16)
+    out = preprocess.equalize_invert(img, 128)
+    assert out.dtype == np.uint8
+    np.testing.assert_array_equal(out, np.abs(np.arange(256) - 128).reshape(16, 16))
+    assert out.max() == 128 and out.min() == 0
+
+
+def test_equalize_spreads_a_narrow_histogram():
+    # Four grey levels, 1024 pixels each: Pillow's equalisation maps them to the cumulative
+    # histogram: step = (4096 - 1024) // 255 = 12, lut = (6 + cum) // 12 -> 0, 85, 171, 255.
+    img = np.repeat(np.array([100, 101, 102, 103], dtype=np.uint8), 1024).reshape(64, 64)
+    out = preprocess.equalize_invert(img, 0)  # centre 0: pure equalisation
+    assert sorted(np.unique(out).tolist()) == [0, 85, 171, 255]
+
+
+def test_rotation_angles_paper():
+    angles = preprocess.rotation_angles(18)
+    assert len(angles) == 20 and angles[0] == 0 and angles[-1] == 342
+    assert len(preprocess.rotation_angles(90)) == 4
+    with pytest.raises(ConfigError, match="rotation_step"):
+        preprocess.rotation_angles(0)
+
+
+def test_rotate_90_equals_rot90():
+    rng = np.random.default_rng(0)
+    img = rng.integers(0, 256, (32, 32), dtype=np.uint8)
+    out = preprocess.rotate_resize(img, np.array([0.0, 90.0, 180.0]), 32)
+    np.testing.assert_array_equal(out[0], img)
+    np.testing.assert_array_equal(out[1], np.rot90(img))  # counter-clockwise
+    np.testing.assert_array_equal(out[2], np.rot90(img, 2))
+
+
+def test_rotation_fills_corners_with_zero_and_resizes():
+    img = np.full((320, 320), 100, dtype=np.uint8)
+    out = preprocess.rotate_resize(img, preprocess.rotation_angles(18), 64)
+    assert out.shape == (20, 64, 64) and out.dtype == np.uint8
+    assert out[1, 0, 0] == 0  # 18 degrees: corner outside the rotated frame -> fill 0
+    assert out[1, 32, 32] == 100  # centre unchanged
+    assert (out[0] == 100).all()  # 0 degrees: untouched, antialiased resize of a flat image
+
+
+def _png(path, array, mode="L"):
+    Image.fromarray(array).convert(mode).save(path)
+    return path
+
+
+def test_read_frame_errors_name_the_file(tmp_path):
+    good = _png(tmp_path / "good.png", np.zeros((48, 48), np.uint8))
+    assert preprocess.read_frame(str(good), 48).shape == (48, 48)
+    with pytest.raises(DataError, match=r"good\.png: frame is 48x48 px; expected 64x64"):
+        preprocess.read_frame(str(good), 64)
+    rgb = _png(tmp_path / "rgb.png", np.zeros((48, 48), np.uint8), "RGB")
+    with pytest.raises(DataError, match=r"rgb\.png: image mode 'RGB'"):
+        preprocess.read_frame(str(rgb), 48)
+    data = good.read_bytes()
+    trunc = tmp_path / "trunc.png"
+    trunc.write_bytes(data[: len(data) // 2])
+    with pytest.raises(DataError, match=r"trunc\.png: corrupt or truncated PNG"):
+        preprocess.read_frame(str(trunc), 48)
+    junk = tmp_path / "junk.png"
+    junk.write_bytes(b"not a png at all")
+    with pytest.raises(DataError, match=r"junk\.png: corrupt or truncated PNG"):
+        preprocess.read_frame(str(junk), 48)
+    with pytest.raises(DataError, match=r"missing\.png: frame not found"):
+        preprocess.read_frame(str(tmp_path / "missing.png"), 48)

@@ -1,0 +1,278 @@
+"""The workflow run for real: `snakemake` subprocesses on the offline config and on damaged
+inputs, checking outputs' contents, DAG caching and errors."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import json
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from PIL import Image
+
+from embryo_bench.synthetic import generate_db, zip_tree
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+def snakemake(cwd: Path, config: dict, *args: str, check: bool = True):
+    """Run snakemake on the repo's Snakefile in ``cwd`` with ``config`` as its configfile."""
+    cfg = cwd / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
+           "--profile", str(REPO / "profiles" / "default"), "--configfile", str(cfg),
+           "--cores", "2", *args]
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=900)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return proc
+
+
+def offline_config(outdir: Path) -> dict:
+    config = yaml.safe_load((REPO / "config" / "offline.yaml").read_text())
+    config["outdir"] = str(outdir)
+    return config
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """Parse the 'Job stats' table of a (dry) run."""
+    stats, table = {}, False
+    for line in output.splitlines():
+        if line.startswith("Job stats"):
+            table = True
+            continue
+        m = re.match(r"^(\w+)\s+(\d+)$", line.strip())
+        if table and m and m.group(1) != "total":
+            stats[m.group(1)] = int(m.group(2))
+        elif table and line.strip().startswith("total"):
+            break
+    return stats
+
+
+@pytest.fixture(scope="module")
+def offline_run(tmp_path_factory):
+    work = tmp_path_factory.mktemp("offline")
+    config = offline_config(work / "out")
+    proc = snakemake(work, config)
+    return work, config, work / "out", proc
+
+
+def test_offline_outputs(offline_run):
+    _, config, out, _ = offline_run
+    manifest = pd.read_csv(out / "manifest/manifest.csv", keep_default_na=False)
+    assert list(manifest.columns) == ["embryo", "frame", "path", "cells", "split"]
+    assert len(manifest) == 10 * 24
+    sel = pd.read_csv(out / "select/selected.csv", keep_default_na=False)
+    per_class = sel["cells"].value_counts()
+    assert per_class.nunique() == 1 and sorted(per_class.index) == [1, 2, 3, 4]
+    assert per_class.iloc[0] == manifest["cells"].value_counts().min()  # rarest class whole
+    # Split by embryo: test embryos are those whose number mod 5 == 0, never in both splits.
+    by_embryo = sel.groupby("embryo")["split"].unique()
+    assert all(len(s) == 1 for s in by_embryo)
+    assert {e for e, s in by_embryo.items() if s[0] == "test"} == {"E00", "E05"}
+
+    shards = range(config["select"]["shards"])
+    crop = [np.load(out / f"crop/shard-{k}.npz") for k in shards]
+    assert all(c["images"].shape[1:] == (64, 64) for c in crop)  # 2/3 of 96 px
+    inv = [np.load(out / f"invert/shard-{k}.npz") for k in shards]
+    assert max(int(i["images"].max()) for i in inv) <= 128
+    aug = [np.load(out / f"augment/shard-{k}.npz") for k in shards]
+    n_frames = sum(len(c["images"]) for c in crop)
+    assert n_frames == len(sel)
+    assert sum(len(a["images"]) for a in aug) == 20 * n_frames
+    assert all(a["images"].shape[1:] == (64, 64) and a["images"].dtype == np.uint8 for a in aug)
+    assert sorted(set(np.concatenate([a["angle"] for a in aug]).tolist())) == [
+        18.0 * k for k in range(20)
+    ]
+    assert (aug[0]["cells"][:20] == aug[0]["cells"][0]).all()  # a frame's 20 rotations
+
+    run = out / "train/host-1cpu"
+    history = pd.read_csv(run / "history.csv")
+    assert history["epoch"].tolist() == [1, 2]
+    assert (history["epoch_seconds"] > 0).all() and (history["images_per_s"] > 0).all()
+    assert history["test_accuracy"].between(0, 1).all()
+    metrics = json.loads((run / "metrics.json").read_text())
+    n_test = int((sel["split"] == "test").sum()) * 20
+    assert metrics["n_train"] + metrics["n_test"] == 20 * len(sel) and metrics["n_test"] == n_test
+    assert metrics["parameter_count"] == 16_834_436
+    assert metrics["provenance"]["dataset"]["sha256"] == "synthetic"
+    assert metrics["provenance"]["seed"] == 0 and metrics["provenance"]["cpu_model"]
+    assert metrics["training_seconds"] == pytest.approx(history["epoch_seconds"].sum())
+
+    for name in ("fig1_preprocessing", "fig4_test_accuracy", "fig5_6_training_time",
+                 "throughput"):
+        for ext in ("png", "pdf"):
+            assert (out / f"figures/{name}.{ext}").stat().st_size > 1000
+    table = pd.read_csv(out / "figures/results_table.csv")
+    assert table["target"].tolist() == ["host-1cpu"]
+    assert "SYNTHETIC" in table["data"].iloc[0]
+    assert "SYNTHETIC" in (out / "figures/results_table.md").read_text()
+
+
+def test_second_run_has_nothing_to_do(offline_run):
+    work, config, _, _ = offline_run
+    proc = snakemake(work, config, "-n")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_rotation_step_change_reruns_only_augment_onwards(offline_run):
+    work, config, _, _ = offline_run
+    changed = json.loads(json.dumps(config))
+    changed["preprocess"]["rotation_step"] = 36
+    proc = snakemake(work, changed, "-n")
+    jobs = job_counts(proc.stdout)
+    assert jobs == {"augment": 2, "train": 1, "figures": 1, "all": 1}, proc.stdout[-3000:]
+
+
+def _class_folder_copy(work: Path, frame_size: int) -> Path:
+    """Synthetic frames (other seed) arranged as <class>/<name>.png for evaluate."""
+    db = work / "eval-db"
+    generate_db(db, embryos=2, frames_per_embryo=24, frame_size=frame_size, seed=99)
+    from embryo_bench.sources import index_db
+
+    manifest, _ = index_db(db, frame_size)
+    root = work / "eval-images"
+    for row in manifest.itertuples():
+        dst = root / "Test" / str(row.cells - 1)
+        dst.mkdir(parents=True, exist_ok=True)
+        shutil.copy(row.path, dst / f"{row.embryo}_{row.frame}.png")
+    return root
+
+
+def test_evaluate_command(offline_run):
+    work, config, out, _ = offline_run
+    images = _class_folder_copy(work, config["dataset"]["frame_size"])
+    n = len(list(images.rglob("*.png")))
+    for target in (images, images / "Test"):  # split folders, or class folders directly
+        proc = subprocess.run(
+            ["embryo-bench", "evaluate", "--model", str(out / "train/host-1cpu/model.keras"),
+             "--images", str(target)], capture_output=True, text=True, check=True)
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert result["n"] == n
+        confusion = np.array(result["confusion"])
+        assert confusion.shape == (4, 4) and confusion.sum() == n
+        assert result["accuracy"] == pytest.approx(np.trace(confusion) / n)
+
+
+def test_evaluate_rejects_other_frame_size(offline_run, cells28):
+    _, _, out, _ = offline_run
+    proc = subprocess.run(
+        ["embryo-bench", "evaluate", "--model", str(out / "train/host-1cpu/model.keras"),
+         "--images", str(cells28)], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "frame is 28x28 px; expected 96x96" in proc.stderr
+
+
+def test_config_typo_is_rejected_before_any_job(tmp_path):
+    config = offline_config(tmp_path / "out")
+    config["preprocess"]["rotaton_step"] = 18
+    proc = snakemake(tmp_path, config, check=False)
+    assert proc.returncode != 0
+    assert "rotaton_step" in proc.stdout + proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_config_impossible_value_is_rejected(tmp_path):
+    config = offline_config(tmp_path / "out")
+    config["train"]["batch_size"] = 0
+    proc = snakemake(tmp_path, config, check=False)
+    assert proc.returncode != 0 and "batch_size" in proc.stdout + proc.stderr
+
+
+def _local_config(tmp_path: Path, db: Path) -> dict:
+    config = offline_config(tmp_path / "out")
+    config["dataset"] = {"kind": "local", "path": str(db), "frame_size": 48}
+    return config
+
+
+def _damaged_db(tmp_path: Path) -> Path:
+    db = tmp_path / "db"
+    generate_db(db, embryos=10, frames_per_embryo=12, frame_size=48, seed=1)
+    return db
+
+
+def test_garbled_trajectories_fail_index(tmp_path):
+    db = _damaged_db(tmp_path)
+    (db / "E03" / "_trajectories.txt").write_text("1\t2\t3\n4\t5\n")
+    proc = snakemake(tmp_path, _local_config(tmp_path, db), check=False)
+    assert proc.returncode != 0
+    log = (tmp_path / "out/logs/index.log").read_text()
+    assert "E03/_trajectories.txt, line 2: 2 tab-separated fields" in log
+    assert not (tmp_path / "out/manifest/manifest.csv").exists()
+
+
+def test_corrupt_png_fails_crop_and_leaves_no_shard(tmp_path):
+    db = _damaged_db(tmp_path)
+    frame = db / "E03" / "Frame008.png"  # a 3-cell frame: the rarest class is kept whole
+    frame.write_bytes(frame.read_bytes()[:60])
+    config = _local_config(tmp_path, db)
+    config["select"]["shards"] = 1
+    proc = snakemake(tmp_path, config, check=False)
+    assert proc.returncode != 0
+    sel = pd.read_csv(tmp_path / "out/select/selected.csv", keep_default_na=False)
+    assert "Frame008" in set(sel.loc[sel["embryo"] == "E03", "frame"])
+    log = (tmp_path / "out/logs/crop/shard-0.log").read_text()
+    assert "E03/Frame008.png: corrupt or truncated PNG" in log
+    assert not (tmp_path / "out/crop/shard-0.npz").exists()
+    assert not list((tmp_path / "out/crop").glob("*.npz"))
+
+
+def test_empty_class_fails_select(tmp_path):
+    db = _damaged_db(tmp_path)
+    for traj in db.glob("E*/_trajectories.txt"):  # turn every 3-cell line into 4 cells
+        lines = []
+        for line in traj.read_text().splitlines():
+            v = line.split("\t")
+            if sum(int(r) > 0 for r in v[2::3]) == 3:
+                v[9:12] = ["5", "5", "3"]
+            lines.append("\t".join(v))
+        traj.write_text("\n".join(lines) + "\n")
+    proc = snakemake(tmp_path, _local_config(tmp_path, db), check=False)
+    assert proc.returncode != 0
+    assert "no frames with [3] cells after selection" in (
+        tmp_path / "out/logs/select.log").read_text()
+    assert not (tmp_path / "out/select/selected.csv").exists()
+
+
+def _serve(directory: Path):
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
+    handler.log_message = lambda *a: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_download_path_and_checksum(tmp_path):
+    db = _damaged_db(tmp_path)
+    www = tmp_path / "www"
+    www.mkdir()
+    archive = zip_tree(db, www / "MouEmbTrkDtb.zip", prefix="MouEmbTrkDtb")
+    sha = hashlib.sha256(archive.read_bytes()).hexdigest()
+    server = _serve(www)
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/MouEmbTrkDtb.zip"
+        config = offline_config(tmp_path / "out")
+        config["dataset"] = {"kind": "mouse-embryo-tracking-db", "url": url,
+                             "sha256": "f" * 64, "frame_size": 48, "retries": 0}
+        bad = snakemake(tmp_path, config, "--until", "select", check=False)
+        assert bad.returncode != 0
+        assert "sha256 mismatch" in (tmp_path / "out/logs/download.log").read_text()
+        assert not (tmp_path / "out/data/MouEmbTrkDtb.zip").exists()
+        config["dataset"]["sha256"] = sha
+        snakemake(tmp_path, config, "--until", "select")
+    finally:
+        server.shutdown()
+    source = json.loads((tmp_path / "out/manifest/source.json").read_text())
+    assert source["sha256"] == sha and source["synthetic"] is False
+    assert len(pd.read_csv(tmp_path / "out/manifest/manifest.csv")) == 120
