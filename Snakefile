@@ -23,6 +23,6 @@ include: "workflow/rules/figures.smk"
 
 
 rule all:
+    default_target: True
     input:
         FIGURES,
-    default_target: True

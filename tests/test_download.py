@@ -4,6 +4,7 @@ import functools
 import hashlib
 import http.server
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -23,7 +24,7 @@ class RangeHandler(http.server.SimpleHTTPRequestHandler):
         path = self.translate_path(self.path)
         if not rng or not path.endswith(".zip"):
             return super().do_GET()
-        data = open(path, "rb").read()
+        data = Path(path).read_bytes()
         start = int(rng.split("=")[1].rstrip("-"))
         if start >= len(data):
             self.send_response(416)

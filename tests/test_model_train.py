@@ -18,11 +18,13 @@ def test_parameter_count_matches_paper_architecture():
 
 
 def _history():
-    return pd.DataFrame({
-        "epoch": [1, 2, 3, 4],
-        "epoch_seconds": [10.0, 4.0, 5.0, 6.0],
-        "test_accuracy": [0.5, 0.84, 0.86, 0.80],
-    })
+    return pd.DataFrame(
+        {
+            "epoch": [1, 2, 3, 4],
+            "epoch_seconds": [10.0, 4.0, 5.0, 6.0],
+            "test_accuracy": [0.5, 0.84, 0.86, 0.80],
+        }
+    )
 
 
 def test_time_to_accuracy_hand_made():

@@ -18,7 +18,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from PIL import Image
 
 from embryo_bench.synthetic import generate_db, zip_tree
 
@@ -30,9 +29,20 @@ def snakemake(cwd: Path, config: dict, *args: str, check: bool = True):
     """Run snakemake on the repo's Snakefile in ``cwd`` with ``config`` as its configfile."""
     cfg = cwd / "config.yaml"
     cfg.write_text(yaml.safe_dump(config))
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
-           "--profile", str(REPO / "profiles" / "default"), "--configfile", str(cfg),
-           "--cores", "2", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "--profile",
+        str(REPO / "profiles" / "default"),
+        "--configfile",
+        str(cfg),
+        "--cores",
+        "2",
+        *args,
+    ]
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=900)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
@@ -110,8 +120,7 @@ def test_offline_outputs(offline_run):
     assert metrics["provenance"]["seed"] == 0 and metrics["provenance"]["cpu_model"]
     assert metrics["training_seconds"] == pytest.approx(history["epoch_seconds"].sum())
 
-    for name in ("fig1_preprocessing", "fig4_test_accuracy", "fig5_6_training_time",
-                 "throughput"):
+    for name in ("fig1_preprocessing", "fig4_test_accuracy", "fig5_6_training_time", "throughput"):
         for ext in ("png", "pdf"):
             assert (out / f"figures/{name}.{ext}").stat().st_size > 1000
     table = pd.read_csv(out / "figures/results_table.csv")
@@ -156,8 +165,18 @@ def test_evaluate_command(offline_run):
     n = len(list(images.rglob("*.png")))
     for target in (images, images / "Test"):  # split folders, or class folders directly
         proc = subprocess.run(
-            ["embryo-bench", "evaluate", "--model", str(out / "train/host-1cpu/model.keras"),
-             "--images", str(target)], capture_output=True, text=True, check=True)
+            [
+                "embryo-bench",
+                "evaluate",
+                "--model",
+                str(out / "train/host-1cpu/model.keras"),
+                "--images",
+                str(target),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         assert result["n"] == n
         confusion = np.array(result["confusion"])
@@ -168,8 +187,17 @@ def test_evaluate_command(offline_run):
 def test_evaluate_rejects_other_frame_size(offline_run, cells28):
     _, _, out, _ = offline_run
     proc = subprocess.run(
-        ["embryo-bench", "evaluate", "--model", str(out / "train/host-1cpu/model.keras"),
-         "--images", str(cells28)], capture_output=True, text=True)
+        [
+            "embryo-bench",
+            "evaluate",
+            "--model",
+            str(out / "train/host-1cpu/model.keras"),
+            "--images",
+            str(cells28),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2
     assert "frame is 28x28 px; expected 96x96" in proc.stderr
 
@@ -240,8 +268,9 @@ def test_empty_class_fails_select(tmp_path):
         traj.write_text("\n".join(lines) + "\n")
     proc = snakemake(tmp_path, _local_config(tmp_path, db), check=False)
     assert proc.returncode != 0
-    assert "no frames with [3] cells after selection" in (
-        tmp_path / "out/logs/select.log").read_text()
+    assert (
+        "no frames with [3] cells after selection" in (tmp_path / "out/logs/select.log").read_text()
+    )
     assert not (tmp_path / "out/select/selected.csv").exists()
 
 
@@ -263,8 +292,13 @@ def test_download_path_and_checksum(tmp_path):
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/MouEmbTrkDtb.zip"
         config = offline_config(tmp_path / "out")
-        config["dataset"] = {"kind": "mouse-embryo-tracking-db", "url": url,
-                             "sha256": "f" * 64, "frame_size": 48, "retries": 0}
+        config["dataset"] = {
+            "kind": "mouse-embryo-tracking-db",
+            "url": url,
+            "sha256": "f" * 64,
+            "frame_size": 48,
+            "retries": 0,
+        }
         bad = snakemake(tmp_path, config, "--until", "select", check=False)
         assert bad.returncode != 0
         assert "sha256 mismatch" in (tmp_path / "out/logs/download.log").read_text()

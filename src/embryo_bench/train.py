@@ -74,6 +74,17 @@ def summarise(history: pd.DataFrame, n_train: int, target: float) -> dict:
     }
 
 
+def fit_epoch(model, x: np.ndarray, y: np.ndarray, batch_size: int) -> tuple[float, dict]:
+    """Train ``model`` for one epoch on in-memory arrays, reshuffled (the pipeline's data
+    path: uint8 images (N, S, S, 1), int32 labels (N,)).
+
+    Returns (wall seconds of the epoch, Keras logs of the epoch: loss, accuracy).
+    """
+    t0 = time.perf_counter()
+    fit = model.fit(x, y, batch_size=batch_size, epochs=1, shuffle=True, verbose=0)
+    return time.perf_counter() - t0, {k: float(v[-1]) for k, v in fit.history.items()}
+
+
 def run_training(
     shards: list[str],
     out_dir: str | Path,

@@ -6,14 +6,16 @@ rule augment:
         rules.invert.output,
     output:
         f"{OUT}/augment/shard-{{shard}}.npz",
+    log:
+        f"{LOGS}/augment/shard-{{shard}}.log",
+    wildcard_constraints:
+        shard=r"\d+",
+    conda:
+        "../../envs/embryo-bench.yaml"
     params:
         rotation_step=PP["rotation_step"],
         image_size=PP["image_size"],
         code=code_hash("preprocess", "stages", "io"),
-    wildcard_constraints:
-        shard=r"\d+",
-    log:
-        f"{LOGS}/augment/shard-{{shard}}.log",
     shell:
         "embryo-bench augment --input {input:q} --rotation-step {params.rotation_step} "
         "--image-size {params.image_size} --out {output:q} > {log:q} 2>&1"

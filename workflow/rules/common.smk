@@ -14,7 +14,7 @@ LOGS = f"{OUT}/logs"
 
 
 def code_hash(*modules):
-    """sha256 over the source of embryo_bench modules (a params value: edits rerun the rule)."""
+    """sha256 over the source of embryo_bench modules (a params value: an edit reruns the jobs that use it)."""
     h = hashlib.sha256()
     for name in modules:
         spec = importlib.util.find_spec(f"embryo_bench.{name}")
@@ -46,7 +46,9 @@ for _t in config["targets"]:
     if _why is None:
         TARGETS[_t["name"]] = _t
     elif config.get("on_missing_hardware", "fail") == "skip":
-        logger.warning(f"target {_t['name']}: skipped, {_why} (on_missing_hardware: skip)")
+        logger.warning(
+            f"target {_t['name']}: skipped, {_why} (on_missing_hardware: skip)"
+        )
     else:
         raise WorkflowError(
             f"target {_t['name']}: {_why}; set on_missing_hardware: skip to leave it out"
@@ -61,7 +63,9 @@ FIGURE_NAMES = [
     "fig5_6_training_time",
     "throughput",
 ]
-FIGURES = [f"{OUT}/figures/{n}.{ext}" for n in FIGURE_NAMES for ext in ("png", "pdf")] + [
+FIGURES = [
+    f"{OUT}/figures/{n}.{ext}" for n in FIGURE_NAMES for ext in ("png", "pdf")
+] + [
     f"{OUT}/figures/results_table.csv",
     f"{OUT}/figures/results_table.md",
 ]
@@ -91,3 +95,45 @@ def dataset_label():
         "local": "Mouse Embryo Tracking Database (local copy)",
         "mouse-embryo-tracking-db": "Mouse Embryo Tracking Database (Cicconet et al. 2014)",
     }[DATASET["kind"]]
+
+
+# Data source wiring (download.smk, index.smk).
+DB_DIR = f"{OUT}/data/db"
+ARCHIVE = f"{OUT}/data/{os.path.basename(DATASET.get('url', '')) or 'db.zip'}"
+
+
+def archive_input(wildcards):
+    """The archive to extract: the downloaded one, or a local archive path."""
+    if DATASET["kind"] == "mouse-embryo-tracking-db":
+        return ARCHIVE
+    return DATASET["path"]
+
+
+def index_input():
+    """Files that indexing reads: the generated or extracted database (and download info);
+    nothing for sources read in place (imagefolder, a local database folder)."""
+    kind = DATASET["kind"]
+    if kind == "synthetic":
+        return {"db": f"{OUT}/data/synthetic"}
+    if kind == "imagefolder" or (
+        kind == "local" and os.path.isdir(DATASET.get("path", ""))
+    ):
+        return {}
+    if kind == "local":
+        return {"db": DB_DIR}
+    return {"db": DB_DIR, "info": f"{OUT}/data/download.json"}
+
+
+def index_root(wildcards, input):
+    """The folder to index: the extracted/generated database, or the external source."""
+    return input.db if "db" in input.keys() else DATASET["path"]
+
+
+def index_flags(wildcards, input):
+    """Extra index flags: the synthetic marker, or the download record (for its sha256)."""
+    if DATASET["kind"] == "synthetic":
+        return "--synthetic"
+    return f"--download-info {input.info}" if "info" in input.keys() else ""
+
+
+INDEX_LAYOUT = "imagefolder" if DATASET["kind"] == "imagefolder" else "db"

@@ -6,14 +6,16 @@ rule crop:
         rules.select.output.selection,
     output:
         f"{OUT}/crop/shard-{{shard}}.npz",
+    log:
+        f"{LOGS}/crop/shard-{{shard}}.log",
+    wildcard_constraints:
+        shard=r"\d+",
+    conda:
+        "../../envs/embryo-bench.yaml"
     params:
         frame_size=DATASET["frame_size"],
         fraction=PP["crop_fraction"],
         code=code_hash("preprocess", "stages", "io"),
-    wildcard_constraints:
-        shard=r"\d+",
-    log:
-        f"{LOGS}/crop/shard-{{shard}}.log",
     shell:
         "embryo-bench crop --selection {input:q} --shard {wildcards.shard} "
         "--frame-size {params.frame_size} --fraction {params.fraction} --out {output:q} "

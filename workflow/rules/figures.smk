@@ -23,14 +23,16 @@ rule figures:
             category="Tables",
         ),
         table_md=f"{OUT}/figures/results_table.md",
-    params:
-        run_dirs=expand(f"{OUT}/train/{{target}}", target=TARGETS),
-        targets=json.dumps(list(TARGETS.values())),
-        preprocessing=preprocessing_json(),
-        out_dir=f"{OUT}/figures",
-        code=code_hash("figures", "preprocess", "paper", "io"),
     log:
         f"{LOGS}/figures.log",
+    conda:
+        "../../envs/embryo-bench.yaml"
+    params:
+        run_dirs=lambda wc, input: [os.path.dirname(m) for m in input.runs],
+        targets=json.dumps(list(TARGETS.values())),
+        preprocessing=preprocessing_json(),
+        out_dir=lambda wc, output: os.path.dirname(output.table_csv),
+        code=code_hash("figures", "preprocess", "paper", "io"),
     shell:
         "embryo-bench figures --runs {params.run_dirs:q} --targets {params.targets:q} "
         "--selection {input.selection:q} --source-info {input.source:q} "

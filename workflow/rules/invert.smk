@@ -6,13 +6,15 @@ rule invert:
         rules.crop.output,
     output:
         f"{OUT}/invert/shard-{{shard}}.npz",
+    log:
+        f"{LOGS}/invert/shard-{{shard}}.log",
+    wildcard_constraints:
+        shard=r"\d+",
+    conda:
+        "../../envs/embryo-bench.yaml"
     params:
         centre=PP["invert_centre"],
         code=code_hash("preprocess", "stages", "io"),
-    wildcard_constraints:
-        shard=r"\d+",
-    log:
-        f"{LOGS}/invert/shard-{{shard}}.log",
     shell:
         "embryo-bench invert --input {input:q} --centre {params.centre} --out {output:q} "
         "> {log:q} 2>&1"

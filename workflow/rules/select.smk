@@ -7,12 +7,14 @@ rule select:
     output:
         selection=f"{OUT}/select/selected.csv",
         summary=f"{OUT}/select/summary.json",
+    log:
+        f"{LOGS}/select.log",
+    conda:
+        "../../envs/embryo-bench.yaml"
     params:
         seed=config["select"]["seed"],
         shards=len(SHARDS),
         code=code_hash("select", "io"),
-    log:
-        f"{LOGS}/select.log",
     shell:
         "embryo-bench select --manifest {input:q} --seed {params.seed} "
         "--shards {params.shards} --out {output.selection:q} --summary {output.summary:q} "

@@ -8,8 +8,17 @@ rule train:
         source=rules.index.output.source,
     output:
         **{f.split(".")[0]: f"{OUT}/train/{{target}}/{f}" for f in RUN_FILES},
+    log:
+        f"{LOGS}/train/{{target}}.log",
+    wildcard_constraints:
+        target="|".join(TARGETS),
+    conda:
+        "../../envs/embryo-bench.yaml"
+    threads: lambda wc: TARGETS[wc.target]["cpus"]
+    resources:
+        bench_slot=1,
     params:
-        out_dir=lambda wc: f"{OUT}/train/{wc.target}",
+        out_dir=lambda wc, output: os.path.dirname(output.metrics),
         cpus=lambda wc: TARGETS[wc.target]["cpus"],
         epochs=TRAIN["epochs"],
         batch_size=TRAIN["batch_size"],
@@ -19,13 +28,6 @@ rule train:
         accuracy_target=TRAIN["accuracy_target"],
         preprocessing=preprocessing_json(),
         code=code_hash("train", "model", "backend", "stages", "provenance", "io"),
-    wildcard_constraints:
-        target="|".join(TARGETS),
-    threads: lambda wc: TARGETS[wc.target]["cpus"]
-    resources:
-        bench_slot=1,
-    log:
-        f"{LOGS}/train/{{target}}.log",
     shell:
         "embryo-bench train --shards {input.shards:q} --out-dir {params.out_dir:q} "
         "--target {wildcards.target} --threads {params.cpus} --epochs {params.epochs} "
