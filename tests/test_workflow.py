@@ -310,3 +310,15 @@ def test_download_path_and_checksum(tmp_path):
     source = json.loads((tmp_path / "out/manifest/source.json").read_text())
     assert source["sha256"] == sha and source["synthetic"] is False
     assert len(pd.read_csv(tmp_path / "out/manifest/manifest.csv")) == 120
+
+
+def test_local_archive_source(tmp_path):
+    db = _damaged_db(tmp_path)
+    archive = zip_tree(db, tmp_path / "mirror.zip", prefix="MouEmbTrkDtb")
+    config = _local_config(tmp_path, archive)
+    snakemake(tmp_path, config, "--until", "select")
+    source = json.loads((tmp_path / "out/manifest/source.json").read_text())
+    assert source["sha256"] == hashlib.sha256(archive.read_bytes()).hexdigest()
+    assert (tmp_path / "out/data/db/MouEmbTrkDtb/E00/_trajectories.txt").is_file()
+    summary = json.loads((tmp_path / "out/select/summary.json").read_text())
+    assert summary["test_embryos"] == ["E00", "E05"]

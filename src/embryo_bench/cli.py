@@ -70,10 +70,10 @@ def _cmd_index(a: argparse.Namespace) -> None:
         source["sha256"] = "synthetic"
     elif a.download_info:
         source["sha256"] = read_json(a.download_info)["sha256"]
-    elif Path(a.root).is_file():
-        source["sha256"] = sha256_file(a.root)
     else:
-        source["sha256"] = sha256_tree(a.root)
+        ident = Path(a.checksum_of or a.root)
+        source["sha256"] = sha256_file(ident) if ident.is_file() else sha256_tree(ident)
+        source["sha256_of"] = str(ident)
     with atomic_path(a.out) as tmp:
         manifest.to_csv(tmp, index=False)
     write_json(a.source_info, source)
@@ -200,7 +200,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dataset", required=True)
     s.add_argument("--label", required=True)
     s.add_argument("--synthetic", action="store_true")
-    s.add_argument("--download-info")
+    s.add_argument("--download-info", help="download.json whose sha256 identifies the data")
+    s.add_argument(
+        "--checksum-of", help="archive or folder whose sha256 identifies the data (default: --root)"
+    )
     s.add_argument("--out", required=True)
     s.add_argument("--source-info", required=True)
     s.set_defaults(func=_cmd_index)

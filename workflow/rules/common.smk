@@ -4,6 +4,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import shlex
 
 OUT = config["outdir"]
 DATASET = config["dataset"]
@@ -130,10 +131,15 @@ def index_root(wildcards, input):
 
 
 def index_flags(wildcards, input):
-    """Extra index flags: the synthetic marker, or the download record (for its sha256)."""
+    """Extra index flags: the synthetic marker, the download record (for its sha256), or the
+    local archive whose sha256 identifies the data."""
     if DATASET["kind"] == "synthetic":
         return "--synthetic"
-    return f"--download-info {input.info}" if "info" in input.keys() else ""
+    if "info" in input.keys():
+        return f"--download-info {input.info}"
+    if DATASET["kind"] == "local" and "db" in input.keys():
+        return f"--checksum-of {shlex.quote(DATASET['path'])}"
+    return ""
 
 
 INDEX_LAYOUT = "imagefolder" if DATASET["kind"] == "imagefolder" else "db"
