@@ -108,33 +108,26 @@ def fig_preprocessing(selection: str, pp: dict, out_dir: Path, footer: str) -> N
     crop = preprocess.centre_crop(frame, pp["crop_fraction"])
     eq = np.asarray(ImageOps.equalize(Image.fromarray(crop, mode="L")))
     inv = preprocess.equalize_invert(crop, pp["invert_centre"])
-    angle = preprocess.rotation_angles(pp["rotation_step"])[
-        min(1, len(preprocess.rotation_angles(pp["rotation_step"])) - 1)
-    ]
+    angles = preprocess.rotation_angles(pp["rotation_step"])
+    angle = angles[1] if len(angles) > 1 else angles[0]
     rot = np.asarray(
         Image.fromarray(inv, mode="L").rotate(
             float(angle), resample=Image.Resampling.BILINEAR, fillcolor=0
         )
     )
     small = preprocess.rotate_resize(inv, np.array([angle]), pp["image_size"])[0]
+    inv_max = max(pp["invert_centre"], 255 - pp["invert_centre"])  # range after inversion
     panels = [
-        (frame, f"original {frame.shape[0]} px"),
-        (crop, f"centre crop {crop.shape[0]} px"),
-        (eq, "histogram equalised"),
-        (inv, f"inverted |p - {pp['invert_centre']}|"),
-        (rot, f"rotated {angle:g} deg"),
-        (small, f"downsized {pp['image_size']} px"),
+        (frame, f"original {frame.shape[0]} px", 255),
+        (crop, f"centre crop {crop.shape[0]} px", 255),
+        (eq, "histogram equalised", 255),
+        (inv, f"inverted |p - {pp['invert_centre']}|", inv_max),
+        (rot, f"rotated {angle:g} deg", inv_max),
+        (small, f"downsized {pp['image_size']} px", inv_max),
     ]
     fig, axes = plt.subplots(1, len(panels), figsize=(2.2 * len(panels), 2.6))
-    for ax, (img, title) in zip(axes, panels, strict=True):
-        ax.imshow(
-            img,
-            cmap="gray",
-            vmin=0,
-            vmax=255
-            if img is not inv and img is not rot and img is not small
-            else max(pp["invert_centre"], 255 - pp["invert_centre"]),
-        )
+    for ax, (img, title, vmax) in zip(axes, panels, strict=True):
+        ax.imshow(img, cmap="gray", vmin=0, vmax=vmax)
         ax.set_title(title, fontsize=8)
         ax.axis("off")
     fig.suptitle(
