@@ -5,7 +5,11 @@ from snakemake.utils import min_version, validate
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The paper configuration is the default; a --configfile replaces it instead of being merged
+# into it, so a run uses exactly the settings of the file it names.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 validate(config, "config/schema.yaml")

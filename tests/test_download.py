@@ -120,3 +120,40 @@ def test_extract_without_layout(tmp_path):
     with pytest.raises(DataError, match=r"other.zip: no embryo folders E<NN>/"):
         extract(bad, tmp_path / "db")
     assert not (tmp_path / "db").exists()
+
+
+class CutOnceHandler(RangeHandler):
+    """First request: announces the whole file but closes the connection half way."""
+
+    cut = True
+
+    def do_GET(self):
+        if type(self).cut and not self.headers.get("Range"):
+            type(self).cut = False
+            data = Path(self.translate_path(self.path)).read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[: len(data) // 2])
+            self.close_connection = True
+            return None
+        return super().do_GET()
+
+
+def test_connection_cut_mid_body_is_resumed(archive, tmp_path):
+    srv = _serve(archive.parent, CutOnceHandler)
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}/{archive.name}"
+        info = download(url, tmp_path / "a.zip", retries=2, backoff=0, progress=False)
+    finally:
+        srv.shutdown()
+    assert (tmp_path / "a.zip").read_bytes() == archive.read_bytes()
+    assert info["sha256"] == hashlib.sha256(archive.read_bytes()).hexdigest()
+
+
+def test_stale_complete_part_with_other_size_restarts(server, archive, tmp_path):
+    url, _ = server
+    # A leftover .part longer than the file (e.g. another archive of the same name).
+    (tmp_path / "a.zip.part").write_bytes(b"x" * (archive.stat().st_size + 10))
+    download(f"{url}/{archive.name}", tmp_path / "a.zip", retries=1, backoff=0, progress=False)
+    assert (tmp_path / "a.zip").read_bytes() == archive.read_bytes()

@@ -46,3 +46,35 @@ def test_summarise_single_epoch():
     s = summarise(_history().iloc[:1], n_train=1000, target=0.85)
     assert s["steady_epoch_seconds"] is None
     assert s["mean_images_per_s"] == pytest.approx(100.0)
+
+
+def test_limit_threads_pins_and_sizes_pools():
+    import subprocess
+    import sys
+
+    code = (
+        "import os, json\n"
+        "from embryo_bench.backend import limit_threads\n"
+        "cores = limit_threads(1)\n"
+        "import tensorflow as tf\n"
+        "print(json.dumps([cores, len(os.sched_getaffinity(0)),\n"
+        "  tf.config.threading.get_intra_op_parallelism_threads(),\n"
+        "  tf.config.threading.get_inter_op_parallelism_threads()]))\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != "KERAS_BACKEND"}
+    out = (
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    cores, visible, intra, inter = __import__("json").loads(out)
+    assert len(cores) == 1 and visible == 1 and intra == 1 and inter == 1
+
+
+def test_limit_threads_rejects_zero():
+    from embryo_bench.backend import limit_threads
+
+    with pytest.raises(ValueError, match="threads must be >= 1"):
+        limit_threads(0)

@@ -6,6 +6,7 @@ from PIL import Image
 
 from embryo_bench.errors import DataError
 from embryo_bench.sources import index_db, index_imagefolder, parse_trajectories
+from embryo_bench.synthetic import stage_counts
 
 
 def test_parse_trajectories_counts_radius_above_zero(tmp_path):
@@ -37,9 +38,10 @@ def test_index_db_labels_and_split(small_db):
     assert set(manifest["cells"]) == {1, 2, 3, 4}
     test_embryos = set(manifest.loc[manifest["split"] == "test", "embryo"])
     assert test_embryos == {"E00", "E05"}
-    # Labels equal the generator's slots with radius > 0 (line k labels Frame k).
+    # Labels equal the generator's cell counts (line k labels Frame k).
     e3 = manifest[manifest["embryo"] == "E03"]
-    assert e3["frame"].tolist()[0] == "Frame000" and e3["cells"].is_monotonic_increasing
+    assert e3["frame"].tolist() == [f"Frame{k:03d}" for k in range(12)]
+    assert e3["cells"].tolist() == stage_counts(12) == [1, 1, 1, 1, 2, 2, 2, 2, 3, 4, 4, 4]
 
 
 def test_index_db_missing_trajectories(db_copy):
@@ -48,10 +50,20 @@ def test_index_db_missing_trajectories(db_copy):
         index_db(db_copy, 48)
 
 
-def test_index_db_more_lines_than_frames(db_copy):
+def test_index_db_line_count_must_match_frames(db_copy):
     traj = db_copy / "E02" / "_trajectories.txt"
-    traj.write_text(traj.read_text() + "1\t1\t1\n")
-    with pytest.raises(DataError, match=r"13 lines but only 12 frames"):
+    lines = traj.read_text().splitlines()
+    traj.write_text("\n".join(lines + ["1\t1\t1"]) + "\n")
+    with pytest.raises(DataError, match=r"E02/_trajectories.txt: 13 lines for 12 frames"):
+        index_db(db_copy, 48)
+    traj.write_text("\n".join(lines[:6]) + "\n")  # truncated file
+    with pytest.raises(DataError, match=r"E02/_trajectories.txt: 6 lines for 12 frames"):
+        index_db(db_copy, 48)
+
+
+def test_index_db_gap_in_frame_numbers(db_copy):
+    (db_copy / "E07" / "Frame005.png").unlink()
+    with pytest.raises(DataError, match=r"E07: frame number 5 is missing"):
         index_db(db_copy, 48)
 
 

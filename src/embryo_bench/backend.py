@@ -8,19 +8,37 @@ of each framework's thread pools has to be set through the framework itself. Cal
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 
 
 def backend_name() -> str:
-    """The Keras backend in effect (``KERAS_BACKEND``, default tensorflow)."""
-    return os.environ.get("KERAS_BACKEND", "tensorflow")
+    """The Keras backend that ``import keras`` will use, found without importing it:
+    ``KERAS_BACKEND``, else the ``backend`` of ``$KERAS_HOME/keras.json`` (default
+    ``~/.keras``), else tensorflow."""
+    if "KERAS_BACKEND" in os.environ:
+        return os.environ["KERAS_BACKEND"]
+    home = os.environ.get("KERAS_HOME", os.path.join(os.path.expanduser("~"), ".keras"))
+    try:
+        with open(os.path.join(home, "keras.json")) as fh:
+            return json.load(fh).get("backend", "tensorflow")
+    except (OSError, ValueError):
+        return "tensorflow"
 
 
-def limit_threads(threads: int) -> None:
-    """Size the backend's intra-op and inter-op thread pools to ``threads`` CPU threads.
+def limit_threads(threads: int) -> list[int]:
+    """Confine training to ``threads`` CPU cores and size the backend's thread pools to match.
 
-    A CPU quota (cgroup, container) does not hide the host's cores from a framework, so
-    without this a 1-CPU target would oversubscribe and its timings would be false.
+    The process is pinned to the first ``threads`` cores it may use (scheduler affinity, as
+    a cpuset would), and the backend's intra-op and inter-op pools are set to ``threads``
+    (TensorFlow: ``tf.config.threading``; PyTorch: ``torch.set_num_threads``; JAX has no
+    flag for N threads, so for N = 1 its multi-threaded Eigen is switched off and otherwise
+    the affinity alone bounds it). A CPU quota does not hide the host's cores from a
+    framework; without this a 1-CPU target would oversubscribe and its timings would be
+    false. Call before the backend runs its first operation.
+
+    Returns:
+        the cores the process is now pinned to.
 
     Raises:
         ValueError: threads < 1.
@@ -29,23 +47,25 @@ def limit_threads(threads: int) -> None:
         raise ValueError(f"threads must be >= 1, got {threads}")
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = str(threads)
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) > threads:
+        cores = cores[:threads]
+        os.sched_setaffinity(0, cores)
     backend = backend_name()
     if backend == "tensorflow":
         import tensorflow as tf
 
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(threads)
-    elif backend == "jax":
+    elif backend == "jax" and threads == 1:
         flags = os.environ.get("XLA_FLAGS", "")
-        os.environ["XLA_FLAGS"] = (
-            f"{flags} --xla_cpu_multi_thread_eigen={'true' if threads > 1 else 'false'} "
-            f"intra_op_parallelism_threads={threads}"
-        ).strip()
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
     elif backend == "torch":
         import torch
 
         torch.set_num_threads(threads)
         torch.set_num_interop_threads(threads)
+    return cores
 
 
 def framework_versions() -> dict[str, str]:

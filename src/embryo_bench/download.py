@@ -13,6 +13,7 @@ import os
 import shutil
 import tarfile
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -42,6 +43,62 @@ def _session(retries: int, backoff: float) -> requests.Session:
     return session
 
 
+class _Restart(Exception):
+    """The server's reply does not continue the partial file: start again from zero."""
+
+
+def _fetch(
+    session: requests.Session, url: str, part: Path, timeout: float, progress: bool, state: dict
+) -> None:
+    """One request: continue ``part`` from its current size (or restart) until the body ends.
+    The first reply's starting offset is recorded as ``state["resumed"]``.
+
+    Raises _Restart, DownloadError, or requests exceptions (retried by :func:`download`).
+    """
+    have = part.stat().st_size if part.exists() else 0
+    headers = {"Range": f"bytes={have}-"} if have else {}
+    with session.get(url, headers=headers, stream=True, timeout=timeout) as resp:
+        if resp.status_code == 416:  # nothing left to send: complete only if sizes agree
+            total = resp.headers.get("Content-Range", "").rpartition("/")[2]
+            if total.isdigit() and int(total) == have:
+                state.setdefault("resumed", have)
+                return
+            part.unlink()
+            raise _Restart(f"HTTP 416 with Content-Range {total!r} for {have} bytes held")
+        if resp.status_code == 206:
+            if not resp.headers.get("Content-Range", "").startswith(f"bytes {have}-"):
+                part.unlink()
+                raise _Restart("HTTP 206 not continuing at the partial file's end")
+            mode = "ab"
+        elif resp.status_code == 200:
+            have, mode = 0, "wb"  # the server ignored Range: restart
+        else:
+            raise DownloadError(f"{url}: HTTP {resp.status_code} {resp.reason}")
+        state.setdefault("resumed", have)
+        length = resp.headers.get("Content-Length")
+        total = have + int(length) if length is not None else None
+        got = 0
+        with (
+            open(part, mode) as fh,
+            tqdm(
+                total=total,
+                initial=have,
+                unit="B",
+                unit_scale=True,
+                disable=not progress,
+                desc=part.name,
+            ) as bar,
+        ):
+            for chunk in resp.iter_content(chunk_size=1 << 20):
+                fh.write(chunk)
+                got += len(chunk)
+                bar.update(len(chunk))
+        if length is not None and got < int(length):
+            raise requests.exceptions.ChunkedEncodingError(
+                f"connection closed after {got} of {length} bytes"
+            )
+
+
 def download(
     url: str,
     dest: str | Path,
@@ -58,7 +115,9 @@ def download(
         dest: final path; bytes accumulate in ``dest.part`` and are renamed onto ``dest`` only
             when complete and (if ``sha256`` is given) verified.
         sha256: expected hex digest, or None to record the observed one without checking.
-        retries, backoff: urllib3 retry count and exponential backoff factor (s).
+        retries: attempts after the first, both for the request (urllib3 ``Retry``: connection
+            errors, HTTP 429/5xx) and for a body cut short (resumed with ``Range``).
+        backoff: exponential backoff factor between attempts (s).
         timeout: connect/read timeout per request (s).
         progress: show a tqdm progress bar (on stderr).
 
@@ -67,59 +126,36 @@ def download(
         ``resumed`` (bytes reused from an earlier partial download).
 
     Raises:
-        DownloadError: HTTP error after retries, a body shorter than its Content-Length, or a
-            checksum mismatch (the partial file is deleted so the next try starts clean).
+        DownloadError: HTTP error or broken connection after the retries, or a checksum
+            mismatch (the partial file is then deleted so the next try starts clean).
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
-    have = part.stat().st_size if part.exists() else 0
-    headers = {"Range": f"bytes={have}-"} if have else {}
+    state: dict = {}
     session = _session(retries, backoff)
-    try:
-        resp = session.get(url, headers=headers, stream=True, timeout=timeout)
-        if resp.status_code == 416:  # already complete
-            resp.close()
-            resp = None
-        elif resp.status_code == 206:
-            pass
-        elif resp.status_code == 200:
-            have = 0  # server ignored the Range header: restart
-        else:
-            raise DownloadError(f"{url}: HTTP {resp.status_code} {resp.reason}")
-        resumed = have
-        if resp is not None:
-            length = resp.headers.get("Content-Length")
-            total = have + int(length) if length is not None else None
-            got = 0
-            with (
-                open(part, "ab" if have else "wb") as fh,
-                tqdm(
-                    total=total,
-                    initial=have,
-                    unit="B",
-                    unit_scale=True,
-                    disable=not progress,
-                    desc=dest.name,
-                ) as bar,
-            ):
-                for chunk in resp.iter_content(chunk_size=1 << 20):
-                    fh.write(chunk)
-                    got += len(chunk)
-                    bar.update(len(chunk))
-            if length is not None and got != int(length):
+    session.headers["Accept-Encoding"] = "identity"  # byte ranges of the file itself
+    for attempt in range(retries + 1):
+        try:
+            _fetch(session, url, part, timeout, progress, state)
+            break
+        except (_Restart, requests.RequestException) as exc:
+            if isinstance(exc, _Restart):
+                state["resumed"] = 0
+            if attempt == retries:
                 raise DownloadError(
-                    f"{url}: received {got} bytes, expected {length} (Content-Length); "
+                    f"{url}: download failed after {retries} retries ({exc}); "
                     f"partial data kept in {part} for resume"
-                )
-    except requests.RequestException as exc:
-        raise DownloadError(f"{url}: download failed after {retries} retries ({exc})") from exc
+                    if part.exists()
+                    else f"{url}: download failed after {retries} retries ({exc})"
+                ) from exc
+            time.sleep(backoff * 2**attempt)
     observed = sha256_file(part)
     if sha256 and observed.lower() != sha256.lower():
         part.unlink()
         raise DownloadError(
             f"{url}: sha256 mismatch for {dest.name}: expected {sha256} (setting "
-            f"download.sha256), got {observed}; the partial file was removed"
+            f"dataset.sha256), got {observed}; the partial file was removed"
         )
     os.replace(part, dest)
     return {
@@ -128,7 +164,7 @@ def download(
         "bytes": dest.stat().st_size,
         "sha256": observed,
         "sha256_verified": bool(sha256),
-        "resumed": resumed,
+        "resumed": state.get("resumed", 0),
     }
 
 

@@ -15,19 +15,36 @@ import pandas as pd
 from . import preprocess
 from .errors import DataError
 from .io import read_json
-from .sources import MANIFEST_COLUMNS, index_class_folders, index_imagefolder
+from .sources import MANIFEST_COLUMNS, index_class_folders
 
 
 def _index(images: Path, frame_size: int) -> pd.DataFrame:
-    """Index DIR as <split>/<class>/ or, if it holds class folders itself, as <class>/."""
+    """Manifest of DIR: its class folders ``<class>/*.png``, or those of every split folder
+    ``<split>/<class>/*.png`` under it (any split names).
+
+    Raises:
+        DataError: DIR missing or empty, or a class folder outside 0-3 (the model predicts
+            1-4 cells).
+    """
     if not images.is_dir():
         raise DataError(f"{images}: image folder not found")
-    subdirs = [p for p in images.iterdir() if p.is_dir()]
-    if subdirs and all(p.name.isdigit() for p in subdirs):
-        return pd.DataFrame(
-            index_class_folders(images, "test", frame_size), columns=MANIFEST_COLUMNS
+    subdirs = sorted(p for p in images.iterdir() if p.is_dir())
+    if not subdirs:
+        raise DataError(
+            f"{images}: no class or split folders; expected <class>/*.png or <split>/<class>/*.png"
         )
-    return index_imagefolder(images, frame_size)[0]
+    if all(p.name.isdigit() for p in subdirs):
+        rows = index_class_folders(images, images.name, frame_size)
+    else:
+        rows = [r for split in subdirs for r in index_class_folders(split, split.name, frame_size)]
+    manifest = pd.DataFrame(rows, columns=MANIFEST_COLUMNS)
+    bad = sorted(set(manifest["cells"]) - {1, 2, 3, 4})
+    if bad:
+        raise DataError(
+            f"{images}: class folders {[c - 1 for c in bad]}; the model predicts "
+            "classes 0-3 (1-4 cells)"
+        )
+    return manifest
 
 
 def evaluate(
@@ -41,8 +58,9 @@ def evaluate(
     Args:
         model_path: a ``model.keras`` written by the train stage; ``settings.json`` must lie
             beside it.
-        images: an image-folder tree ``<split>/<class>/*.png`` (all splits are scored) or a
-            folder of class folders ``<class>/*.png``; class k holds k + 1 cells.
+        images: a folder of class folders ``<class>/*.png`` or of split folders
+            ``<split>/<class>/*.png`` (every split is scored, whatever its name); class k
+            holds k + 1 cells, k in 0-3.
         all_rotations: score every training rotation of each image (the paper's rotated test
             set, n = images x rotations) instead of the unrotated image only.
         batch_size: prediction batch size.
@@ -52,14 +70,18 @@ def evaluate(
         rows = true cells 1-4, columns = predicted), ``model`` and ``images``.
 
     Raises:
-        DataError: missing model or settings, or images that are not 8-bit gray PNGs of the
-            frame size the model was trained on.
+        DataError: missing model or settings (or settings without the preprocessing keys),
+            class folders outside 0-3, or images that are not 8-bit gray PNGs of the frame
+            size the model was trained on.
     """
     model_path, images = Path(model_path), Path(images)
     if not model_path.is_file():
         raise DataError(f"{model_path}: model file not found")
-    settings = read_json(model_path.parent / "settings.json")
-    pp = settings["preprocessing"]
+    settings_path = model_path.parent / "settings.json"
+    pp = read_json(settings_path).get("preprocessing", {})
+    keys = ("frame_size", "crop_fraction", "invert_centre", "rotation_step", "image_size")
+    if missing := [k for k in keys if k not in pp]:
+        raise DataError(f"{settings_path}: preprocessing settings lack {missing}")
     manifest = _index(images, pp["frame_size"])
     angles = preprocess.rotation_angles(pp["rotation_step"]) if all_rotations else np.zeros(1)
     x = np.concatenate(

@@ -33,6 +33,9 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{suffix}", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp)
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o666 & ~umask)  # mkstemp makes 0600; give the usual mode of a new file
     try:
         yield tmp
         os.replace(tmp, path)
@@ -93,3 +96,21 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
         while block := fh.read(chunk):
             h.update(block)
     return h.hexdigest()
+
+
+def tree_stamp(directory: str | os.PathLike) -> str:
+    """Cheap identity of a folder's contents: sha256 over every file's relative path, size
+    and modification time (ns), sorted. Changes when a file is added, removed, resized or
+    touched; used to rerun indexing of sources read in place. Returns "" for a missing
+    folder."""
+    root = Path(directory)
+    if not root.is_dir():
+        return ""
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            st = os.stat(os.path.join(dirpath, name))
+            rel = os.path.relpath(os.path.join(dirpath, name), root)
+            h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]

@@ -83,6 +83,7 @@ def collect(seed: int, dataset: dict) -> dict:
     return {
         "cpu_model": cpu_model(),
         "visible_cores": visible_cores(),
+        "host_cores": os.cpu_count(),
         "gpus": gpu_names(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),

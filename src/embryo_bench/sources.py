@@ -6,7 +6,8 @@ Two on-disk layouts are understood:
   (480x480 8-bit grayscale) plus one ``E<NN>/_trajectories.txt`` per embryo, tab-separated, one
   line per frame, groups of three integers (row, column, radius) per tracked cell, radius 0
   meaning "no cell in this slot". A frame's label is its number of groups with radius > 0.
-  The k-th line labels the k-th frame in file-name order.
+  Frames are numbered consecutively and the k-th line labels the k-th frame; any other shape
+  of the data is an error.
 * an image folder ``<root>/<split>/<class>/*.png`` (class k = k + 1 cells), the layout of the
   28 px subset in ``../shared/data/embryo-cells-28px``.
 
@@ -142,16 +143,16 @@ def index_db(
 
     Returns:
         (manifest, stats): manifest as in the module docstring, one row per labelled frame;
-        stats counts embryos, frames and unlabelled frames.
+        stats counts embryos and frames.
 
     Raises:
-        DataError: no embryo folders, an embryo without frames, a missing or garbled
-            trajectories file, more trajectory lines than frames, or a frame of the wrong
-            size or mode.
+        DataError: no embryo folders, an embryo without frames or with a gap in its frame
+            numbers, a missing or garbled trajectories file, a line count other than the
+            frame count, or a frame of the wrong size or mode.
     """
     root = find_db_root(directory)
     rows = []
-    stats = {"root": str(root), "embryos": 0, "frames": 0, "unlabelled_frames": 0}
+    stats = {"root": str(root), "embryos": 0, "frames": 0}
     for emb_dir in sorted(p for p in root.iterdir() if p.is_dir() and EMBRYO_RE.match(p.name)):
         number = int(EMBRYO_RE.match(emb_dir.name).group(1))
         frames = sorted(
@@ -160,21 +161,27 @@ def index_db(
         )
         if not frames:
             raise DataError(f"{emb_dir}: no Frame<NNN>.png files; expected the embryo's frames")
-        counts = parse_trajectories(emb_dir / TRAJECTORIES)
-        if len(counts) > len(frames):
+        numbers = [int(FRAME_RE.match(p.name).group(1)) for p in frames]
+        gaps = sorted(set(range(numbers[0], numbers[-1] + 1)) - set(numbers))
+        if gaps:
             raise DataError(
-                f"{emb_dir / TRAJECTORIES}: {len(counts)} lines but only {len(frames)} frames; "
-                "expected at most one line per Frame<NNN>.png"
+                f"{emb_dir}: frame number {gaps[0]} is missing between {frames[0].name} and "
+                f"{frames[-1].name}; expected consecutive Frame<NNN>.png (line k labels frame k)"
+            )
+        counts = parse_trajectories(emb_dir / TRAJECTORIES)
+        if len(counts) != len(frames):
+            raise DataError(
+                f"{emb_dir / TRAJECTORIES}: {len(counts)} lines for {len(frames)} frames "
+                f"({frames[0].name}..{frames[-1].name}); expected exactly one line per frame"
             )
         split = test_split(number, test_mod, test_remainder)
-        for frame_path, cells in zip(frames, counts, strict=False):
+        for frame_path, cells in zip(frames, counts, strict=True):
             check_frame_header(frame_path, frame_size)
             rows.append(
                 (emb_dir.name, frame_path.stem, str(frame_path.resolve()), int(cells), split)
             )
         stats["embryos"] += 1
         stats["frames"] += len(frames)
-        stats["unlabelled_frames"] += len(frames) - len(counts)
     return pd.DataFrame(rows, columns=MANIFEST_COLUMNS), stats
 
 
@@ -221,8 +228,9 @@ def index_imagefolder(directory: str | Path, frame_size: int) -> tuple[pd.DataFr
         and the split comes from the folder name.
 
     Raises:
-        DataError: no split folders, a class folder that is not an integer 0-3, an empty
-            class folder, or a frame of the wrong size or mode.
+        DataError: no split folders, a split folder not named train/test (any case; also
+            training, testing, val, validation), a class folder that is not an integer, an
+            empty class folder, or a frame of the wrong size or mode.
     """
     root = Path(directory)
     if not root.is_dir():

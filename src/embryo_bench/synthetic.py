@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from .errors import ConfigError
+
 # Fraction of an embryo's frames spent with 1, 2, 3 and 4 cells.
 STAGE_FRACTIONS = (0.30, 0.35, 0.10, 0.25)
 SLOTS = 4
@@ -102,13 +104,23 @@ def generate_db(
     Args:
         out_dir: destination folder (created).
         embryos: number of embryos E00, E01, ...
-        frames_per_embryo: frames per embryo (>= 4 so every stage appears).
+        frames_per_embryo: frames per embryo, >= 9 so that every cell count (1-4) appears.
         frame_size: frame width and height in px (480 in the real database).
         seed: base seed; embryo n uses ``default_rng([seed, n])``.
 
     Returns:
         dict with the settings and the number of frames per cell count.
+
+    Raises:
+        ConfigError: frames_per_embryo too small for every cell count to appear, or
+            embryos < 1.
     """
+    counts = stage_counts(frames_per_embryo)
+    if embryos < 1 or set(counts) != {1, 2, 3, 4}:
+        raise ConfigError(
+            f"synthetic: {embryos} embryos x {frames_per_embryo} frames; need >= 1 embryo and "
+            "frames_per_embryo >= 9 so that every cell count 1-4 appears"
+        )
     out = Path(out_dir)
     per_class = {c: 0 for c in range(1, 5)}
     for n in range(embryos):
@@ -117,7 +129,7 @@ def generate_db(
         emb.mkdir(parents=True, exist_ok=True)
         lines = []
         layout_cells, layout = 0, None
-        for i, cells in enumerate(stage_counts(frames_per_embryo)):
+        for i, cells in enumerate(counts):
             if cells != layout_cells:
                 layout_cells, layout = cells, _cell_layout(cells, rng)
             jitter = layout.copy()
@@ -138,7 +150,12 @@ def generate_db(
 
 
 def zip_tree(src_dir: str | Path, archive: str | Path, prefix: str = "") -> Path:
-    """Pack a database tree into a zip archive (entries under ``prefix/`` if given)."""
+    """Pack every file under ``src_dir`` into a stored (uncompressed) zip at ``archive``,
+    entries relative to ``src_dir`` and under ``prefix/`` if given. Returns ``archive``.
+
+    Raises:
+        OSError: unreadable source or unwritable archive.
+    """
     src = Path(src_dir)
     archive = Path(archive)
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_STORED) as zf:

@@ -118,7 +118,7 @@ def run_training(
         the metrics dict written to ``metrics.json``.
     """
     t_setup = time.perf_counter()
-    limit_threads(threads)
+    cores = limit_threads(threads)
     import keras
 
     from .model import build_model, compile_model
@@ -208,6 +208,8 @@ def run_training(
         "eval_seconds_total": float(history["eval_seconds"].sum()),
         "label_counts_train": np.bincount(data["y_train"], minlength=4).tolist(),
         "label_counts_test": np.bincount(data["y_test"], minlength=4).tolist(),
+        "threads": threads,
+        "cpu_affinity": cores,
         "provenance": provenance.collect(seed, dataset),
     }
     write_json(out / "metrics.json", metrics)

@@ -17,5 +17,5 @@ rule augment:
         image_size=PP["image_size"],
         code=code_hash("preprocess", "stages", "io"),
     shell:
-        "embryo-bench augment --input {input:q} --rotation-step {params.rotation_step} "
+        "python3 -m embryo_bench.cli augment --input {input:q} --rotation-step {params.rotation_step} "
         "--image-size {params.image_size} --out {output:q} > {log:q} 2>&1"

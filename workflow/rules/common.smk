@@ -1,10 +1,10 @@
 # Shared helpers: output paths, shard list, targets, and hashes of the package modules each
 # rule runs (Snakemake does not track imported code, so a change to them reruns the rule).
 import hashlib
-import importlib.util
 import json
 import os
 import shlex
+import sys
 
 OUT = config["outdir"]
 DATASET = config["dataset"]
@@ -14,18 +14,31 @@ SHARDS = list(range(config["select"]["shards"]))
 LOGS = f"{OUT}/logs"
 
 
+# Jobs run this repository's own package source (src/), whatever else is installed, so the
+# code that runs is the code hashed below. `python3` is the environment's interpreter (the
+# one snakemake runs in, or the rule's conda env with --software-deployment-method conda).
+SRC = os.path.join(workflow.basedir, "src")
+sys.path.insert(0, SRC)
+from embryo_bench.io import tree_stamp
+
+# shell.prefix is formatted like the commands: {{ }} in the f-string's result is one brace.
+shell.prefix(
+    f"set -euo pipefail; "
+    f"export PYTHONPATH={shlex.quote(SRC)}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; "
+)
+
+
 def code_hash(*modules):
-    """sha256 over the source of embryo_bench modules (a params value: an edit reruns the jobs that use it)."""
+    """sha256 over the source of embryo_bench modules, always with cli.py (a params value:
+    an edit reruns the jobs that use the module)."""
     h = hashlib.sha256()
-    for name in modules:
-        spec = importlib.util.find_spec(f"embryo_bench.{name}")
-        if spec is None or spec.origin is None:
-            raise WorkflowError(
-                f"package module embryo_bench.{name} not found: install the package "
-                "(pip install -e .) before running the workflow"
-            )
-        with open(spec.origin, "rb") as fh:
-            h.update(fh.read())
+    for name in ("cli", *modules):
+        path = os.path.join(SRC, "embryo_bench", f"{name}.py")
+        try:
+            with open(path, "rb") as fh:
+                h.update(fh.read())
+        except FileNotFoundError:
+            raise WorkflowError(f"package module {path} not found")
     return h.hexdigest()[:16]
 
 
@@ -38,6 +51,12 @@ def _available(target):
         return f"asks for {target['gpus']} GPUs; the host runner trains on the CPU"
     return None
 
+
+if config["split"]["test_remainder"] >= config["split"]["test_mod"]:
+    raise WorkflowError(
+        f"split.test_remainder ({config['split']['test_remainder']}) must be below "
+        f"split.test_mod ({config['split']['test_mod']}): no embryo would be in the test split"
+    )
 
 TARGETS = {}
 for _t in config["targets"]:
@@ -128,6 +147,14 @@ def index_input():
 def index_root(wildcards, input):
     """The folder to index: the extracted/generated database, or the external source."""
     return input.db if "db" in input.keys() else DATASET["path"]
+
+
+def source_stamp():
+    """Identity of a source read in place (imagefolder, local database folder), so that
+    changed images rerun indexing; "" for sources produced by the workflow."""
+    if DATASET["kind"] in ("imagefolder", "local") and not index_input():
+        return tree_stamp(DATASET["path"])
+    return ""
 
 
 def index_flags(wildcards, input):

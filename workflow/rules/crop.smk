@@ -17,6 +17,6 @@ rule crop:
         fraction=PP["crop_fraction"],
         code=code_hash("preprocess", "stages", "io"),
     shell:
-        "embryo-bench crop --selection {input:q} --shard {wildcards.shard} "
+        "python3 -m embryo_bench.cli crop --selection {input:q} --shard {wildcards.shard} "
         "--frame-size {params.frame_size} --fraction {params.fraction} --out {output:q} "
         "> {log:q} 2>&1"

@@ -17,7 +17,7 @@ rule download:
         timeout=DATASET["timeout_s"],
         code=code_hash("download", "io"),
     shell:
-        "embryo-bench download --url {params.url:q} --out {output.archive:q} "
+        "python3 -m embryo_bench.cli download --url {params.url:q} --out {output.archive:q} "
         "--info {output.info:q} --sha256 '{params.sha256}' --retries {params.retries} "
         "--timeout {params.timeout} > {log:q} 2>&1"
 
@@ -34,7 +34,7 @@ rule extract:
     params:
         code=code_hash("download", "sources"),
     shell:
-        "embryo-bench extract --archive {input:q} --out {output:q} > {log:q} 2>&1"
+        "python3 -m embryo_bench.cli extract --archive {input:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule synthesize:
@@ -52,6 +52,6 @@ rule synthesize:
         frame_size=DATASET["frame_size"],
         code=code_hash("synthetic"),
     shell:
-        "embryo-bench synthesize --out {output.db:q} --info {output.info:q} "
+        "python3 -m embryo_bench.cli synthesize --out {output.db:q} --info {output.info:q} "
         "--embryos {params.embryos} --frames-per-embryo {params.frames} "
         "--frame-size {params.frame_size} --seed {params.seed} > {log:q} 2>&1"

@@ -32,8 +32,8 @@ rule figures:
         targets=json.dumps(list(TARGETS.values())),
         preprocessing=preprocessing_json(),
         out_dir=lambda wc, output: os.path.dirname(output.table_csv),
-        code=code_hash("figures", "preprocess", "paper", "io"),
+        code=code_hash("figures", "preprocess", "stages", "paper", "io"),
     shell:
-        "embryo-bench figures --runs {params.run_dirs:q} --targets {params.targets:q} "
+        "python3 -m embryo_bench.cli figures --runs {params.run_dirs:q} --targets {params.targets:q} "
         "--selection {input.selection:q} --source-info {input.source:q} "
         "--preprocessing {params.preprocessing:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"

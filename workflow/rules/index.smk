@@ -20,9 +20,10 @@ rule index:
         dataset=DATASET["kind"],
         label=dataset_label(),
         flags=index_flags,
+        source_stamp=source_stamp(),
         code=code_hash("sources", "download", "io"),
     shell:
-        "embryo-bench index --layout {params.layout} --root {params.root:q} "
+        "python3 -m embryo_bench.cli index --layout {params.layout} --root {params.root:q} "
         "--frame-size {params.frame_size} --test-mod {params.test_mod} "
         "--test-remainder {params.test_remainder} --dataset {params.dataset} "
         "--label {params.label:q} {params.flags} --out {output.manifest:q} "

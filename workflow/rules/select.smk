@@ -16,6 +16,6 @@ rule select:
         shards=len(SHARDS),
         code=code_hash("select", "io"),
     shell:
-        "embryo-bench select --manifest {input:q} --seed {params.seed} "
+        "python3 -m embryo_bench.cli select --manifest {input:q} --seed {params.seed} "
         "--shards {params.shards} --out {output.selection:q} --summary {output.summary:q} "
         "> {log:q} 2>&1"

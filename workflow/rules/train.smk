@@ -29,7 +29,7 @@ rule train:
         preprocessing=preprocessing_json(),
         code=code_hash("train", "model", "backend", "stages", "provenance", "io"),
     shell:
-        "embryo-bench train --shards {input.shards:q} --out-dir {params.out_dir:q} "
+        "python3 -m embryo_bench.cli train --shards {input.shards:q} --out-dir {params.out_dir:q} "
         "--target {wildcards.target} --threads {params.cpus} --epochs {params.epochs} "
         "--batch-size {params.batch_size} --learning-rate {params.learning_rate} "
         "--dropout {params.dropout} --seed {params.seed} "
