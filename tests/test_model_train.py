@@ -78,3 +78,35 @@ def test_limit_threads_rejects_zero():
 
     with pytest.raises(ValueError, match="threads must be >= 1"):
         limit_threads(0)
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_other_keras_backend_trains_the_same_model(backend):
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec(backend) is None:
+        pytest.skip(f"{backend} is not installed (optional Keras backend)")
+    code = (
+        "import numpy as np\n"
+        "from embryo_bench.backend import limit_threads\n"
+        "limit_threads(1)\n"
+        "import keras\n"
+        "from embryo_bench.model import build_model, compile_model\n"
+        "from embryo_bench.train import fit_epoch\n"
+        "m = compile_model(build_model(64))\n"
+        "x = np.random.default_rng(0).integers(0, 129, (64, 64, 64, 1), dtype=np.uint8)\n"
+        "y = np.arange(64, dtype=np.int32) % 4\n"
+        "s, logs = fit_epoch(m, x, y, 32)\n"
+        "print(keras.backend.backend(), m.count_params(), np.isfinite(logs['loss']))\n"
+    )
+    env = {**__import__("os").environ, "KERAS_BACKEND": backend}
+    out = (
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    assert out == f"{backend} 16834436 True"

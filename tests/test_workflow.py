@@ -105,7 +105,10 @@ def test_offline_outputs(offline_run):
     assert sorted(set(np.concatenate([a["angle"] for a in aug]).tolist())) == [
         18.0 * k for k in range(20)
     ]
-    assert (aug[0]["cells"][:20] == aug[0]["cells"][0]).all()  # a frame's 20 rotations
+    # Rows i*20 .. i*20+19 are one frame's 20 rotations, in angle order.
+    assert len(set(aug[0]["frame"][:20])) == 1 and aug[0]["frame"][20] != aug[0]["frame"][0]
+    assert aug[0]["angle"][:20].tolist() == [18.0 * k for k in range(20)]
+    assert (aug[0]["cells"][:20] == aug[0]["cells"][0]).all()
 
     run = out / "train/host-1cpu"
     history = pd.read_csv(run / "history.csv")
@@ -184,6 +187,36 @@ def test_evaluate_command(offline_run):
         assert result["accuracy"] == pytest.approx(np.trace(confusion) / n)
 
 
+def test_evaluate_reproduces_the_runs_test_accuracy(offline_run):
+    """Scoring the run's own test frames with --all-rotations must give the accuracy the
+    training run measured: evaluate rebuilt the preprocessing from settings.json."""
+    work, _, out, _ = offline_run
+    sel = pd.read_csv(out / "select/selected.csv", keep_default_na=False)
+    root = work / "own-test"
+    for row in sel[sel["split"] == "test"].itertuples():
+        dst = root / str(row.cells - 1)
+        dst.mkdir(parents=True, exist_ok=True)
+        shutil.copy(row.path, dst / f"{row.embryo}_{row.frame}.png")
+    proc = subprocess.run(
+        [
+            "embryo-bench",
+            "evaluate",
+            "--model",
+            str(out / "train/host-1cpu/model.keras"),
+            "--images",
+            str(root),
+            "--all-rotations",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    metrics = json.loads((out / "train/host-1cpu/metrics.json").read_text())
+    assert result["n"] == metrics["n_test"] and result["rotations"] == 20
+    assert result["accuracy"] == pytest.approx(metrics["final_test_accuracy"], abs=2 / result["n"])
+
+
 def test_evaluate_rejects_other_frame_size(offline_run, cells28):
     _, _, out, _ = offline_run
     proc = subprocess.run(
@@ -211,11 +244,55 @@ def test_config_typo_is_rejected_before_any_job(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_config_impossible_value_is_rejected(tmp_path):
+@pytest.mark.parametrize(
+    "section, key, value, message",
+    [
+        ("train", "batch_size", 0, "batch_size"),
+        ("preprocess", "rotation_step", 400, "rotation_step"),
+        ("dataset", "kind", "ftp", "kind"),
+        ("split", "test_remainder", 5, "split.test_remainder (5) must be below split.test_mod"),
+    ],
+)
+def test_config_impossible_value_is_rejected(tmp_path, section, key, value, message):
     config = offline_config(tmp_path / "out")
-    config["train"]["batch_size"] = 0
+    config[section][key] = value
     proc = snakemake(tmp_path, config, check=False)
-    assert proc.returncode != 0 and "batch_size" in proc.stdout + proc.stderr
+    assert proc.returncode != 0 and message in proc.stdout + proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_config_source_without_path_is_rejected(tmp_path):
+    config = offline_config(tmp_path / "out")
+    config["dataset"] = {"kind": "imagefolder", "frame_size": 28}
+    proc = snakemake(tmp_path, config, check=False)
+    assert proc.returncode != 0 and "'path' is a required property" in proc.stdout + proc.stderr
+
+
+def test_imagefolder_source(tmp_path):
+    images = _class_folder_copy(tmp_path, 48)
+    (images / "Train").mkdir()
+    for cls in ("0", "1", "2", "3"):  # a few frames of each class become training data
+        (images / "Train" / cls).mkdir()
+        for p in sorted((images / "Test" / cls).glob("*.png"))[:2]:
+            shutil.move(p, images / "Train" / cls / p.name)
+    config = offline_config(tmp_path / "out")
+    config["dataset"] = {
+        "kind": "imagefolder",
+        "path": str(images),
+        "frame_size": 48,
+        "label": "synthetic frames in an image folder (SYNTHETIC)",
+    }
+    config["select"]["shards"] = 1
+    snakemake(tmp_path, config, "--until", "augment")
+    summary = json.loads((tmp_path / "out/select/summary.json").read_text())
+    per_class = [sum(summary[s].get(c, 0) for s in ("train", "test")) for c in "1234"]
+    assert len(set(per_class)) == 1 and summary["total"] == 4 * per_class[0]
+    aug = np.load(tmp_path / "out/augment/shard-0.npz")
+    assert len(aug["images"]) == 20 * summary["total"]
+    # Changing the images reruns indexing (the source is read in place).
+    next((images / "Train" / "0").glob("*.png")).touch()
+    proc = snakemake(tmp_path, config, "--until", "augment", "-n")
+    assert "index" in job_counts(proc.stdout)
 
 
 def _local_config(tmp_path: Path, db: Path) -> dict:

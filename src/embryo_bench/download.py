@@ -222,7 +222,11 @@ def extract(archive: str | Path, out_dir: str | Path) -> Path:
 
 def sha256_tree(directory: str | Path) -> str:
     """Hex sha256 over the relative paths and bytes of every file under ``directory``
-    (sorted), identifying a local database copy in provenance."""
+    (sorted), identifying a local database copy in provenance.
+
+    Raises:
+        OSError: a file cannot be read.
+    """
     h = hashlib.sha256()
     root = Path(directory)
     for p in sorted(root.rglob("*")):

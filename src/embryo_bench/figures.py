@@ -60,7 +60,14 @@ def load_runs(run_dirs: list[str]) -> list[dict]:
 
 
 def results_table(runs: list[dict], targets: list[dict], label: str) -> pd.DataFrame:
-    """One row per run: target, hardware, workload, times (s), images/s, accuracies."""
+    """One row per run, the results table.
+
+    Columns: target, runner, cpus, gpus, data (the dataset label), train_images,
+    test_images, epochs, batch_size, training_s, first_epoch_s, steady_epoch_s (s),
+    images_per_s (steady-state images/s), final_test_accuracy, best_test_accuracy,
+    accuracy_target (fractions), time_to_accuracy_s (s, empty if not reached), parameters,
+    cpu_model.
+    """
     by_name = {t["name"]: t for t in targets}
     rows = []
     for r in runs:

@@ -45,7 +45,11 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
 
 
 def write_json(path: str | os.PathLike, obj: object) -> None:
-    """Write ``obj`` as indented JSON to ``path`` atomically."""
+    """Write ``obj`` as indented JSON to ``path`` atomically (non-JSON values via ``str``).
+
+    Raises:
+        OSError: the folder cannot be created or written.
+    """
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
 
@@ -65,7 +69,13 @@ def read_json(path: str | os.PathLike) -> dict:
 
 
 def save_arrays(path: str | os.PathLike, **arrays: np.ndarray) -> None:
-    """Save named arrays to an uncompressed ``.npz`` at ``path`` atomically."""
+    """Save named arrays to an uncompressed ``.npz`` at ``path`` atomically.
+
+    Arrays must not be object arrays (they are read back with ``allow_pickle=False``).
+
+    Raises:
+        OSError: the folder cannot be created or written.
+    """
     with atomic_path(path, suffix=".npz") as tmp, open(tmp, "wb") as fh:
         np.savez(fh, **arrays)
 
@@ -90,7 +100,11 @@ def load_arrays(path: str | os.PathLike, required: tuple[str, ...] = ()) -> dict
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    """Return the hex sha256 of a file's bytes."""
+    """Return the hex sha256 of a file's bytes.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         while block := fh.read(chunk):

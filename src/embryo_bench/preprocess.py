@@ -53,7 +53,12 @@ def crop_box(frame_size: int, fraction: float) -> tuple[int, int, int, int]:
 
 
 def centre_crop(frame: np.ndarray, fraction: float) -> np.ndarray:
-    """Crop the centre of a square uint8 frame (H, H) to (S, S), S = round(H * fraction)."""
+    """Crop the centre of a square uint8 frame (H, H) to (S, S), S = round(H * fraction)
+    (paper: 480 -> 320).
+
+    Raises:
+        ConfigError: the fraction gives an empty crop or exceeds the frame.
+    """
     left, top, right, bottom = crop_box(frame.shape[0], fraction)
     return frame[top:bottom, left:right]
 
@@ -108,6 +113,17 @@ def preprocess_frame(
 ) -> np.ndarray:
     """The whole chain for one frame: crop -> equalise + invert -> rotations -> resize.
 
-    Returns uint8 array (len(angles), size, size).
+    Args:
+        frame: uint8 array (H, H).
+        fraction: centre-crop fraction (paper: 2/3).
+        centre: inversion centre (paper: 128).
+        angles: rotation angles in degrees, shape (R,).
+        size: output side in px (paper: 64).
+
+    Returns:
+        uint8 array (R, size, size).
+
+    Raises:
+        ConfigError: impossible crop fraction.
     """
     return rotate_resize(equalize_invert(centre_crop(frame, fraction), centre), angles, size)

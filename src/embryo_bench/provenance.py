@@ -79,6 +79,11 @@ def collect(seed: int, dataset: dict) -> dict:
         seed: the run's random seed.
         dataset: the source description written by the index stage (name, synthetic flag,
             sha256 or "synthetic").
+
+    Returns:
+        dict with cpu_model, visible_cores (after pinning), host_cores, gpus (names),
+        python, platform, keras_backend, versions (distribution -> version), seed,
+        git_commit and dataset.
     """
     return {
         "cpu_model": cpu_model(),

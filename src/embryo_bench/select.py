@@ -53,6 +53,13 @@ def assign_shards(selected: pd.DataFrame, shards: int) -> pd.DataFrame:
     """Add a ``shard`` column (0..shards-1), round-robin over the rows, so per-shard stage
     jobs are the same size and run in parallel.
 
+    Args:
+        selected: the selected frames (any columns), in their final order.
+        shards: number of shards (the ``select.shards`` setting).
+
+    Returns:
+        a copy of ``selected`` with an int ``shard`` column.
+
     Raises:
         DataError: fewer rows than shards (a shard would be empty).
     """

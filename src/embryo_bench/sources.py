@@ -199,6 +199,10 @@ def _split_name(folder: Path) -> str:
 def index_class_folders(directory: str | Path, split: str, frame_size: int) -> list[tuple]:
     """Manifest rows for ``directory/<class>/*.png`` (class k holds k + 1 cells).
 
+    Returns:
+        list of (embryo "", frame "<dir>/<class>/<stem>", absolute path, cells, split)
+        tuples in :data:`MANIFEST_COLUMNS` order, sorted by class then file name.
+
     Raises:
         DataError: a class folder that is not an integer, an empty class folder, or a frame
             of the wrong size or mode.

@@ -52,7 +52,19 @@ def crop_shard(
 ) -> int:
     """Decode one shard's frames and centre-crop them; write ``out``.
 
-    Returns the number of frames. Raises DataError on a bad frame (naming it).
+    Args:
+        selection: ``selected.csv`` from the select stage.
+        shard: shard number.
+        frame_size: expected frame side in px (480 in the database).
+        fraction: crop side / frame side (paper: 2/3).
+        out: destination ``.npz``: uint8 images (N, S, S), S = round(frame_size * fraction),
+            plus the metadata arrays (module docstring).
+
+    Returns the number of frames N.
+
+    Raises:
+        DataError: the shard is empty, or a frame is missing, corrupt, truncated, of the
+            wrong size or not 8-bit gray (the message names it).
     """
     rows = read_selection(selection, shard)
     if rows.empty:
@@ -75,7 +87,19 @@ def crop_shard(
 
 
 def invert_shard(cropped: str | Path, centre: int, out: str | Path) -> int:
-    """Histogram-equalise and shadow-invert every image of a cropped shard; write ``out``."""
+    """Histogram-equalise and shadow-invert every image of a cropped shard; write ``out``.
+
+    Args:
+        cropped: a crop-stage shard (uint8 images (N, S, S) + metadata).
+        centre: grey level mapped to 0 (paper: 128).
+        out: destination ``.npz``: uint8 images (N, S, S) in [0, max(centre, 255 - centre)]
+            with the same metadata.
+
+    Returns the number of images N.
+
+    Raises:
+        DataError: ``cropped`` missing, unreadable or lacking an array.
+    """
     data = load_arrays(cropped, required=("images", *META))
     images = np.stack([preprocess.equalize_invert(img, centre) for img in data["images"]])
     save_arrays(out, images=images, **{k: data[k] for k in META})
@@ -87,8 +111,19 @@ def augment_shard(
 ) -> int:
     """Rotate every inverted image by each angle and downsize; write ``out``.
 
-    Sample order is frame-major: rows ``i*R .. i*R+R-1`` are frame i's R rotations.
-    Returns the number of samples (frames x rotations).
+    Args:
+        inverted: an invert-stage shard (uint8 images (N, S, S) + metadata).
+        rotation_step: degrees between rotations (paper: 18 -> R = 20 rotations).
+        image_size: output side in px (paper: 64).
+        out: destination ``.npz``: uint8 images (N*R, image_size, image_size), float32
+            ``angle`` (N*R,) in degrees, and the metadata repeated R times. Sample order is
+            frame-major: rows ``i*R .. i*R+R-1`` are frame i's R rotations in angle order.
+
+    Returns the number of samples N*R.
+
+    Raises:
+        DataError: ``inverted`` missing, unreadable or lacking an array.
+        ConfigError: rotation_step outside (0, 360].
     """
     data = load_arrays(inverted, required=("images", *META))
     angles = preprocess.rotation_angles(rotation_step)

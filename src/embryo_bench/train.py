@@ -115,7 +115,11 @@ def run_training(
         dataset: source description (name, synthetic flag, sha256) for provenance.
 
     Returns:
-        the metrics dict written to ``metrics.json``.
+        the metrics dict written to ``metrics.json`` (times in s, throughput in images/s).
+
+    Raises:
+        DataError: a shard is missing or malformed, or a split is empty.
+        KeyError: ``preprocessing`` lacks ``image_size``.
     """
     t_setup = time.perf_counter()
     cores = limit_threads(threads)
