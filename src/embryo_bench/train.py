@@ -123,6 +123,8 @@ def run_training(
     """
     t_setup = time.perf_counter()
     cores = limit_threads(threads)
+    # Provenance before training: the commit and environment the run started from.
+    prov = provenance.collect(seed, dataset)
     import keras
 
     from .model import build_model, compile_model
@@ -214,7 +216,7 @@ def run_training(
         "label_counts_test": np.bincount(data["y_test"], minlength=4).tolist(),
         "threads": threads,
         "cpu_affinity": cores,
-        "provenance": provenance.collect(seed, dataset),
+        "provenance": prov,
     }
     write_json(out / "metrics.json", metrics)
     return metrics
