@@ -155,6 +155,19 @@ def _cmd_figures(a: argparse.Namespace) -> None:
     figures.make_all(a)
 
 
+def _cmd_base_image(a: argparse.Namespace) -> None:
+    from .containers import build_base_image
+
+    build_base_image(a.tag, suite=a.suite, mirror=a.mirror)
+
+
+def _cmd_wheelhouse(a: argparse.Namespace) -> None:
+    from .containers import make_wheelhouse
+
+    wheels = make_wheelhouse(a.requirements, a.out)
+    log.info("%d wheels in %s", len(wheels), a.out)
+
+
 def _cmd_evaluate(a: argparse.Namespace) -> None:
     from .evaluate import evaluate
 
@@ -260,6 +273,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--preprocessing", required=True)
     s.add_argument("--out-dir", required=True)
     s.set_defaults(func=_cmd_figures)
+
+    s = sub.add_parser("base-image", help="build a Debian base image (debootstrap + import)")
+    s.add_argument("--tag", default="embryo-bench/debian:bookworm")
+    s.add_argument("--suite", default="bookworm")
+    s.add_argument("--mirror", help="Debian mirror (default: the host's apt mirror)")
+    s.set_defaults(func=_cmd_base_image)
+
+    s = sub.add_parser("wheelhouse", help="download an image's wheels on the host")
+    s.add_argument("--requirements", default="containers/requirements-cpu.txt")
+    s.add_argument("--out", default="containers/wheelhouse")
+    s.set_defaults(func=_cmd_wheelhouse)
 
     s = sub.add_parser("evaluate", help="score a trained model on an image folder")
     s.add_argument("--model", required=True, help="model.keras from a training run")

@@ -1,0 +1,221 @@
+"""Container images of the hardware targets, built through the Docker SDK for Python.
+
+* :func:`build_base_image`: a Debian base image from Debian packages (``debootstrap`` +
+  ``docker import``), for hosts without a container registry (air-gapped clusters, CI).
+* :func:`make_wheelhouse`: ``pip download`` of an image's pinned requirements on the host, so
+  the image build installs Python packages without network access (``PIP_SOURCE=wheelhouse``).
+* :func:`build_image`: ``docker build`` of ``containers/Dockerfile`` with the SDK, build log
+  streamed to a file, and a record (image id, tag, content hash) written beside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import deque
+from pathlib import Path
+
+from .errors import EmbryoBenchError
+from .io import write_json
+
+
+class DockerError(EmbryoBenchError):
+    """The Docker daemon is unreachable, or an image build or container run failed."""
+
+
+def docker_client(docker_host: str | None = None, timeout: int = 120):
+    """A Docker SDK client for ``docker_host`` (``unix://``, ``tcp://``, ``ssh://``) or, when
+    None/empty, for the environment (``DOCKER_HOST`` or the local socket), checked with a ping.
+
+    Raises:
+        DockerError: the daemon does not answer; the message names the address.
+    """
+    import docker
+
+    address = docker_host or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    try:
+        client = (
+            docker.DockerClient(base_url=docker_host, timeout=timeout)
+            if docker_host
+            else docker.from_env(timeout=timeout)
+        )
+        client.ping()
+    except Exception as exc:  # DockerException, requests errors, paramiko errors, ...
+        raise DockerError(
+            f"no Docker daemon answers at {address} ({type(exc).__name__}: {exc}); start "
+            "dockerd or set DOCKER_HOST / the target's docker_host"
+        ) from exc
+    return client
+
+
+def content_hash(paths: list[str | Path]) -> str:
+    """sha256 over the relative names and bytes of the given files and folders (recursive,
+    sorted; ``__pycache__`` skipped): what an image is built from."""
+    h = hashlib.sha256()
+    for base in sorted(Path(p) for p in paths):
+        files = (
+            [base]
+            if base.is_file()
+            else sorted(p for p in base.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+        )
+        for f in files:
+            h.update(str(f).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def default_mirror() -> str:
+    """The host's Debian mirror (first ``URIs:`` of /etc/apt/sources.list.d/debian.sources),
+    else http://deb.debian.org/debian."""
+    try:
+        for line in Path("/etc/apt/sources.list.d/debian.sources").read_text().splitlines():
+            if line.startswith("URIs:") and "security" not in line:
+                return line.split()[1]
+    except OSError:
+        pass
+    return "http://deb.debian.org/debian"
+
+
+def build_base_image(
+    tag: str, suite: str = "bookworm", mirror: str | None = None, client=None, log=sys.stderr
+) -> str:
+    """Build a minimal Debian image with python3 + venv from Debian packages.
+
+    Runs ``debootstrap --variant=minbase`` (needs root and the ``debootstrap`` package) into
+    a temporary folder, packs it, and imports it with the SDK as ``tag``.
+
+    Returns:
+        the image id.
+
+    Raises:
+        DockerError: debootstrap missing or failing (with its output's tail), or the import
+            failed.
+    """
+    if shutil.which("debootstrap") is None:
+        raise DockerError("debootstrap not found: apt-get install -y debootstrap")
+    client = client or docker_client()
+    mirror = mirror or default_mirror()
+    with tempfile.TemporaryDirectory(prefix="embryo-bench-rootfs-") as tmp:
+        root = Path(tmp) / "rootfs"
+        cmd = [
+            "debootstrap",
+            "--variant=minbase",
+            "--include=python3,python3-venv,ca-certificates",
+            suite,
+            str(root),
+            mirror,
+        ]
+        print("$ " + " ".join(cmd), file=log, flush=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        print(proc.stdout[-5000:], proc.stderr[-5000:], file=log, flush=True)
+        if proc.returncode:
+            raise DockerError(
+                f"debootstrap {suite} from {mirror} failed (exit "
+                f"{proc.returncode}): {proc.stderr.strip()[-1500:]}"
+            )
+        shutil.rmtree(root / "var/cache/apt/archives", ignore_errors=True)
+        tar = Path(tmp) / "rootfs.tar"
+        subprocess.run(["tar", "-C", str(root), "-cf", str(tar), "."], check=True)
+        repository, _, version = tag.partition(":")
+        try:
+            client.api.import_image_from_file(str(tar), repository=repository, tag=version or None)
+            image = client.images.get(tag)
+        except Exception as exc:
+            raise DockerError(f"docker import of {tar} as {tag} failed: {exc}") from exc
+    print(f"imported {tag} as {image.id}", file=log, flush=True)
+    return image.id
+
+
+def make_wheelhouse(requirements: str | Path, out_dir: str | Path, log=sys.stderr) -> list[str]:
+    """Download wheels of ``requirements`` (and their dependencies) into ``out_dir`` with the
+    host's pip, for an offline image build. The host's Python (3.11, x86_64 Linux) must match
+    the image's.
+
+    Returns the wheel file names. Raises DockerError when pip fails (with its output's tail).
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--only-binary=:all:",
+        "-r",
+        str(requirements),
+        "-d",
+        str(out),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    print(proc.stdout[-5000:], proc.stderr[-5000:], file=log, flush=True)
+    if proc.returncode:
+        raise DockerError(f"pip download -r {requirements} failed: {proc.stderr[-1500:]}")
+    return sorted(p.name for p in out.glob("*.whl"))
+
+
+def build_image(
+    context: str | Path,
+    tag: str,
+    requirements: str,
+    base_image: str,
+    pip_source: str,
+    record: str | Path,
+    log_path: str | Path,
+    hash_inputs: list[str | Path],
+    client=None,
+) -> dict:
+    """Build ``containers/Dockerfile`` in ``context`` as ``tag`` with the SDK (``rm=True``),
+    streaming the build log to ``log_path``, and write ``record`` (JSON: image id, tag,
+    base image, pip source, content hash of ``hash_inputs``).
+
+    Raises:
+        DockerError: daemon unreachable, or the build failed (with the log's last lines).
+    """
+    client = client or docker_client()
+    tail: deque[str] = deque(maxlen=40)
+    image_id = None
+    with open(log_path, "a") as log:
+        try:
+            stream = client.api.build(
+                path=str(context),
+                dockerfile="containers/Dockerfile",
+                tag=tag,
+                rm=True,
+                forcerm=True,
+                decode=True,
+                buildargs={
+                    "BASE_IMAGE": base_image,
+                    "PIP_SOURCE": pip_source,
+                    "REQUIREMENTS": requirements,
+                },
+            )
+            for chunk in stream:
+                text = chunk.get("stream") or chunk.get("status") or ""
+                if text:
+                    log.write(text)
+                    log.flush()
+                    tail.extend(text.rstrip("\n").splitlines())
+                if "error" in chunk:
+                    raise DockerError(
+                        f"image build {tag} failed: {chunk['error'].strip()}\n" + "\n".join(tail)
+                    )
+                if "aux" in chunk and "ID" in chunk["aux"]:
+                    image_id = chunk["aux"]["ID"]
+        except DockerError:
+            raise
+        except Exception as exc:
+            raise DockerError(f"image build {tag} failed: {exc}\n" + "\n".join(tail)) from exc
+    image = client.images.get(tag)
+    info = {
+        "image_id": image_id or image.id,
+        "tag": tag,
+        "base_image": base_image,
+        "pip_source": pip_source,
+        "requirements": requirements,
+        "content_sha256": content_hash(hash_inputs),
+    }
+    write_json(record, info)
+    return info
