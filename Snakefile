@@ -22,6 +22,7 @@ include: "workflow/rules/select.smk"
 include: "workflow/rules/crop.smk"
 include: "workflow/rules/invert.smk"
 include: "workflow/rules/augment.smk"
+include: "workflow/rules/images.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/figures.smk"
 

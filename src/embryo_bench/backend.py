@@ -11,6 +11,8 @@ import contextlib
 import json
 import os
 
+from .errors import ConfigError
+
 
 def backend_name() -> str:
     """The Keras backend that ``import keras`` will use, found without importing it:
@@ -66,6 +68,46 @@ def limit_threads(threads: int) -> list[int]:
         torch.set_num_threads(threads)
         torch.set_num_interop_threads(threads)
     return cores
+
+
+def distribution_scope(strategy: str, replicas: int):
+    """The context to build and compile the model in, and the number of replicas.
+
+    ``none``: one device, no distribution (the paper's setting: a second GPU does not help by
+    itself). ``mirrored``: ``tf.distribute.MirroredStrategy`` over ``replicas`` GPUs, or, on a
+    host without GPUs, over ``replicas`` logical CPU devices (to test the path on CPUs); the
+    global batch is split across replicas. Call before TensorFlow runs its first operation.
+
+    Returns:
+        (context manager, replicas in sync).
+
+    Raises:
+        ConfigError: mirrored on a backend other than TensorFlow, or more GPUs asked for
+            than visible.
+    """
+    import contextlib
+
+    if strategy == "none":
+        return contextlib.nullcontext(), 1
+    if backend_name() != "tensorflow":
+        raise ConfigError(
+            f"strategy {strategy}: needs KERAS_BACKEND=tensorflow, not {backend_name()}"
+        )
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        if replicas > len(gpus):
+            raise ConfigError(f"strategy mirrored over {replicas} GPUs; {len(gpus)} visible")
+        devices = [f"/gpu:{i}" for i in range(replicas)]
+    else:
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(replicas)]
+        )
+        devices = [f"/cpu:{i}" for i in range(replicas)]
+    mirrored = tf.distribute.MirroredStrategy(devices)
+    return mirrored.scope(), mirrored.num_replicas_in_sync
 
 
 def framework_versions() -> dict[str, str]:

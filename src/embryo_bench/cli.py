@@ -12,7 +12,7 @@ import logging
 import sys
 from pathlib import Path
 
-from .errors import EmbryoBenchError
+from .errors import EmbryoBenchError, Interrupted
 
 log = logging.getLogger("embryo_bench")
 
@@ -131,6 +131,29 @@ def _cmd_augment(a: argparse.Namespace) -> None:
 
 def _cmd_train(a: argparse.Namespace) -> None:
     from .io import read_json
+
+    if a.runner == "docker":
+        from . import docker_runner
+
+        if not a.target_json or not a.image_record:
+            raise EmbryoBenchError("--runner docker needs --target-json and --image-record")
+        options = {
+            "--target": a.target, "--threads": a.threads, "--epochs": a.epochs,
+            "--batch-size": a.batch_size, "--learning-rate": repr(a.learning_rate),
+            "--dropout": repr(a.dropout), "--seed": a.seed,
+            "--accuracy-target": repr(a.accuracy_target), "--preprocessing": a.preprocessing,
+            "--strategy": a.strategy, "--replicas": a.replicas,
+        }  # fmt: skip
+        passthrough = [str(x) for pair in options.items() for x in pair]
+        docker_runner.run(
+            target=json.loads(a.target_json),
+            image=read_json(a.image_record),
+            shards=a.shards,
+            source_info=a.source_info,
+            out_dir=a.out_dir,
+            train_args=passthrough,
+        )
+        return
     from .train import run_training
 
     run_training(
@@ -146,6 +169,9 @@ def _cmd_train(a: argparse.Namespace) -> None:
         accuracy_target=a.accuracy_target,
         preprocessing=json.loads(a.preprocessing),
         dataset=read_json(a.source_info),
+        runner=a.runner_name or a.runner,
+        strategy=a.strategy,
+        replicas=a.replicas,
     )
 
 
@@ -157,15 +183,42 @@ def _cmd_figures(a: argparse.Namespace) -> None:
 
 def _cmd_base_image(a: argparse.Namespace) -> None:
     from .containers import build_base_image
+    from .io import write_json
 
-    build_base_image(a.tag, suite=a.suite, mirror=a.mirror)
+    info = build_base_image(a.tag, suite=a.suite, mirror=a.mirror, reuse=a.reuse)
+    if a.record:
+        write_json(a.record, info)
 
 
 def _cmd_wheelhouse(a: argparse.Namespace) -> None:
     from .containers import make_wheelhouse
+    from .io import sha256_file, write_json
 
     wheels = make_wheelhouse(a.requirements, a.out)
     log.info("%d wheels in %s", len(wheels), a.out)
+    if a.record:
+        write_json(
+            a.record,
+            {
+                "requirements": a.requirements,
+                "wheels": wheels,
+                "requirements_sha256": sha256_file(a.requirements),
+            },
+        )
+
+
+def _cmd_build_image(a: argparse.Namespace) -> None:
+    from .containers import build_image
+
+    info = build_image(
+        a.context,
+        a.tag,
+        f"containers/requirements-{a.image}.txt",
+        a.base_image,
+        a.pip_source,
+        a.record,
+    )
+    log.info("built %s: %s", info["tag"], info["image_id"])
 
 
 def _cmd_evaluate(a: argparse.Namespace) -> None:
@@ -263,6 +316,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--accuracy-target", type=float, required=True)
     s.add_argument("--preprocessing", required=True, help="JSON of the preprocessing settings")
     s.add_argument("--source-info", required=True)
+    s.add_argument(
+        "--runner",
+        choices=["host", "docker"],
+        default="host",
+        help="host: in this process; docker: in a container of --image-record",
+    )
+    s.add_argument("--runner-name", help=argparse.SUPPRESS)  # recorded name (in containers)
+    s.add_argument("--strategy", choices=["none", "mirrored"], default="none")
+    s.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="devices of a mirrored strategy (GPUs, else logical CPU devices)",
+    )
+    s.add_argument("--target-json", help="the hardware target's settings (docker runner)")
+    s.add_argument("--image-record", help="image JSON from the image build (docker runner)")
     s.set_defaults(func=_cmd_train)
 
     s = sub.add_parser("figures", help="figures and results table")
@@ -278,12 +347,28 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--tag", default="embryo-bench/debian:bookworm")
     s.add_argument("--suite", default="bookworm")
     s.add_argument("--mirror", help="Debian mirror (default: the host's apt mirror)")
+    s.add_argument("--record", help="write the image record (JSON) here")
+    s.add_argument("--reuse", action="store_true", help="keep an existing image of --tag")
     s.set_defaults(func=_cmd_base_image)
 
     s = sub.add_parser("wheelhouse", help="download an image's wheels on the host")
     s.add_argument("--requirements", default="containers/requirements-cpu.txt")
     s.add_argument("--out", default="containers/wheelhouse")
+    s.add_argument("--record", help="write the wheel list (JSON) here")
     s.set_defaults(func=_cmd_wheelhouse)
+
+    s = sub.add_parser("build-image", help="build a hardware image with the Docker SDK")
+    s.add_argument("--image", choices=["cpu", "gpu"], required=True)
+    s.add_argument("--tag", required=True)
+    s.add_argument("--base-image", required=True)
+    s.add_argument("--pip-source", choices=["pypi", "wheelhouse"], default="pypi")
+    s.add_argument(
+        "--context",
+        default=str(Path(__file__).resolve().parents[2]),
+        help="the repository (build context; default: this checkout)",
+    )
+    s.add_argument("--record", required=True)
+    s.set_defaults(func=_cmd_build_image)
 
     s = sub.add_parser("evaluate", help="score a trained model on an image folder")
     s.add_argument("--model", required=True, help="model.keras from a training run")
@@ -309,6 +394,9 @@ def main(argv: list[str] | None = None) -> int:
     except EmbryoBenchError as exc:
         print(f"embryo-bench: error: {exc}", file=sys.stderr)
         return 2
+    except Interrupted as exc:
+        print(f"embryo-bench: interrupted ({exc}); nothing was kept", file=sys.stderr)
+        return 130
     return 0
 
 

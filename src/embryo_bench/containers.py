@@ -19,12 +19,8 @@ import tempfile
 from collections import deque
 from pathlib import Path
 
-from .errors import EmbryoBenchError
+from .errors import DockerError
 from .io import write_json
-
-
-class DockerError(EmbryoBenchError):
-    """The Docker daemon is unreachable, or an image build or container run failed."""
 
 
 def docker_client(docker_host: str | None = None, timeout: int = 120):
@@ -52,18 +48,26 @@ def docker_client(docker_host: str | None = None, timeout: int = 120):
     return client
 
 
-def content_hash(paths: list[str | Path]) -> str:
-    """sha256 over the relative names and bytes of the given files and folders (recursive,
-    sorted; ``__pycache__`` skipped): what an image is built from."""
+def content_hash(paths: list[str], root: str | Path) -> str:
+    """sha256 over the names (relative to ``root``) and bytes of the given files and folders
+    under ``root`` (recursive, sorted; ``__pycache__`` skipped): what an image is built from.
+
+    Raises:
+        FileNotFoundError: a path does not exist.
+    """
+    root = Path(root)
     h = hashlib.sha256()
-    for base in sorted(Path(p) for p in paths):
+    for rel in sorted(paths):
+        base = root / rel
+        if not base.exists():
+            raise FileNotFoundError(f"{base}: not found (image source)")
         files = (
             [base]
             if base.is_file()
             else sorted(p for p in base.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
         )
         for f in files:
-            h.update(str(f).encode() + b"\0" + f.read_bytes())
+            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
     return h.hexdigest()
 
 
@@ -80,23 +84,36 @@ def default_mirror() -> str:
 
 
 def build_base_image(
-    tag: str, suite: str = "bookworm", mirror: str | None = None, client=None, log=sys.stderr
-) -> str:
+    tag: str,
+    suite: str = "bookworm",
+    mirror: str | None = None,
+    client=None,
+    log=sys.stderr,
+    reuse: bool = False,
+) -> dict:
     """Build a minimal Debian image with python3 + venv from Debian packages.
 
     Runs ``debootstrap --variant=minbase`` (needs root and the ``debootstrap`` package) into
-    a temporary folder, packs it, and imports it with the SDK as ``tag``.
+    a temporary folder, packs it, and imports it with the SDK as ``tag``. With ``reuse``, an
+    existing image of that tag is kept instead.
 
     Returns:
-        the image id.
+        dict with image_id, tag, suite and mirror.
 
     Raises:
         DockerError: debootstrap missing or failing (with its output's tail), or the import
             failed.
     """
+    client = client or docker_client()
+    if reuse:
+        try:
+            image = client.images.get(tag)
+            print(f"{tag} exists ({image.id}); reused (remove it to rebuild)", file=log)
+            return {"image_id": image.id, "tag": tag, "suite": suite, "reused": True}
+        except Exception:  # docker.errors.ImageNotFound
+            pass
     if shutil.which("debootstrap") is None:
         raise DockerError("debootstrap not found: apt-get install -y debootstrap")
-    client = client or docker_client()
     mirror = mirror or default_mirror()
     with tempfile.TemporaryDirectory(prefix="embryo-bench-rootfs-") as tmp:
         root = Path(tmp) / "rootfs"
@@ -126,7 +143,7 @@ def build_base_image(
         except Exception as exc:
             raise DockerError(f"docker import of {tar} as {tag} failed: {exc}") from exc
     print(f"imported {tag} as {image.id}", file=log, flush=True)
-    return image.id
+    return {"image_id": image.id, "tag": tag, "suite": suite, "mirror": mirror}
 
 
 def make_wheelhouse(requirements: str | Path, out_dir: str | Path, log=sys.stderr) -> list[str]:
@@ -156,6 +173,9 @@ def make_wheelhouse(requirements: str | Path, out_dir: str | Path, log=sys.stder
     return sorted(p.name for p in out.glob("*.whl"))
 
 
+IMAGE_SOURCES = ["containers/Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "src"]
+
+
 def build_image(
     context: str | Path,
     tag: str,
@@ -163,13 +183,12 @@ def build_image(
     base_image: str,
     pip_source: str,
     record: str | Path,
-    log_path: str | Path,
-    hash_inputs: list[str | Path],
+    log=sys.stderr,
     client=None,
 ) -> dict:
-    """Build ``containers/Dockerfile`` in ``context`` as ``tag`` with the SDK (``rm=True``),
-    streaming the build log to ``log_path``, and write ``record`` (JSON: image id, tag,
-    base image, pip source, content hash of ``hash_inputs``).
+    """Build ``containers/Dockerfile`` in ``context`` (the repository) as ``tag`` with the SDK
+    (``rm=True``), streaming the build log to ``log``, and write ``record`` (JSON: image id,
+    tag, base image, pip source, content hash of :data:`IMAGE_SOURCES` + requirements).
 
     Raises:
         DockerError: daemon unreachable, or the build failed (with the log's last lines).
@@ -177,37 +196,36 @@ def build_image(
     client = client or docker_client()
     tail: deque[str] = deque(maxlen=40)
     image_id = None
-    with open(log_path, "a") as log:
-        try:
-            stream = client.api.build(
-                path=str(context),
-                dockerfile="containers/Dockerfile",
-                tag=tag,
-                rm=True,
-                forcerm=True,
-                decode=True,
-                buildargs={
-                    "BASE_IMAGE": base_image,
-                    "PIP_SOURCE": pip_source,
-                    "REQUIREMENTS": requirements,
-                },
-            )
-            for chunk in stream:
-                text = chunk.get("stream") or chunk.get("status") or ""
-                if text:
-                    log.write(text)
-                    log.flush()
-                    tail.extend(text.rstrip("\n").splitlines())
-                if "error" in chunk:
-                    raise DockerError(
-                        f"image build {tag} failed: {chunk['error'].strip()}\n" + "\n".join(tail)
-                    )
-                if "aux" in chunk and "ID" in chunk["aux"]:
-                    image_id = chunk["aux"]["ID"]
-        except DockerError:
-            raise
-        except Exception as exc:
-            raise DockerError(f"image build {tag} failed: {exc}\n" + "\n".join(tail)) from exc
+    try:
+        stream = client.api.build(
+            path=str(context),
+            dockerfile="containers/Dockerfile",
+            tag=tag,
+            rm=True,
+            forcerm=True,
+            decode=True,
+            buildargs={
+                "BASE_IMAGE": base_image,
+                "PIP_SOURCE": pip_source,
+                "REQUIREMENTS": requirements,
+            },
+        )
+        for chunk in stream:
+            text = chunk.get("stream") or chunk.get("status") or ""
+            if text:
+                log.write(text)
+                log.flush()
+                tail.extend(text.rstrip("\n").splitlines())
+            if "error" in chunk:
+                raise DockerError(
+                    f"image build {tag} failed: {chunk['error'].strip()}\n" + "\n".join(tail)
+                )
+            if "aux" in chunk and "ID" in chunk["aux"]:
+                image_id = chunk["aux"]["ID"]
+    except DockerError:
+        raise
+    except Exception as exc:
+        raise DockerError(f"image build {tag} failed: {exc}\n" + "\n".join(tail)) from exc
     image = client.images.get(tag)
     info = {
         "image_id": image_id or image.id,
@@ -215,7 +233,7 @@ def build_image(
         "base_image": base_image,
         "pip_source": pip_source,
         "requirements": requirements,
-        "content_sha256": content_hash(hash_inputs),
+        "content_sha256": content_hash(IMAGE_SOURCES + [requirements], context),
     }
     write_json(record, info)
     return info

@@ -15,3 +15,11 @@ class DownloadError(EmbryoBenchError):
 
 class ConfigError(EmbryoBenchError):
     """A configuration value is missing or impossible."""
+
+
+class DockerError(EmbryoBenchError):
+    """The Docker daemon is unreachable, or an image build or container run failed."""
+
+
+class Interrupted(BaseException):  # noqa: N818 - like KeyboardInterrupt, not an error
+    """A signal (SIGINT, SIGTERM, SIGHUP) or the loss of the parent process stopped a run."""

@@ -50,7 +50,10 @@ def gpu_names() -> list[str]:
 
 def git_commit(cwd: str | Path | None = None) -> str:
     """HEAD commit of the working tree (suffixed ``-dirty`` with local changes), or
-    "unknown" outside a git checkout."""
+    "unknown" outside a git checkout. ``EMBRYO_BENCH_GIT_COMMIT`` (set by the docker runner
+    for the container, which has no checkout) takes precedence."""
+    if os.environ.get("EMBRYO_BENCH_GIT_COMMIT"):
+        return os.environ["EMBRYO_BENCH_GIT_COMMIT"]
     try:
         rev = subprocess.run(
             ["git", "rev-parse", "HEAD"],
@@ -97,4 +100,5 @@ def collect(seed: int, dataset: dict) -> dict:
         "seed": seed,
         "git_commit": git_commit(),
         "dataset": dataset,
+        "container_image": os.environ.get("EMBRYO_BENCH_IMAGE", ""),
     }

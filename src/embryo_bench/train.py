@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from . import provenance
-from .backend import limit_threads
+from .backend import distribution_scope, limit_threads
 from .io import atomic_path, write_json
 from .stages import load_dataset
 
@@ -99,6 +99,9 @@ def run_training(
     accuracy_target: float,
     preprocessing: dict,
     dataset: dict,
+    runner: str = "host",
+    strategy: str = "none",
+    replicas: int = 1,
 ) -> dict:
     """Train one run and write history.csv, metrics.json, model.keras, settings.json.
 
@@ -113,6 +116,9 @@ def run_training(
         preprocessing: the settings that produced the shards (frame_size, crop_fraction,
             invert_centre, rotation_step, image_size), saved for ``evaluate``.
         dataset: source description (name, synthetic flag, sha256) for provenance.
+        runner: recorded in metrics.json ("host", or "docker" inside a container).
+        strategy, replicas: "none", or "mirrored" over ``replicas`` devices
+            (:func:`embryo_bench.backend.distribution_scope`); global batch = batch_size.
 
     Returns:
         the metrics dict written to ``metrics.json`` (times in s, throughput in images/s).
@@ -129,12 +135,14 @@ def run_training(
 
     from .model import build_model, compile_model
 
+    scope, replicas_in_sync = distribution_scope(strategy, replicas)
     keras.utils.set_random_seed(seed)
     data = load_dataset(shards)
     n_train, n_test = len(data["y_train"]), len(data["y_test"])
-    model = compile_model(
-        build_model(preprocessing["image_size"], classes=4, dropout=dropout), learning_rate
-    )
+    with scope:
+        model = compile_model(
+            build_model(preprocessing["image_size"], classes=4, dropout=dropout), learning_rate
+        )
     setup_seconds = time.perf_counter() - t_setup
     log.info(
         "target %s: %d train / %d test images, %d parameters, %d threads, backend %s",
@@ -204,7 +212,7 @@ def run_training(
     write_json(out / "settings.json", settings)
     metrics = {
         "target": target,
-        "runner": "host",
+        "runner": runner,
         "n_train": n_train,
         "n_test": n_test,
         "batch_size": batch_size,
@@ -216,6 +224,8 @@ def run_training(
         "label_counts_test": np.bincount(data["y_test"], minlength=4).tolist(),
         "threads": threads,
         "cpu_affinity": cores,
+        "strategy": strategy,
+        "replicas_in_sync": replicas_in_sync,
         "provenance": prov,
     }
     write_json(out / "metrics.json", metrics)

@@ -19,7 +19,10 @@ LOGS = f"{OUT}/logs"
 # one snakemake runs in, or the rule's conda env with --software-deployment-method conda).
 SRC = os.path.join(workflow.basedir, "src")
 sys.path.insert(0, SRC)
+from embryo_bench.containers import IMAGE_SOURCES, content_hash, docker_client
+from embryo_bench.errors import DockerError
 from embryo_bench.io import tree_stamp
+from embryo_bench.provenance import gpu_names
 
 # shell.prefix is formatted like the commands: {{ }} in the f-string's result is one brace.
 shell.prefix(
@@ -42,13 +45,38 @@ def code_hash(*modules):
     return h.hexdigest()[:16]
 
 
+HOST_GPUS = len(gpu_names())
+
+
+_DAEMONS = {}
+
+
+def _daemon(address):
+    """(Docker client info, None) for a daemon address ("" = local), or (None, error)."""
+    if address not in _DAEMONS:
+        try:
+            _DAEMONS[address] = (
+                docker_client(address or None, timeout=20).info(),
+                None,
+            )
+        except DockerError as exc:
+            _DAEMONS[address] = (None, str(exc))
+    return _DAEMONS[address]
+
+
 def _available(target):
-    """Why a target cannot run here, or None if it can."""
-    cores = len(os.sched_getaffinity(0))
+    """Why a target cannot run here, or None if it can: checked before any job runs."""
+    if target["runner"] == "docker":
+        info, error = _daemon(target.get("docker_host", ""))
+        if error:
+            return error
+        cores, where = info.get("NCPU", 0), "the Docker daemon has"
+    else:
+        cores, where = len(os.sched_getaffinity(0)), "this host has"
     if target["cpus"] > cores:
-        return f"asks for {target['cpus']} cpus, this host has {cores}"
-    if target.get("gpus", 0) > 0:
-        return f"asks for {target['gpus']} GPUs; the host runner trains on the CPU"
+        return f"asks for {target['cpus']} cpus, {where} {cores}"
+    if target.get("gpus", 0) > HOST_GPUS and not target.get("docker_host"):
+        return f"asks for {target['gpus']} GPUs, this host has {HOST_GPUS} (NVML)"
     return None
 
 
@@ -77,6 +105,30 @@ if not TARGETS:
     raise WorkflowError("no target can run on this host (see the warnings above)")
 
 RUN_FILES = ["metrics.json", "history.csv", "model.keras", "settings.json"]
+HOST_TARGETS = [n for n, t in TARGETS.items() if t["runner"] == "host"]
+DOCKER_TARGETS = [n for n, t in TARGETS.items() if t["runner"] == "docker"]
+CONTAINERS = config.get("containers", {})
+IMAGES = sorted({TARGETS[n].get("image", "cpu") for n in DOCKER_TARGETS})
+
+
+def image_tag(image):
+    """The tag of a hardware image, e.g. embryo-bench/cpu:0.1.0."""
+    return f"{CONTAINERS.get('tag_prefix', 'embryo-bench')}/{image}:{CONTAINERS.get('tag_version', '0.1.0')}"
+
+
+def training_args(wildcards):
+    """The train options shared by both runners (everything that changes the result)."""
+    t = TARGETS[wildcards.target]
+    return (
+        f"--target {wildcards.target} --threads {t['cpus']} --epochs {TRAIN['epochs']} "
+        f"--batch-size {TRAIN['batch_size']} --learning-rate {TRAIN['learning_rate']} "
+        f"--dropout {TRAIN['dropout']} --seed {TRAIN['seed']} "
+        f"--accuracy-target {TRAIN['accuracy_target']} "
+        f"--strategy {t.get('strategy', 'none')} --replicas {t.get('gpus') or t['cpus']} "
+        f"--preprocessing {shlex.quote(preprocessing_json())}"
+    )
+
+
 FIGURE_NAMES = [
     "fig1_preprocessing",
     "fig4_test_accuracy",
@@ -170,3 +222,21 @@ def index_flags(wildcards, input):
 
 
 INDEX_LAYOUT = "imagefolder" if DATASET["kind"] == "imagefolder" else "db"
+
+
+# Image build wiring (images.smk).
+def image_inputs(wildcards):
+    """Records the image build waits for: the base image (when built here) and the
+    wheelhouse (when installing from it)."""
+    out = {}
+    if CONTAINERS.get("build_base", False):
+        out["base"] = f"{OUT}/images/base.json"
+    if CONTAINERS.get("pip_source", "pypi") == "wheelhouse":
+        out["wheelhouse"] = f"{OUT}/images/wheelhouse-{wildcards.image}.json"
+    return out
+
+
+def image_content_hash(image):
+    """sha256 of what the image is built from: Dockerfile, requirements, package source."""
+    sources = IMAGE_SOURCES + [f"containers/requirements-{image}.txt"]
+    return content_hash(sources, workflow.basedir)[:16]

@@ -1,5 +1,6 @@
-# Stage 7: train the paper CNN on each hardware target. Runs never overlap (bench_slot), so
-# one run's timings are not corrupted by another.
+# Stage 7: train the paper CNN on each hardware target, on the host (train) or in a container
+# (train_docker). Runs never overlap (bench_slot), so one run's timings are not corrupted by
+# another. `exec` makes the trainer Snakemake's direct child, so signals reach it.
 
 
 rule train:
@@ -11,7 +12,7 @@ rule train:
     log:
         f"{LOGS}/train/{{target}}.log",
     wildcard_constraints:
-        target="|".join(TARGETS),
+        target="|".join(HOST_TARGETS) or "^$",
     conda:
         "../../envs/embryo-bench.yaml"
     threads: lambda wc: TARGETS[wc.target]["cpus"]
@@ -19,19 +20,48 @@ rule train:
         bench_slot=1,
     params:
         out_dir=lambda wc, output: os.path.dirname(output.metrics),
-        cpus=lambda wc: TARGETS[wc.target]["cpus"],
-        epochs=TRAIN["epochs"],
-        batch_size=TRAIN["batch_size"],
-        learning_rate=TRAIN["learning_rate"],
-        dropout=TRAIN["dropout"],
-        seed=TRAIN["seed"],
-        accuracy_target=TRAIN["accuracy_target"],
-        preprocessing=preprocessing_json(),
+        args=training_args,
         code=code_hash("train", "model", "backend", "stages", "provenance", "io"),
     shell:
-        "python3 -m embryo_bench.cli train --shards {input.shards:q} --out-dir {params.out_dir:q} "
-        "--target {wildcards.target} --threads {params.cpus} --epochs {params.epochs} "
-        "--batch-size {params.batch_size} --learning-rate {params.learning_rate} "
-        "--dropout {params.dropout} --seed {params.seed} "
-        "--accuracy-target {params.accuracy_target} --preprocessing {params.preprocessing:q} "
-        "--source-info {input.source:q} > {log:q} 2>&1"
+        "exec python3 -m embryo_bench.cli train --shards {input.shards:q} "
+        "--out-dir {params.out_dir:q} --source-info {input.source:q} {params.args} "
+        "> {log:q} 2>&1"
+
+
+rule train_docker:
+    input:
+        shards=expand(rules.augment.output[0], shard=SHARDS),
+        source=rules.index.output.source,
+        image=lambda wc: f"{OUT}/images/{TARGETS[wc.target].get('image', 'cpu')}.json",
+    output:
+        **{f.split(".")[0]: f"{OUT}/train/{{target}}/{f}" for f in RUN_FILES},
+        telemetry=f"{OUT}/train/{{target}}/telemetry.csv",
+    log:
+        f"{LOGS}/train/{{target}}.log",
+    wildcard_constraints:
+        target="|".join(DOCKER_TARGETS) or "^$",
+    conda:
+        "../../envs/embryo-bench.yaml"
+    threads: lambda wc: TARGETS[wc.target]["cpus"]
+    resources:
+        bench_slot=1,
+    params:
+        out_dir=lambda wc, output: os.path.dirname(output.metrics),
+        args=training_args,
+        target=lambda wc: shlex.quote(json.dumps(TARGETS[wc.target], sort_keys=True)),
+        code=code_hash(
+            "train",
+            "model",
+            "backend",
+            "stages",
+            "provenance",
+            "io",
+            "docker_runner",
+            "containers",
+            "telemetry",
+        ),
+    shell:
+        "exec python3 -m embryo_bench.cli train --runner docker --target-json {params.target} "
+        "--image-record {input.image:q} --shards {input.shards:q} "
+        "--out-dir {params.out_dir:q} --source-info {input.source:q} {params.args} "
+        "> {log:q} 2>&1"

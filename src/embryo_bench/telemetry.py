@@ -1,0 +1,224 @@
+"""Telemetry of a training container, sampled from outside while it trains.
+
+CPU % and memory come from the Docker stats API with Docker's documented formulas (cgroup v1
+and v2); GPU utilisation, memory, power and energy come from NVML (``nvidia-ml-py``, imported
+as ``pynvml``) for the GPUs assigned to the container. Without an NVIDIA driver the GPU
+columns stay empty and energy is "not measured"; nothing is estimated.
+
+``telemetry.csv`` columns: time_s (since the first sample), cpu_percent (Docker's formula:
+100 = one core busy), cpu_percent_of_target (cpu_percent / the target's cpus), memory_mib,
+gpu_index, gpu_util_percent, gpu_memory_mib, gpu_power_w, gpu_energy_j (NVML total-energy
+counter since the first sample). One row per sample and assigned GPU (one row per sample
+with empty GPU fields on CPU targets).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+
+import pandas as pd
+
+COLUMNS = [
+    "time_s",
+    "cpu_percent",
+    "cpu_percent_of_target",
+    "memory_mib",
+    "gpu_index",
+    "gpu_util_percent",
+    "gpu_memory_mib",
+    "gpu_power_w",
+    "gpu_energy_j",
+]
+MIB = 1024 * 1024
+
+
+def cpu_percent(stats: dict) -> float | None:
+    """Docker's CPU % of one stats sample (``docker stats``: 100 = one core fully busy).
+
+    ``(cpu_delta / system_delta) * online_cpus * 100`` with the deltas between
+    ``cpu_stats`` and ``precpu_stats``; None when the sample has no previous reading.
+    """
+    cpu, pre = stats.get("cpu_stats", {}), stats.get("precpu_stats", {})
+    try:
+        cpu_delta = cpu["cpu_usage"]["total_usage"] - pre["cpu_usage"]["total_usage"]
+        system_delta = cpu["system_cpu_usage"] - pre["system_cpu_usage"]
+    except (KeyError, TypeError):
+        return None
+    online = cpu.get("online_cpus") or len(cpu["cpu_usage"].get("percpu_usage") or []) or 1
+    if system_delta <= 0 or cpu_delta < 0:
+        return None
+    return cpu_delta / system_delta * online * 100.0
+
+
+def memory_mib(stats: dict) -> float | None:
+    """Docker's memory use of one stats sample in MiB: usage minus the page cache that can
+    be reclaimed (cgroup v1: ``total_inactive_file``; cgroup v2: ``inactive_file``)."""
+    mem = stats.get("memory_stats", {})
+    if "usage" not in mem:
+        return None
+    extra = mem.get("stats", {})
+    cache = extra.get("total_inactive_file", extra.get("inactive_file", 0))
+    return max(mem["usage"] - cache, 0) / MIB
+
+
+class NvmlGpus:
+    """NVML readings of some GPUs; empty (no readings) when NVML or a driver is absent."""
+
+    def __init__(self, indices: list[int]):
+        self.handles: dict[int, object] = {}
+        self.energy0: dict[int, float] = {}
+        self.available = False
+        if not indices:
+            return
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+        except Exception:  # no pynvml, no driver
+            return
+        self.nvml = pynvml
+        self.available = True
+        for i in indices:
+            self.handles[i] = pynvml.nvmlDeviceGetHandleByIndex(i)
+
+    def read(self) -> list[dict]:
+        """One dict per GPU: gpu_index, gpu_util_percent, gpu_memory_mib, gpu_power_w,
+        gpu_energy_j (None where the GPU does not support a reading)."""
+        rows = []
+        for i, h in self.handles.items():
+            row = {"gpu_index": i}
+            nv = self.nvml
+            for key, fn in (
+                ("gpu_util_percent", lambda h=h, nv=nv: nv.nvmlDeviceGetUtilizationRates(h).gpu),
+                ("gpu_memory_mib", lambda h=h, nv=nv: nv.nvmlDeviceGetMemoryInfo(h).used / MIB),
+                ("gpu_power_w", lambda h=h, nv=nv: nv.nvmlDeviceGetPowerUsage(h) / 1000.0),
+            ):
+                try:
+                    row[key] = float(fn())
+                except Exception:
+                    row[key] = None
+            try:
+                mj = float(nv.nvmlDeviceGetTotalEnergyConsumption(h))
+                self.energy0.setdefault(i, mj)
+                row["gpu_energy_j"] = (mj - self.energy0[i]) / 1000.0
+            except Exception:
+                row["gpu_energy_j"] = None
+            rows.append(row)
+        return rows
+
+    def close(self) -> None:
+        if self.available:
+            with contextlib.suppress(Exception):
+                self.nvml.nvmlShutdown()
+
+
+class ContainerSampler(threading.Thread):
+    """Samples a running container every ``interval`` s (Docker's stats stream delivers one
+    reading a second) until :meth:`stop`; rows accumulate in :attr:`rows`."""
+
+    def __init__(self, container, cpus: float, gpu_indices: list[int], interval: float = 1.0):
+        super().__init__(daemon=True)
+        self.container, self.cpus, self.interval = container, cpus, interval
+        self.gpus = NvmlGpus(gpu_indices)
+        self.rows: list[dict] = []
+        self._stop = threading.Event()
+        self.error: Exception | None = None
+
+    def run(self) -> None:
+        t0 = time.monotonic()
+        last = -1e9
+        try:
+            for stats in self.container.stats(stream=True, decode=True):
+                if self._stop.is_set():
+                    break
+                now = time.monotonic()
+                if now - last < self.interval * 0.5:
+                    continue
+                last = now
+                cpu = cpu_percent(stats)
+                base = {
+                    "time_s": now - t0,
+                    "cpu_percent": cpu,
+                    "cpu_percent_of_target": cpu / self.cpus if cpu is not None else None,
+                    "memory_mib": memory_mib(stats),
+                }
+                if not stats.get("memory_stats") and not stats.get("cpu_stats", {}).get(
+                    "system_cpu_usage"
+                ):
+                    break  # container gone
+                gpu_rows = self.gpus.read() or [{}]
+                self.rows.extend({**base, **g} for g in gpu_rows)
+        except Exception as exc:  # the container went away mid-stream
+            self.error = exc
+        finally:
+            self.gpus.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def frame(self) -> pd.DataFrame:
+        """The samples as a DataFrame with :data:`COLUMNS`."""
+        return pd.DataFrame(self.rows, columns=COLUMNS)
+
+
+def summarise(df: pd.DataFrame, images_trained: int, gpus_expected: int) -> dict:
+    """Mean and peak of each telemetry column, energy per run (J) and images per joule.
+
+    Args:
+        df: telemetry rows (:data:`COLUMNS`).
+        images_trained: training images processed during the run (n_train x epochs).
+        gpus_expected: GPUs assigned to the run (0 for CPU targets).
+
+    Returns:
+        dict: samples, cpu_percent_mean/peak, cpu_percent_of_target_mean/peak,
+        memory_mib_mean/peak, per-GPU lists, energy_j and images_per_joule, or the string
+        "not measured" where no reading exists.
+    """
+    per_sample = df.drop_duplicates("time_s")
+    out: dict = {"samples": int(len(per_sample)), "interval_s": 1.0}
+    for col in ("cpu_percent", "cpu_percent_of_target", "memory_mib"):
+        vals = pd.to_numeric(per_sample[col], errors="coerce").dropna()
+        out[f"{col}_mean"] = float(vals.mean()) if len(vals) else "not measured"
+        out[f"{col}_peak"] = float(vals.max()) if len(vals) else "not measured"
+    gpu = df.dropna(subset=["gpu_index"])
+    if gpus_expected == 0 or gpu.empty:
+        why = (
+            "not measured (no GPU assigned)"
+            if gpus_expected == 0
+            else ("not measured (no NVML readings: driver or pynvml absent)")
+        )
+        out.update({"gpus": [], "energy_j": why, "images_per_joule": why})
+        return out
+    gpus, energy = [], 0.0
+    for idx, g in gpu.groupby("gpu_index"):
+        entry = {"gpu_index": int(idx)}
+        for col in ("gpu_util_percent", "gpu_memory_mib", "gpu_power_w"):
+            vals = pd.to_numeric(g[col], errors="coerce").dropna()
+            entry[f"{col}_mean"] = float(vals.mean()) if len(vals) else "not measured"
+            entry[f"{col}_peak"] = float(vals.max()) if len(vals) else "not measured"
+        e = pd.to_numeric(g["gpu_energy_j"], errors="coerce").dropna()
+        entry["energy_j"] = float(e.iloc[-1]) if len(e) else "not measured"
+        energy = (
+            energy + entry["energy_j"]
+            if isinstance(entry["energy_j"], float) and isinstance(energy, float)
+            else "not measured"
+        )
+        gpus.append(entry)
+    out["gpus"] = gpus
+    out["energy_j"] = energy
+    out["images_per_joule"] = (
+        images_trained / energy if isinstance(energy, float) and energy > 0 else "not measured"
+    )
+    return out
+
+
+__all__ = [
+    "COLUMNS",
+    "ContainerSampler",
+    "NvmlGpus",
+    "cpu_percent",
+    "memory_mib",
+    "summarise",
+]
