@@ -66,6 +66,37 @@ def check_hardware(client, target: dict) -> str | None:
     return None
 
 
+def container_kwargs(target: dict, image: dict, command: list[str], run_id: str) -> dict:
+    """Arguments of ``client.containers.create`` for ``target``: image, command, project
+    labels, ``nano_cpus`` (cpus x 1e9), ``mem_limit`` = ``memswap_limit`` (no extra swap),
+    ``shm_size``, environment (backend, git commit, image) and, for GPU targets, a
+    ``DeviceRequest`` for GPUs 0..gpus-1 (the same indices NVML samples)."""
+    from docker.types import DeviceRequest
+
+    gpus = int(target.get("gpus", 0))
+    memory = target.get("memory", "4g")
+    kwargs = {
+        "image": image["tag"],
+        "command": command,
+        "labels": {LABEL: run_id, "org.embryo-bench.target": target["name"]},
+        "nano_cpus": int(float(target["cpus"]) * 1e9),
+        "mem_limit": memory,
+        "memswap_limit": memory,
+        "shm_size": target.get("shm_size", "1g"),
+        "environment": {
+            "KERAS_BACKEND": target.get("backend", "tensorflow"),
+            "EMBRYO_BENCH_GIT_COMMIT": git_commit(),
+            "EMBRYO_BENCH_IMAGE": f"{image['tag']} {image.get('image_id', '')}".strip(),
+        },
+        "working_dir": WORK,
+    }
+    if gpus:
+        kwargs["device_requests"] = [
+            DeviceRequest(device_ids=[str(i) for i in range(gpus)], capabilities=[["gpu"]])
+        ]
+    return kwargs
+
+
 def _host_gpu_count() -> int:
     from .provenance import gpu_names
 
@@ -109,7 +140,6 @@ def run(
     """
     import sys
 
-    from docker.types import DeviceRequest
 
     log = log or sys.stderr
     client = docker_client(target.get("docker_host"))
@@ -137,26 +167,7 @@ def run(
         *train_args,
     ]
     gpus = int(target.get("gpus", 0))
-    kwargs = dict(
-        image=image["tag"],
-        command=command,
-        labels={LABEL: run_id, "org.embryo-bench.target": target["name"]},
-        nano_cpus=int(float(target["cpus"]) * 1e9),
-        mem_limit=target.get("memory", "4g"),
-        memswap_limit=target.get("memory", "4g"),
-        shm_size=target.get("shm_size", "1g"),
-        environment={
-            "KERAS_BACKEND": target.get("backend", "tensorflow"),
-            "EMBRYO_BENCH_GIT_COMMIT": git_commit(),
-            "EMBRYO_BENCH_IMAGE": f"{image['tag']} {image.get('image_id', '')}",
-        },
-        working_dir=WORK,
-        detach=True,
-    )
-    if gpus:
-        kwargs["device_requests"] = [
-            DeviceRequest(device_ids=[str(i) for i in range(gpus)], capabilities=[["gpu"]])
-        ]
+    kwargs = container_kwargs(target, image, command, run_id)
     previous = {
         s: signal.signal(s, _raise_interrupted)
         for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -166,7 +177,7 @@ def run(
     sampler = None
     tail: deque[str] = deque(maxlen=30)
     try:
-        container = client.containers.create(**{k: v for k, v in kwargs.items() if k != "detach"})
+        container = client.containers.create(**kwargs)
         with tempfile.TemporaryFile() as fh:
             _tar_inputs(names, fh)
             fh.seek(0)

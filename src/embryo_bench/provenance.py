@@ -30,6 +30,23 @@ def visible_cores() -> int:
         return os.cpu_count() or 0
 
 
+def cpu_quota() -> float | None:
+    """The cgroup CPU quota of this process in cores (quota / period), or None when
+    unlimited or unreadable (cgroup v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``)."""
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        base = Path("/sys/fs/cgroup/cpu")
+        quota = int((base / "cpu.cfs_quota_us").read_text())
+        period = int((base / "cpu.cfs_period_us").read_text())
+        return None if quota <= 0 else quota / period
+    except (OSError, ValueError):
+        return None
+
+
 def gpu_names() -> list[str]:
     """Names of the NVIDIA GPUs visible through NVML; [] without a driver or pynvml."""
     try:
@@ -84,7 +101,8 @@ def collect(seed: int, dataset: dict) -> dict:
             sha256 or "synthetic").
 
     Returns:
-        dict with cpu_model, visible_cores (after pinning), host_cores, gpus (names),
+        dict with cpu_model, visible_cores (after pinning), host_cores, cpu_quota_cores
+        (cgroup quota in cores, None if unlimited), gpus (names),
         python, platform, keras_backend, versions (distribution -> version), seed,
         git_commit and dataset.
     """
@@ -92,6 +110,7 @@ def collect(seed: int, dataset: dict) -> dict:
         "cpu_model": cpu_model(),
         "visible_cores": visible_cores(),
         "host_cores": os.cpu_count(),
+        "cpu_quota_cores": cpu_quota(),
         "gpus": gpu_names(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),

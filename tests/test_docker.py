@@ -1,0 +1,300 @@
+"""The docker runner for real: images built through the SDK, a container training on tiny
+synthetic data with a CPU quota and a memory limit, telemetry, OOM, missing daemon, and no
+container left after SIGTERM. Tests needing a daemon skip without one."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from embryo_bench.errors import DockerError
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).parent))
+from test_workflow import offline_config, snakemake  # noqa: E402
+
+
+def _daemon():
+    from embryo_bench.containers import docker_client
+
+    try:
+        return docker_client(timeout=10)
+    except DockerError as exc:
+        pytest.skip(f"no Docker daemon: {exc}")
+
+
+def _labelled(client):
+    from embryo_bench.docker_runner import containers_with_label
+
+    return containers_with_label(client)
+
+
+def docker_config(outdir: Path, epochs: int = 2) -> dict:
+    config = offline_config(outdir)
+    config["targets"] = [t for t in config["targets"] if t["runner"] == "docker"]
+    config["on_missing_hardware"] = "fail"
+    config["train"]["epochs"] = epochs
+    return config
+
+
+@pytest.fixture(scope="module")
+def docker_run(tmp_path_factory):
+    client = _daemon()
+    work = tmp_path_factory.mktemp("docker")
+    config = docker_config(work / "out")
+    snakemake(work, config)
+    return client, work, config, work / "out"
+
+
+@pytest.mark.slow
+def test_container_training_outputs_and_telemetry(docker_run):
+    client, _, config, out = docker_run
+    (target,) = config["targets"]
+    run = out / "train" / target["name"]
+    for name in ("history.csv", "metrics.json", "model.keras", "settings.json", "telemetry.csv"):
+        assert (run / name).stat().st_size > 0, name
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["runner"] == "docker" and metrics["epochs"] == 2
+    assert metrics["provenance"]["cpu_quota_cores"] == pytest.approx(target["cpus"])
+    assert metrics["threads"] == target["cpus"] and len(metrics["cpu_affinity"]) == 1
+    assert metrics["container"]["nano_cpus"] == 1_000_000_000
+    assert metrics["container"]["mem_limit"] == target["memory"]
+    assert metrics["provenance"]["container_image"].startswith("embryo-bench/cpu:")
+    tel = pd.read_csv(run / "telemetry.csv")
+    cpu = tel["cpu_percent"].dropna()
+    assert len(cpu) >= 2 and cpu.max() <= 100 * target["cpus"] * 1.15
+    assert cpu.max() > 30  # it did train
+    assert tel["memory_mib"].max() < 3 * 1024
+    assert tel["gpu_util_percent"].isna().all()  # no GPU: empty columns
+    assert metrics["telemetry"]["energy_j"].startswith("not measured")
+    assert _labelled(client) == []
+    image = json.loads((out / "images/cpu.json").read_text())
+    assert client.images.get(image["tag"]).id == image["image_id"]
+    table = pd.read_csv(out / "figures/results_table.csv")
+    assert table["runner"].tolist() == ["docker"]
+
+
+@pytest.mark.slow
+def test_image_rule_reruns_only_when_its_sources_change(docker_run):
+    _, work, config, _ = docker_run
+    proc = snakemake(work, config, "-n")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_oom_kill_is_reported_with_the_memory_limit(docker_run, tmp_path):
+    from embryo_bench import docker_runner
+
+    client, _, config, out = docker_run
+    target = {**config["targets"][0], "memory": "96m"}
+    image = json.loads((out / "images/cpu.json").read_text())
+    shards = sorted(str(p) for p in (out / "augment").glob("shard-*.npz"))
+    with pytest.raises(DockerError, match=r"killed for memory .*mem_limit 96m"):
+        docker_runner.run(
+            target=target,
+            image=image,
+            shards=shards,
+            source_info=str(out / "manifest/source.json"),
+            out_dir=tmp_path / "run",
+            train_args=_train_args(config, 1),
+            log=io.StringIO(),
+        )
+    assert not (tmp_path / "run" / "metrics.json").exists()
+    assert _labelled(client) == []
+
+
+def _train_args(config, epochs):
+    return [
+        "--target",
+        "t",
+        "--threads",
+        "1",
+        "--epochs",
+        str(epochs),
+        "--batch-size",
+        "480",
+        "--learning-rate",
+        "0.0001",
+        "--dropout",
+        "0.5",
+        "--seed",
+        "0",
+        "--accuracy-target",
+        "0.85",
+        "--preprocessing",
+        json.dumps(
+            {
+                "frame_size": config["dataset"]["frame_size"],
+                "crop_fraction": 2 / 3,
+                "invert_centre": 128,
+                "rotation_step": 18,
+                "image_size": 64,
+            }
+        ),
+    ]
+
+
+def _wait_for_container(client, proc, timeout=240):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        running = [c for c in _labelled(client) if c.status == "running"]
+        if running:
+            return running
+        if proc.poll() is not None:
+            raise AssertionError(f"exited {proc.returncode} before a container started")
+        time.sleep(0.5)
+    raise AssertionError("no container started")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "how",
+    ["ctrl-c", "sigkill-snakemake"],
+    ids=["SIGINT to the process group (Ctrl-C)", "SIGKILL of snakemake alone"],
+)
+def test_interrupted_snakemake_leaves_no_container(docker_run, tmp_path, how):
+    """Ctrl-C reaches every process of the foreground group; a snakemake killed outright
+    leaves its job orphaned, and the runner notices its parent is gone. (SIGTERM to
+    snakemake alone asks it to finish running jobs gracefully: Snakemake's own semantics.)"""
+    import os
+
+    client, work, config, _ = docker_run
+    slow = docker_config(config["outdir"], epochs=200)
+    slow["targets"][0]["name"] = "docker-slow"
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(slow))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(REPO / "Snakefile"),
+            "--profile",
+            str(REPO / "profiles/default"),
+            "--configfile",
+            str(cfg),
+            "--cores",
+            "2",
+            f"{config['outdir']}/train/docker-slow/metrics.json",
+        ],
+        cwd=work,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        _wait_for_container(client, proc)
+        time.sleep(2)
+        if how == "ctrl-c":
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.kill()
+        proc.communicate(timeout=120)
+        t0 = time.monotonic()
+        while _labelled(client) and time.monotonic() - t0 < 60:
+            time.sleep(0.5)
+        assert _labelled(client) == []
+        assert not (Path(config["outdir"]) / "train/docker-slow/metrics.json").exists()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_runner_leaves_no_container(docker_run, tmp_path):
+    client, _, config, out = docker_run
+    target = {**config["targets"][0], "name": "docker-term"}
+    shards = sorted(str(p) for p in (out / "augment").glob("shard-*.npz"))
+    cmd = [
+        sys.executable,
+        "-m",
+        "embryo_bench.cli",
+        "train",
+        "--runner",
+        "docker",
+        "--target-json",
+        json.dumps(target),
+        "--image-record",
+        str(out / "images/cpu.json"),
+        "--shards",
+        *shards,
+        "--out-dir",
+        str(tmp_path / "run"),
+        "--source-info",
+        str(out / "manifest/source.json"),
+        *_train_args(config, 200),
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    _wait_for_container(client, proc)
+    proc.send_signal(signal.SIGTERM)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, output[-2000:]
+    assert "interrupted (signal SIGTERM)" in output
+    assert _labelled(client) == []
+    assert not (tmp_path / "run" / "metrics.json").exists()
+
+
+@pytest.mark.slow
+def test_image_build_failure_shows_the_log_tail(tmp_path):
+    from embryo_bench.containers import build_image
+
+    client = _daemon()
+    with pytest.raises(DockerError, match=r"image build embryo-bench/broken:0 failed"):
+        build_image(
+            REPO,
+            "embryo-bench/broken:0",
+            "containers/requirements-cpu.txt",
+            "embryo-bench/no-such-base:0",
+            "wheelhouse",
+            tmp_path / "rec.json",
+            log=io.StringIO(),
+            client=client,
+        )
+    assert not (tmp_path / "rec.json").exists()
+
+
+def test_missing_daemon_fails_before_any_job(tmp_path):
+    config = docker_config(tmp_path / "out")
+    config["targets"][0]["docker_host"] = "tcp://127.0.0.1:9"
+    proc = snakemake(tmp_path, config, check=False)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "no Docker daemon answers at tcp://127.0.0.1:9" in text
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_daemon_target_is_skipped_when_asked(tmp_path):
+    config = offline_config(tmp_path / "out")
+    for t in config["targets"]:
+        if t["runner"] == "docker":
+            t["docker_host"] = "tcp://127.0.0.1:9"
+    config["on_missing_hardware"] = "skip"
+    proc = snakemake(tmp_path, config, "-n")
+    text = proc.stdout + proc.stderr
+    assert "target docker-1cpu: skipped, no Docker daemon answers at tcp://127.0.0.1:9" in text
+    assert "train_docker" not in text
+
+
+def test_missing_gpus_reported(tmp_path):
+    from embryo_bench.provenance import gpu_names
+
+    if gpu_names():
+        pytest.skip("this host has GPUs")
+    config = offline_config(tmp_path / "out")
+    config["targets"] = [{"name": "host-gpu", "runner": "host", "cpus": 1, "gpus": 1}]
+    config["on_missing_hardware"] = "fail"
+    proc = snakemake(tmp_path, config, "-n", check=False)
+    assert proc.returncode != 0
+    assert "target host-gpu: asks for 1 GPUs, this host has 0" in proc.stdout + proc.stderr
