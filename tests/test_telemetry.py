@@ -93,7 +93,7 @@ def test_nvml_absent_gives_no_readings(monkeypatch):
 def test_container_kwargs_cpu_and_gpu_targets():
     image = {"tag": "embryo-bench/gpu:0.1.0", "image_id": "sha256:abc"}
     cpu = container_kwargs({"name": "c", "cpus": 2, "memory": "3g"}, image, ["true"], "r1")
-    assert cpu["nano_cpus"] == 2_000_000_000
+    assert cpu["nano_cpus"] == 2_000_000_000 and cpu["image"] == "sha256:abc"
     assert cpu["mem_limit"] == cpu["memswap_limit"] == "3g"
     assert "device_requests" not in cpu and cpu["labels"]["org.embryo-bench.run"] == "r1"
     gpu = container_kwargs({"name": "g", "cpus": 8, "gpus": 2}, image, ["true"], "r2")

@@ -76,7 +76,7 @@ def container_kwargs(target: dict, image: dict, command: list[str], run_id: str)
     gpus = int(target.get("gpus", 0))
     memory = target.get("memory", "4g")
     kwargs = {
-        "image": image["tag"],
+        "image": image.get("image_id") or image["tag"],  # exactly the image built
         "command": command,
         "labels": {LABEL: run_id, "org.embryo-bench.target": target["name"]},
         "nano_cpus": int(float(target["cpus"]) * 1e9),

@@ -1,0 +1,151 @@
+"""Benchmark: container overhead and CPU-quota scaling of the docker runner (not a test).
+
+Same data (synthetic frames through the pipeline's own stage functions), same model, same
+settings, one training process each: the host runner (`embryo-bench train`, pinned to N
+cores, N threads) against the docker runner (the cpu image, `nano_cpus` = N, N threads).
+Prints steady-state training throughput (images/s, epochs 2..E) of each, the container/host
+ratio at equal cpus (target >= 0.97), and the container's 2-cpu/1-cpu scaling. Runs are
+interleaved (host, container, host, container, ...) so drift in the machine's speed hits
+both alike; each configuration runs --repeats times and the median is reported.
+
+Needs a Docker daemon and a built cpu image (e.g. after
+`snakemake --cores all --configfile config/offline.yaml`: results/offline/images/cpu.json).
+
+Usage: python benchmarks/bench_containers.py [--image-record PATH] [--epochs 4] [--repeats 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+PP = {
+    "frame_size": 96,
+    "crop_fraction": 2 / 3,
+    "invert_centre": 128,
+    "rotation_step": 18,
+    "image_size": 64,
+}
+
+
+def make_shards(work: Path, embryos: int) -> tuple[list[str], str]:
+    from embryo_bench import stages
+    from embryo_bench.io import write_json
+    from embryo_bench.select import assign_shards
+    from embryo_bench.sources import index_db
+    from embryo_bench.synthetic import generate_db
+
+    generate_db(work / "db", embryos=embryos, frames_per_embryo=40, frame_size=96)
+    manifest, _ = index_db(work / "db", 96)
+    sel = work / "selected.csv"
+    assign_shards(manifest, 2).to_csv(sel, index=False)
+    shards = []
+    for k in range(2):
+        stages.crop_shard(sel, k, 96, 2 / 3, work / f"c{k}.npz")
+        stages.invert_shard(work / f"c{k}.npz", 128, work / f"i{k}.npz")
+        stages.augment_shard(work / f"i{k}.npz", 18, 64, work / f"a{k}.npz")
+        shards.append(str(work / f"a{k}.npz"))
+    write_json(work / "source.json", {"synthetic": True, "sha256": "synthetic"})
+    return shards, str(work / "source.json")
+
+
+def train(runner: str, cpus: int, shards, source, out: Path, epochs: int, image: str) -> float:
+    cmd = [
+        sys.executable,
+        "-m",
+        "embryo_bench.cli",
+        "train",
+        "--runner",
+        runner,
+        "--shards",
+        *shards,
+        "--out-dir",
+        str(out),
+        "--source-info",
+        source,
+        "--target",
+        f"{runner}-{cpus}cpu",
+        "--threads",
+        str(cpus),
+        "--epochs",
+        str(epochs),
+        "--batch-size",
+        "480",
+        "--learning-rate",
+        "0.0001",
+        "--dropout",
+        "0.5",
+        "--seed",
+        "0",
+        "--accuracy-target",
+        "0.85",
+        "--preprocessing",
+        json.dumps(PP),
+    ]
+    if runner == "docker":
+        target = {"name": f"docker-{cpus}cpu", "runner": "docker", "cpus": cpus, "memory": "6g"}
+        cmd += ["--target-json", json.dumps(target), "--image-record", image]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode:
+        raise SystemExit(f"{runner} {cpus} cpus failed:\n{proc.stderr[-3000:]}")
+    return json.loads((out / "metrics.json").read_text())["mean_images_per_s"]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--image-record", default="results/offline/images/cpu.json")
+    p.add_argument("--embryos", type=int, default=12, help="40 frames each, x20 rotations")
+    p.add_argument("--epochs", type=int, default=4)
+    p.add_argument("--repeats", type=int, default=2)
+    a = p.parse_args()
+    from embryo_bench.containers import docker_client
+    from embryo_bench.provenance import cpu_model
+
+    client = docker_client()
+    image = json.loads(Path(a.image_record).read_text())
+    print(
+        f"# host: {cpu_model()}, daemon {client.version()['Version']}, image {image['tag']} "
+        f"({image['image_id'][:19]}); data: SYNTHETIC frames",
+        flush=True,
+    )
+    results: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="embryo-bench-bench-") as tmp:
+        work = Path(tmp)
+        shards, source = make_shards(work, a.embryos)
+        plan = [("host", 1), ("docker", 1), ("host", 2), ("docker", 2)]
+        for rep in range(a.repeats):
+            for runner, cpus in plan:
+                ips = train(
+                    runner,
+                    cpus,
+                    shards,
+                    source,
+                    work / f"{runner}{cpus}-{rep}",
+                    a.epochs,
+                    a.image_record,
+                )
+                results.setdefault(f"{runner}_{cpus}cpu", []).append(ips)
+                print(
+                    f"run {rep + 1}/{a.repeats} {runner} {cpus} cpu: {ips:.1f} images/s", flush=True
+                )
+    med = {k: statistics.median(v) for k, v in results.items()}
+    summary = {
+        "images_per_s_median": {k: round(v, 1) for k, v in med.items()},
+        "container_over_host_1cpu": round(med["docker_1cpu"] / med["host_1cpu"], 3),
+        "container_over_host_2cpu": round(med["docker_2cpu"] / med["host_2cpu"], 3),
+        "target": ">= 0.97",
+        "container_2cpu_over_1cpu": round(med["docker_2cpu"] / med["docker_1cpu"], 3),
+        "host_2cpu_over_1cpu": round(med["host_2cpu"] / med["host_1cpu"], 3),
+        "epochs": a.epochs,
+        "repeats": a.repeats,
+    }
+    print("summary:", json.dumps(summary), flush=True)
+
+
+if __name__ == "__main__":
+    main()
