@@ -140,7 +140,6 @@ def run(
     """
     import sys
 
-
     log = log or sys.stderr
     client = docker_client(target.get("docker_host"))
     why = check_hardware(client, target)
