@@ -40,7 +40,7 @@ def _labelled(client):
 
 
 def docker_config(outdir: Path, epochs: int = 2) -> dict:
-    config = offline_config(outdir)
+    config = offline_config(outdir, docker=True)
     config["targets"] = [t for t in config["targets"] if t["runner"] == "docker"]
     config["on_missing_hardware"] = "fail"
     config["train"]["epochs"] = epochs
@@ -276,7 +276,7 @@ def test_missing_daemon_fails_before_any_job(tmp_path):
 
 
 def test_missing_daemon_target_is_skipped_when_asked(tmp_path):
-    config = offline_config(tmp_path / "out")
+    config = offline_config(tmp_path / "out", docker=True)
     for t in config["targets"]:
         if t["runner"] == "docker":
             t["docker_host"] = "tcp://127.0.0.1:9"

@@ -49,9 +49,13 @@ def snakemake(cwd: Path, config: dict, *args: str, check: bool = True):
     return proc
 
 
-def offline_config(outdir: Path) -> dict:
+def offline_config(outdir: Path, docker: bool = False) -> dict:
+    """config/offline.yaml writing to ``outdir``; host targets only unless ``docker``
+    (tests/test_docker.py covers the docker runner)."""
     config = yaml.safe_load((REPO / "config" / "offline.yaml").read_text())
     config["outdir"] = str(outdir)
+    if not docker:
+        config["targets"] = [t for t in config["targets"] if t["runner"] == "host"]
     return config
 
 
