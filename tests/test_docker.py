@@ -298,3 +298,34 @@ def test_missing_gpus_reported(tmp_path):
     proc = snakemake(tmp_path, config, "-n", check=False)
     assert proc.returncode != 0
     assert "target host-gpu: asks for 1 GPUs, this host has 0" in proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_gpu_target_samples_nvml(tmp_path):
+    """Where a GPU and a daemon with the NVIDIA runtime exist: build the gpu image and train
+    one epoch on one GPU; the telemetry has NVML readings. Skipped elsewhere."""
+    from embryo_bench.provenance import gpu_names
+
+    if not gpu_names():
+        pytest.skip("no NVIDIA GPU visible through NVML on this host")
+    client = _daemon()
+    if "nvidia" not in client.info().get("Runtimes", {}):
+        pytest.skip("the Docker daemon has no nvidia runtime (NVIDIA Container Toolkit)")
+    config = docker_config(tmp_path / "out", epochs=1)
+    config["targets"] = [
+        {
+            "name": "docker-1gpu",
+            "runner": "docker",
+            "image": "gpu",
+            "cpus": 1,
+            "memory": "8g",
+            "gpus": 1,
+        }
+    ]
+    snakemake(tmp_path, config)
+    run = tmp_path / "out/train/docker-1gpu"
+    tel = pd.read_csv(run / "telemetry.csv")
+    assert tel["gpu_util_percent"].notna().any() and tel["gpu_memory_mib"].notna().any()
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["provenance"]["gpus"] and metrics["telemetry"]["gpus"]
+    assert _labelled(client) == []
