@@ -403,3 +403,58 @@ def test_local_archive_source(tmp_path):
     assert (tmp_path / "out/data/db/MouEmbTrkDtb/E00/_trajectories.txt").is_file()
     summary = json.loads((tmp_path / "out/select/summary.json").read_text())
     assert summary["test_embryos"] == ["E00", "E05"]
+
+
+def test_mirrored_strategy_on_two_logical_cpus(offline_run, tmp_path):
+    """strategy: mirrored trains through tf.distribute.MirroredStrategy; on a CPU host over
+    two logical CPU devices (global batch 480 split across the replicas)."""
+    _, config, out, _ = offline_run
+    shards = sorted(str(p) for p in (out / "augment").glob("shard-*.npz"))
+    pp = {
+        "frame_size": config["dataset"]["frame_size"],
+        "crop_fraction": 2 / 3,
+        "invert_centre": 128,
+        "rotation_step": 18,
+        "image_size": 64,
+    }
+    proc = subprocess.run(
+        [
+            "embryo-bench",
+            "train",
+            "--shards",
+            *shards,
+            "--out-dir",
+            str(tmp_path / "run"),
+            "--source-info",
+            str(out / "manifest/source.json"),
+            "--target",
+            "mirrored-2",
+            "--threads",
+            "2",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "480",
+            "--learning-rate",
+            "1e-4",
+            "--dropout",
+            "0.5",
+            "--seed",
+            "0",
+            "--accuracy-target",
+            "0.85",
+            "--preprocessing",
+            json.dumps(pp),
+            "--strategy",
+            "mirrored",
+            "--replicas",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Using MirroredStrategy with devices" in proc.stderr
+    metrics = json.loads((tmp_path / "run/metrics.json").read_text())
+    assert metrics["strategy"] == "mirrored" and metrics["replicas_in_sync"] == 2
+    assert metrics["parameter_count"] == 16_834_436 and metrics["epochs"] == 1
