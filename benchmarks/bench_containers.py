@@ -55,6 +55,8 @@ def make_shards(work: Path, embryos: int) -> tuple[list[str], str]:
 
 
 def train(runner: str, cpus: int, shards, source, out: Path, epochs: int, image: str) -> float:
+    from embryo_bench.cli import train_options
+
     cmd = [
         sys.executable,
         "-m",
@@ -68,24 +70,7 @@ def train(runner: str, cpus: int, shards, source, out: Path, epochs: int, image:
         str(out),
         "--source-info",
         source,
-        "--target",
-        f"{runner}-{cpus}cpu",
-        "--threads",
-        str(cpus),
-        "--epochs",
-        str(epochs),
-        "--batch-size",
-        "480",
-        "--learning-rate",
-        "0.0001",
-        "--dropout",
-        "0.5",
-        "--seed",
-        "0",
-        "--accuracy-target",
-        "0.85",
-        "--preprocessing",
-        json.dumps(PP),
+        *train_options(target=f"{runner}-{cpus}cpu", threads=cpus, epochs=epochs, preprocessing=PP),
     ]
     if runner == "docker":
         target = {"name": f"docker-{cpus}cpu", "runner": "docker", "cpus": cpus, "memory": "6g"}

@@ -114,34 +114,16 @@ def test_oom_kill_is_reported_with_the_memory_limit(docker_run, tmp_path):
 
 
 def _train_args(config, epochs):
-    return [
-        "--target",
-        "t",
-        "--threads",
-        "1",
-        "--epochs",
-        str(epochs),
-        "--batch-size",
-        "480",
-        "--learning-rate",
-        "0.0001",
-        "--dropout",
-        "0.5",
-        "--seed",
-        "0",
-        "--accuracy-target",
-        "0.85",
-        "--preprocessing",
-        json.dumps(
-            {
-                "frame_size": config["dataset"]["frame_size"],
-                "crop_fraction": 2 / 3,
-                "invert_centre": 128,
-                "rotation_step": 18,
-                "image_size": 64,
-            }
-        ),
-    ]
+    from embryo_bench.cli import train_options
+
+    pp = {
+        "frame_size": config["dataset"]["frame_size"],
+        "crop_fraction": 2 / 3,
+        "invert_centre": 128,
+        "rotation_step": 18,
+        "image_size": 64,
+    }
+    return train_options(target="t", threads=1, epochs=epochs, preprocessing=pp)
 
 
 def _wait_for_container(client, proc, timeout=240):

@@ -417,6 +417,11 @@ def test_mirrored_strategy_on_two_logical_cpus(offline_run, tmp_path):
         "rotation_step": 18,
         "image_size": 64,
     }
+    from embryo_bench.cli import train_options
+
+    options = train_options(
+        target="mirrored-2", threads=2, epochs=1, preprocessing=pp, strategy="mirrored", replicas=2
+    )
     proc = subprocess.run(
         [
             "embryo-bench",
@@ -427,28 +432,7 @@ def test_mirrored_strategy_on_two_logical_cpus(offline_run, tmp_path):
             str(tmp_path / "run"),
             "--source-info",
             str(out / "manifest/source.json"),
-            "--target",
-            "mirrored-2",
-            "--threads",
-            "2",
-            "--epochs",
-            "1",
-            "--batch-size",
-            "480",
-            "--learning-rate",
-            "1e-4",
-            "--dropout",
-            "0.5",
-            "--seed",
-            "0",
-            "--accuracy-target",
-            "0.85",
-            "--preprocessing",
-            json.dumps(pp),
-            "--strategy",
-            "mirrored",
-            "--replicas",
-            "2",
+            *options,
         ],
         capture_output=True,
         text=True,

@@ -129,29 +129,55 @@ def _cmd_augment(a: argparse.Namespace) -> None:
     )
 
 
+def train_options(
+    *,
+    target: str,
+    threads: int,
+    epochs: int,
+    preprocessing: dict,
+    batch_size: int = 480,
+    learning_rate: float = 1e-4,
+    dropout: float = 0.5,
+    seed: int = 0,
+    accuracy_target: float = 0.85,
+    strategy: str = "none",
+    replicas: int = 1,
+) -> list[str]:
+    """``embryo-bench train`` options other than shards, out-dir, source-info and runner
+    (defaults: the paper's settings), e.g. for the docker runner's in-container command,
+    benchmarks and tests."""
+    options = {
+        "--target": target, "--threads": threads, "--epochs": epochs,
+        "--batch-size": batch_size, "--learning-rate": repr(learning_rate),
+        "--dropout": repr(dropout), "--seed": seed, "--accuracy-target": repr(accuracy_target),
+        "--preprocessing": json.dumps(preprocessing, sort_keys=True),
+        "--strategy": strategy, "--replicas": replicas,
+    }  # fmt: skip
+    return [str(x) for pair in options.items() for x in pair]
+
+
 def _cmd_train(a: argparse.Namespace) -> None:
     from .io import read_json
 
+    settings = {
+        "target": a.target, "threads": a.threads, "epochs": a.epochs,
+        "batch_size": a.batch_size, "learning_rate": a.learning_rate, "dropout": a.dropout,
+        "seed": a.seed, "accuracy_target": a.accuracy_target,
+        "preprocessing": json.loads(a.preprocessing), "strategy": a.strategy,
+        "replicas": a.replicas,
+    }  # fmt: skip
     if a.runner == "docker":
         from . import docker_runner
 
         if not a.target_json or not a.image_record:
             raise EmbryoBenchError("--runner docker needs --target-json and --image-record")
-        options = {
-            "--target": a.target, "--threads": a.threads, "--epochs": a.epochs,
-            "--batch-size": a.batch_size, "--learning-rate": repr(a.learning_rate),
-            "--dropout": repr(a.dropout), "--seed": a.seed,
-            "--accuracy-target": repr(a.accuracy_target), "--preprocessing": a.preprocessing,
-            "--strategy": a.strategy, "--replicas": a.replicas,
-        }  # fmt: skip
-        passthrough = [str(x) for pair in options.items() for x in pair]
         docker_runner.run(
             target=json.loads(a.target_json),
             image=read_json(a.image_record),
             shards=a.shards,
             source_info=a.source_info,
             out_dir=a.out_dir,
-            train_args=passthrough,
+            train_args=train_options(**settings),
         )
         return
     from .train import run_training
@@ -159,19 +185,9 @@ def _cmd_train(a: argparse.Namespace) -> None:
     run_training(
         a.shards,
         a.out_dir,
-        target=a.target,
-        threads=a.threads,
-        epochs=a.epochs,
-        batch_size=a.batch_size,
-        learning_rate=a.learning_rate,
-        dropout=a.dropout,
-        seed=a.seed,
-        accuracy_target=a.accuracy_target,
-        preprocessing=json.loads(a.preprocessing),
+        **settings,
         dataset=read_json(a.source_info),
         runner=a.runner_name or a.runner,
-        strategy=a.strategy,
-        replicas=a.replicas,
     )
 
 
