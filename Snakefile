@@ -27,6 +27,12 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/figures.smk"
 
 
+localrules:
+    all,
+    download,
+    figures,
+
+
 rule all:
     default_target: True
     input:

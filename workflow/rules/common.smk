@@ -240,3 +240,10 @@ def image_content_hash(image):
     """sha256 of what the image is built from: Dockerfile, requirements, package source."""
     sources = IMAGE_SOURCES + [f"containers/requirements-{image}.txt"]
     return content_hash(sources, workflow.basedir)[:16]
+
+
+def target_mem_mb(target):
+    """Memory a target's training job reserves on a cluster, MiB: its container limit, or
+    8 GiB for host targets without one."""
+    size = target.get("memory", "8g")
+    return int(size[:-1]) * {"k": 1 / 1024, "m": 1, "g": 1024}[size[-1]]

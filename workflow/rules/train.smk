@@ -18,6 +18,9 @@ rule train:
     threads: lambda wc: TARGETS[wc.target]["cpus"]
     resources:
         bench_slot=1,
+        cpus_per_task=lambda wc: TARGETS[wc.target]["cpus"],
+        mem_mb=lambda wc: target_mem_mb(TARGETS[wc.target]),
+        runtime=lambda wc: TARGETS[wc.target].get("runtime_min", 120),
     params:
         out_dir=lambda wc, output: os.path.dirname(output.metrics),
         args=training_args,
@@ -45,6 +48,9 @@ rule train_docker:
     threads: lambda wc: TARGETS[wc.target]["cpus"]
     resources:
         bench_slot=1,
+        cpus_per_task=lambda wc: TARGETS[wc.target]["cpus"],
+        mem_mb=lambda wc: target_mem_mb(TARGETS[wc.target]),
+        runtime=lambda wc: TARGETS[wc.target].get("runtime_min", 120),
     params:
         out_dir=lambda wc, output: os.path.dirname(output.metrics),
         args=training_args,
