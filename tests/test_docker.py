@@ -21,7 +21,7 @@ from embryo_bench.errors import DockerError
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
-from test_workflow import offline_config, snakemake  # noqa: E402
+from test_workflow import offline_config, preprocessing_of, snakemake  # noqa: E402
 
 
 def _daemon():
@@ -116,13 +116,7 @@ def test_oom_kill_is_reported_with_the_memory_limit(docker_run, tmp_path):
 def _train_args(config, epochs):
     from embryo_bench.cli import train_options
 
-    pp = {
-        "frame_size": config["dataset"]["frame_size"],
-        "crop_fraction": 2 / 3,
-        "invert_centre": 128,
-        "rotation_step": 18,
-        "image_size": 64,
-    }
+    pp = preprocessing_of(config)
     return train_options(target="t", threads=1, epochs=epochs, preprocessing=pp)
 
 

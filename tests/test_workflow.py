@@ -59,6 +59,28 @@ def offline_config(outdir: Path, docker: bool = False) -> dict:
     return config
 
 
+def preprocessing_of(config: dict) -> dict:
+    """The preprocessing settings a config trains with (as the train rules pass them)."""
+    pp = config["preprocess"]
+    return {
+        "frame_size": config["dataset"]["frame_size"],
+        "crop_fraction": pp["crop_fraction"],
+        "invert_centre": pp["invert_centre"],
+        "rotation_step": pp["rotation_step"],
+        "image_size": pp["image_size"],
+    }
+
+
+def evaluate(model: Path, images: Path, *extra: str, check: bool = True):
+    """Run ``embryo-bench evaluate`` on ``images``; returns the CompletedProcess."""
+    return subprocess.run(
+        ["embryo-bench", "evaluate", "--model", str(model), "--images", str(images), *extra],
+        capture_output=True,
+        text=True,
+        check=check,
+    )
+
+
 def job_counts(output: str) -> dict[str, int]:
     """Parse the 'Job stats' table of a (dry) run."""
     stats, table = {}, False
@@ -171,19 +193,7 @@ def test_evaluate_command(offline_run):
     images = _class_folder_copy(work, config["dataset"]["frame_size"])
     n = len(list(images.rglob("*.png")))
     for target in (images, images / "Test"):  # split folders, or class folders directly
-        proc = subprocess.run(
-            [
-                "embryo-bench",
-                "evaluate",
-                "--model",
-                str(out / "train/host-1cpu/model.keras"),
-                "--images",
-                str(target),
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
+        proc = evaluate(out / "train/host-1cpu/model.keras", target)
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         assert result["n"] == n
         confusion = np.array(result["confusion"])
@@ -201,20 +211,7 @@ def test_evaluate_reproduces_the_runs_test_accuracy(offline_run):
         dst = root / str(row.cells - 1)
         dst.mkdir(parents=True, exist_ok=True)
         shutil.copy(row.path, dst / f"{row.embryo}_{row.frame}.png")
-    proc = subprocess.run(
-        [
-            "embryo-bench",
-            "evaluate",
-            "--model",
-            str(out / "train/host-1cpu/model.keras"),
-            "--images",
-            str(root),
-            "--all-rotations",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    proc = evaluate(out / "train/host-1cpu/model.keras", root, "--all-rotations")
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     metrics = json.loads((out / "train/host-1cpu/metrics.json").read_text())
     assert result["n"] == metrics["n_test"] and result["rotations"] == 20
@@ -223,18 +220,7 @@ def test_evaluate_reproduces_the_runs_test_accuracy(offline_run):
 
 def test_evaluate_rejects_other_frame_size(offline_run, cells28):
     _, _, out, _ = offline_run
-    proc = subprocess.run(
-        [
-            "embryo-bench",
-            "evaluate",
-            "--model",
-            str(out / "train/host-1cpu/model.keras"),
-            "--images",
-            str(cells28),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    proc = evaluate(out / "train/host-1cpu/model.keras", cells28, check=False)
     assert proc.returncode == 2
     assert "frame is 28x28 px; expected 96x96" in proc.stderr
 
@@ -410,13 +396,7 @@ def test_mirrored_strategy_on_two_logical_cpus(offline_run, tmp_path):
     two logical CPU devices (global batch 480 split across the replicas)."""
     _, config, out, _ = offline_run
     shards = sorted(str(p) for p in (out / "augment").glob("shard-*.npz"))
-    pp = {
-        "frame_size": config["dataset"]["frame_size"],
-        "crop_fraction": 2 / 3,
-        "invert_centre": 128,
-        "rotation_step": 18,
-        "image_size": 64,
-    }
+    pp = preprocessing_of(config)
     from embryo_bench.cli import train_options
 
     options = train_options(
