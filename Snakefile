@@ -27,9 +27,14 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/figures.smk"
 
 
+# Run where Snakemake runs, not as cluster jobs: downloads and image builds need the
+# network (and, for images, the Docker daemon the docker targets use); figures are quick.
 localrules:
     all,
     download,
+    base_image,
+    wheelhouse,
+    image,
     figures,
 
 

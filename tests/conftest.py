@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from workflow_helpers import offline_config, snakemake
 
 from embryo_bench.synthetic import generate_db
 
@@ -33,5 +35,25 @@ def db_copy(small_db, tmp_path) -> Path:
 @pytest.fixture
 def cells28() -> Path:
     if not CELLS28.is_dir():
-        pytest.skip(f"real 28 px subset not found at {CELLS28}")
+        require_or_skip("cells28", f"real 28 px subset not found at {CELLS28}")
     return CELLS28
+
+
+def require_or_skip(facility: str, why: str) -> None:
+    """Skip a test whose ``facility`` ("docker", "slurm") is missing, with ``why`` - or fail
+    it when EMBRYO_BENCH_REQUIRE names that facility (CI sets it, so a daemon that did not
+    start turns the suite red instead of silently skipping its tests)."""
+    required = os.environ.get("EMBRYO_BENCH_REQUIRE", "").replace(",", " ").split()
+    if facility in required:
+        pytest.fail(f"{facility} required (EMBRYO_BENCH_REQUIRE) but missing: {why}")
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="session")
+def offline_run(tmp_path_factory):
+    """The offline config (host targets) run once for the session: (work dir, config, output
+    dir, CompletedProcess)."""
+    work = tmp_path_factory.mktemp("offline")
+    config = offline_config(work / "out")
+    proc = snakemake(work, config)
+    return work, config, work / "out", proc

@@ -1,6 +1,7 @@
 """The docker runner for real: images built through the SDK, a container training on tiny
 synthetic data with a CPU quota and a memory limit, telemetry, OOM, missing daemon, and no
-container left after SIGTERM. Tests needing a daemon skip without one."""
+container left after SIGTERM. Tests needing a daemon skip without one (fail instead when
+EMBRYO_BENCH_REQUIRE names docker, as in CI)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from embryo_bench.errors import DockerError
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
-from test_workflow import offline_config, preprocessing_of, snakemake  # noqa: E402
+from conftest import require_or_skip  # noqa: E402
+from workflow_helpers import offline_config, preprocessing_of, snakemake  # noqa: E402
 
 
 def _daemon():
@@ -30,7 +32,7 @@ def _daemon():
     try:
         return docker_client(timeout=10)
     except DockerError as exc:
-        pytest.skip(f"no Docker daemon: {exc}")
+        require_or_skip("docker", f"no Docker daemon: {exc}")
 
 
 def _labelled(client):
@@ -110,6 +112,34 @@ def test_oom_kill_is_reported_with_the_memory_limit(docker_run, tmp_path):
             log=io.StringIO(),
         )
     assert not (tmp_path / "run" / "metrics.json").exists()
+    assert _labelled(client) == []
+
+
+@pytest.mark.slow
+def test_image_missing_on_the_daemon_is_named(docker_run, tmp_path):
+    """A record whose image is not on this daemon (built on another node's daemon) stops the
+    run before any container, naming the image and where it was built."""
+    from embryo_bench import docker_runner
+
+    client, _, config, out = docker_run
+    image = json.loads((out / "images/cpu.json").read_text())
+    assert image["built_on"]  # the build records its host
+    image.update(image_id="sha256:" + "0" * 64, built_on="node-a")
+    shards = sorted(str(p) for p in (out / "augment").glob("shard-*.npz"))
+    with pytest.raises(DockerError) as err:
+        docker_runner.run(
+            target=config["targets"][0],
+            image=image,
+            shards=shards,
+            source_info=str(out / "manifest/source.json"),
+            out_dir=tmp_path / "run",
+            train_args=_train_args(config, 1),
+            log=io.StringIO(),
+        )
+    message = str(err.value)
+    assert f"image {image['tag']} (sha256:{'0' * 64}) is not on the Docker daemon" in message
+    assert "it was built on node-a" in message
+    assert not (tmp_path / "run").exists()
     assert _labelled(client) == []
 
 

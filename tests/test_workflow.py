@@ -7,101 +7,26 @@ import functools
 import hashlib
 import http.server
 import json
-import re
 import shutil
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
+from workflow_helpers import (
+    evaluate,
+    job_counts,
+    offline_config,
+    preprocessing_of,
+    snakemake,
+)
 
 from embryo_bench.synthetic import generate_db, zip_tree
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
-
-
-def snakemake(cwd: Path, config: dict, *args: str, check: bool = True):
-    """Run snakemake on the repo's Snakefile in ``cwd`` with ``config`` as its configfile."""
-    cfg = cwd / "config.yaml"
-    cfg.write_text(yaml.safe_dump(config))
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(REPO / "Snakefile"),
-        "--profile",
-        str(REPO / "profiles" / "default"),
-        "--configfile",
-        str(cfg),
-        "--cores",
-        "2",
-        *args,
-    ]
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=900)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
-    return proc
-
-
-def offline_config(outdir: Path, docker: bool = False) -> dict:
-    """config/offline.yaml writing to ``outdir``; host targets only unless ``docker``
-    (tests/test_docker.py covers the docker runner)."""
-    config = yaml.safe_load((REPO / "config" / "offline.yaml").read_text())
-    config["outdir"] = str(outdir)
-    if not docker:
-        config["targets"] = [t for t in config["targets"] if t["runner"] == "host"]
-    return config
-
-
-def preprocessing_of(config: dict) -> dict:
-    """The preprocessing settings a config trains with (as the train rules pass them)."""
-    pp = config["preprocess"]
-    return {
-        "frame_size": config["dataset"]["frame_size"],
-        "crop_fraction": pp["crop_fraction"],
-        "invert_centre": pp["invert_centre"],
-        "rotation_step": pp["rotation_step"],
-        "image_size": pp["image_size"],
-    }
-
-
-def evaluate(model: Path, images: Path, *extra: str, check: bool = True):
-    """Run ``embryo-bench evaluate`` on ``images``; returns the CompletedProcess."""
-    return subprocess.run(
-        ["embryo-bench", "evaluate", "--model", str(model), "--images", str(images), *extra],
-        capture_output=True,
-        text=True,
-        check=check,
-    )
-
-
-def job_counts(output: str) -> dict[str, int]:
-    """Parse the 'Job stats' table of a (dry) run."""
-    stats, table = {}, False
-    for line in output.splitlines():
-        if line.startswith("Job stats"):
-            table = True
-            continue
-        m = re.match(r"^(\w+)\s+(\d+)$", line.strip())
-        if table and m and m.group(1) != "total":
-            stats[m.group(1)] = int(m.group(2))
-        elif table and line.strip().startswith("total"):
-            break
-    return stats
-
-
-@pytest.fixture(scope="module")
-def offline_run(tmp_path_factory):
-    work = tmp_path_factory.mktemp("offline")
-    config = offline_config(work / "out")
-    proc = snakemake(work, config)
-    return work, config, work / "out", proc
 
 
 def test_offline_outputs(offline_run):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -188,7 +189,8 @@ def build_image(
 ) -> dict:
     """Build ``containers/Dockerfile`` in ``context`` (the repository) as ``tag`` with the SDK
     (``rm=True``), streaming the build log to ``log``, and write ``record`` (JSON: image id,
-    tag, base image, pip source, content hash of :data:`IMAGE_SOURCES` + requirements).
+    tag, base image, pip source, content hash of :data:`IMAGE_SOURCES` + requirements, the
+    host it was built on and DOCKER_HOST).
 
     Raises:
         DockerError: daemon unreachable, or the build failed (with the log's last lines).
@@ -234,6 +236,8 @@ def build_image(
         "pip_source": pip_source,
         "requirements": requirements,
         "content_sha256": content_hash(IMAGE_SOURCES + [requirements], context),
+        "built_on": socket.gethostname(),
+        "docker_host": os.environ.get("DOCKER_HOST", ""),
     }
     write_json(record, info)
     return info

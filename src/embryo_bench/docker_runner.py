@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import tarfile
 import tempfile
 import threading
@@ -21,8 +22,9 @@ from pathlib import Path
 
 from .containers import docker_client
 from .errors import DockerError, Interrupted
+from .hardware import DEFAULT_CONTAINER_MEMORY
 from .io import atomic_path, read_json, write_json
-from .provenance import git_commit
+from .provenance import SLURM_ENV, git_commit
 from .telemetry import ContainerSampler
 from .telemetry import summarise as summarise_telemetry
 
@@ -66,15 +68,39 @@ def check_hardware(client, target: dict) -> str | None:
     return None
 
 
+def check_image(client, target: dict, image: dict) -> None:
+    """Check that the image the record names is on the daemon that runs ``target``.
+
+    Raises:
+        DockerError: it is not (e.g. a cluster node with its own daemon while the image was
+            built on the submitting host); the message names the image, the daemon and the
+            host the record says it was built on.
+    """
+    import docker.errors
+
+    ref = image.get("image_id") or image["tag"]
+    try:
+        client.images.get(ref)
+    except docker.errors.ImageNotFound:
+        address = target.get("docker_host") or os.environ.get("DOCKER_HOST") or "local socket"
+        raise DockerError(
+            f"target {target['name']}: image {image['tag']} ({ref}) is not on the Docker "
+            f"daemon at {address} on {socket.gethostname()}; it was built on "
+            f"{image.get('built_on', 'another host')}. Run docker targets where that daemon "
+            "is reachable (one node, or the target's docker_host), or rebuild the image there"
+        ) from None
+
+
 def container_kwargs(target: dict, image: dict, command: list[str], run_id: str) -> dict:
     """Arguments of ``client.containers.create`` for ``target``: image, command, project
     labels, ``nano_cpus`` (cpus x 1e9), ``mem_limit`` = ``memswap_limit`` (no extra swap),
-    ``shm_size``, environment (backend, git commit, image) and, for GPU targets, a
-    ``DeviceRequest`` for GPUs 0..gpus-1 (the same indices NVML samples)."""
+    ``shm_size``, environment (backend, git commit, image, the Slurm job's variables) and,
+    for GPU targets, a ``DeviceRequest`` for GPUs 0..gpus-1 (the same indices NVML
+    samples)."""
     from docker.types import DeviceRequest
 
     gpus = int(target.get("gpus", 0))
-    memory = target.get("memory", "4g")
+    memory = target.get("memory", DEFAULT_CONTAINER_MEMORY)
     kwargs = {
         "image": image.get("image_id") or image["tag"],  # exactly the image built
         "command": command,
@@ -87,6 +113,8 @@ def container_kwargs(target: dict, image: dict, command: list[str], run_id: str)
             "KERAS_BACKEND": target.get("backend", "tensorflow"),
             "EMBRYO_BENCH_GIT_COMMIT": git_commit(),
             "EMBRYO_BENCH_IMAGE": f"{image['tag']} {image.get('image_id', '')}".strip(),
+            # A Slurm job's identity, so the run's provenance names the job it ran in.
+            **{v: os.environ[v] for v in SLURM_ENV if v in os.environ},
         },
         "working_dir": WORK,
     }
@@ -145,6 +173,7 @@ def run(
     why = check_hardware(client, target)
     if why:
         raise DockerError(f"target {target['name']}: {why}")
+    check_image(client, target, image)
     run_id = uuid.uuid4().hex[:12]
     names = {f"shard-{i}.npz": Path(p) for i, p in enumerate(shards)}
     names["source.json"] = Path(source_info)

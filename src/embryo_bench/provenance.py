@@ -104,7 +104,7 @@ def collect(seed: int, dataset: dict) -> dict:
         dict with cpu_model, visible_cores (after pinning), host_cores, cpu_quota_cores
         (cgroup quota in cores, None if unlimited), gpus (names),
         python, platform, keras_backend, versions (distribution -> version), seed,
-        git_commit and dataset.
+        git_commit, dataset, container_image and scheduler (:func:`scheduler_job`).
     """
     return {
         "cpu_model": cpu_model(),
@@ -120,4 +120,32 @@ def collect(seed: int, dataset: dict) -> dict:
         "git_commit": git_commit(),
         "dataset": dataset,
         "container_image": os.environ.get("EMBRYO_BENCH_IMAGE", ""),
+        "scheduler": scheduler_job(),
     }
+
+
+#: Slurm's job environment (sbatch/srun set these) -> provenance key.
+SLURM_ENV = {
+    "SLURM_JOB_ID": "job_id",
+    "SLURM_JOB_PARTITION": "partition",
+    "SLURM_JOB_NODELIST": "nodes",
+    "SLURM_CPUS_PER_TASK": "cpus_per_task",
+    "SLURM_MEM_PER_NODE": "mem_per_node_mib",
+    "SLURM_JOB_GPUS": "gpus",
+    "SLURM_CLUSTER_NAME": "cluster",
+}
+
+
+def scheduler_job(environ: dict | None = None) -> dict | None:
+    """The batch scheduler's view of this run: ``{"name": "slurm", "job_id": ..., "partition":
+    ..., "nodes": ..., "cpus_per_task": ..., "mem_per_node_mib": ..., ...}`` from the Slurm
+    job environment (only the variables present), or None outside a Slurm job."""
+    env = os.environ if environ is None else environ
+    if "SLURM_JOB_ID" not in env:
+        return None
+    job = {"name": "slurm"}
+    for var, key in SLURM_ENV.items():
+        if var in env:
+            value = env[var]
+            job[key] = int(value) if value.isdigit() else value
+    return job

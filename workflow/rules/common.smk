@@ -22,7 +22,14 @@ sys.path.insert(0, SRC)
 from embryo_bench.containers import IMAGE_SOURCES, content_hash, docker_client
 from embryo_bench.errors import DockerError
 from embryo_bench.io import tree_stamp
-from embryo_bench.provenance import gpu_names
+from embryo_bench.hardware import (
+    ClusterError,
+    local_node,
+    slurm_nodes,
+    target_memory_mib,
+    why_not_here,
+    why_not_on_nodes,
+)
 
 # shell.prefix is formatted like the commands: {{ }} in the f-string's result is one brace.
 shell.prefix(
@@ -45,9 +52,7 @@ def code_hash(*modules):
     return h.hexdigest()[:16]
 
 
-HOST_GPUS = len(gpu_names())
-
-
+HARDWARE_CHECK = config.get("hardware_check", "local")
 _DAEMONS = {}
 
 
@@ -65,19 +70,15 @@ def _daemon(address):
 
 
 def _available(target):
-    """Why a target cannot run here, or None if it can: checked before any job runs."""
+    """Why a target cannot run where the jobs run, or None if it can (hardware.py)."""
+    if HARDWARE_CHECK == "slurm":
+        return why_not_on_nodes(target, SLURM_NODES)
+    info = None
     if target["runner"] == "docker":
         info, error = _daemon(target.get("docker_host", ""))
         if error:
             return error
-        cores, where = info.get("NCPU", 0), "the Docker daemon has"
-    else:
-        cores, where = len(os.sched_getaffinity(0)), "this host has"
-    if target["cpus"] > cores:
-        return f"asks for {target['cpus']} cpus, {where} {cores}"
-    if target.get("gpus", 0) > HOST_GPUS and not target.get("docker_host"):
-        return f"asks for {target['gpus']} GPUs, this host has {HOST_GPUS} (NVML)"
-    return None
+    return why_not_here(target, LOCAL_NODE, info)
 
 
 if config["split"]["test_remainder"] >= config["split"]["test_mod"]:
@@ -86,11 +87,24 @@ if config["split"]["test_remainder"] >= config["split"]["test_mod"]:
         f"split.test_mod ({config['split']['test_mod']}): no embryo would be in the test split"
     )
 
+# Checked once, before any job, by the process that plans the jobs; a job that Slurm (or
+# another executor) runs on a node parses this file again and does not check again: its
+# allocation holds what it asked for, and the docker runner checks its daemon there.
+if workflow.remote_exec or HARDWARE_CHECK == "none":
+    HARDWARE_CHECK = "none"
+elif HARDWARE_CHECK == "slurm":
+    try:
+        SLURM_NODES = slurm_nodes()
+    except ClusterError as exc:
+        raise WorkflowError(f"hardware_check: slurm: {exc}")
+else:
+    LOCAL_NODE = local_node()
+
 TARGETS = {}
 for _t in config["targets"]:
     if _t["name"] in TARGETS:
         raise WorkflowError(f"targets: name {_t['name']!r} is used twice")
-    _why = _available(_t)
+    _why = None if HARDWARE_CHECK == "none" else _available(_t)
     if _why is None:
         TARGETS[_t["name"]] = _t
     elif config.get("on_missing_hardware", "fail") == "skip":
@@ -240,10 +254,3 @@ def image_content_hash(image):
     """sha256 of what the image is built from: Dockerfile, requirements, package source."""
     sources = IMAGE_SOURCES + [f"containers/requirements-{image}.txt"]
     return content_hash(sources, workflow.basedir)[:16]
-
-
-def target_mem_mb(target):
-    """Memory a target's training job reserves on a cluster, MiB: its container limit, or
-    8 GiB for host targets without one."""
-    size = target.get("memory", "8g")
-    return int(size[:-1]) * {"k": 1 / 1024, "m": 1, "g": 1024}[size[-1]]

@@ -19,8 +19,10 @@ rule train:
     resources:
         bench_slot=1,
         cpus_per_task=lambda wc: TARGETS[wc.target]["cpus"],
-        mem_mb=lambda wc: target_mem_mb(TARGETS[wc.target]),
+        mem_mb=lambda wc: target_memory_mib(TARGETS[wc.target]),
         runtime=lambda wc: TARGETS[wc.target].get("runtime_min", 120),
+        gpu=lambda wc: TARGETS[wc.target].get("gpus", 0),
+        gpu_model=lambda wc: TARGETS[wc.target].get("gpu_model", ""),
     params:
         out_dir=lambda wc, output: os.path.dirname(output.metrics),
         args=training_args,
@@ -49,8 +51,10 @@ rule train_docker:
     resources:
         bench_slot=1,
         cpus_per_task=lambda wc: TARGETS[wc.target]["cpus"],
-        mem_mb=lambda wc: target_mem_mb(TARGETS[wc.target]),
+        mem_mb=lambda wc: target_memory_mib(TARGETS[wc.target]),
         runtime=lambda wc: TARGETS[wc.target].get("runtime_min", 120),
+        gpu=lambda wc: TARGETS[wc.target].get("gpus", 0),
+        gpu_model=lambda wc: TARGETS[wc.target].get("gpu_model", ""),
     params:
         out_dir=lambda wc, output: os.path.dirname(output.metrics),
         args=training_args,

@@ -1,0 +1,121 @@
+"""Where targets can run: sizes, Slurm's sinfo and GRES strings, the per-node fit, and the
+Slurm job environment recorded in provenance."""
+
+from __future__ import annotations
+
+import pytest
+
+from embryo_bench.errors import ConfigError
+from embryo_bench.hardware import (
+    ClusterError,
+    Node,
+    gres_gpus,
+    parse_sinfo,
+    size_mib,
+    target_memory_mib,
+    why_not_here,
+    why_not_on_nodes,
+)
+from embryo_bench.provenance import scheduler_job
+
+
+@pytest.mark.parametrize(
+    ("size", "mib"), [("3g", 3072), ("512m", 512), ("2048k", 2), ("1k", 1), ("0m", 0)]
+)
+def test_size_mib(size, mib):
+    assert size_mib(size) == mib
+
+
+@pytest.mark.parametrize("size", ["3", "3G", "1.5g", "g", "", "3gb"])
+def test_size_mib_rejects(size):
+    with pytest.raises(ConfigError, match="expected an integer and k, m or g"):
+        size_mib(size)
+
+
+def test_target_memory_defaults_per_runner():
+    assert target_memory_mib({"runner": "docker", "cpus": 1}) == 4096  # mem_limit default
+    assert target_memory_mib({"runner": "host", "cpus": 1}) == 8192
+    assert target_memory_mib({"runner": "host", "cpus": 1, "memory": "3g"}) == 3072
+
+
+@pytest.mark.parametrize(
+    ("gres", "gpus"),
+    [
+        ("(null)", 0),
+        ("", 0),
+        ("gpu:4", 4),
+        ("gpu:a100:4(S:0-1)", 4),
+        ("gpu:a100:2(S:0),gpu:v100:1(S:1)", 3),
+        ("gpu", 1),
+        ("mps:100,gpu:tesla:2", 2),
+        ("shard:8", 0),
+        ("gpu:k80:8(S:0-1,3)", 8),
+    ],
+)
+def test_gres_gpus(gres, gpus):
+    assert gres_gpus(gres) == gpus
+
+
+def test_parse_sinfo_merges_partitions_and_reads_fields():
+    text = "n1|2|23081|(null)\nn1|2|23081|(null)\ng1|32|256000|gpu:a100:4(S:0-1)\nn2|8+|N/A|\n"
+    nodes = parse_sinfo(text)
+    assert nodes == [
+        Node("n1", 2, 23081, 0),
+        Node("g1", 32, 256000, 4),
+        Node("n2", 8, None, 0),
+    ]
+
+
+@pytest.mark.parametrize("line", ["n1 2 23081 (null)", "n1|two|1|(null)", "n1|2|1"])
+def test_parse_sinfo_rejects_garbled_lines(line):
+    with pytest.raises(ClusterError, match="sinfo line 1: expected 'node|cpus|memory MB|gres'"):
+        parse_sinfo(line)
+
+
+NODES = [Node("cpu1", 2, 23081, 0), Node("gpu1", 8, 64000, 2)]
+
+
+def test_target_fits_when_one_node_has_everything():
+    assert why_not_on_nodes({"name": "t", "runner": "host", "cpus": 2}, NODES) is None
+    gpu = {"name": "g", "runner": "docker", "cpus": 8, "gpus": 2, "memory": "60g"}
+    assert why_not_on_nodes(gpu, NODES) is None
+
+
+def test_target_needing_more_than_any_one_node_is_explained():
+    # 8 cpus exist (gpu1) and 2 GPUs exist (gpu1), but not with 100 GiB on one node.
+    target = {"name": "t", "runner": "docker", "cpus": 8, "gpus": 2, "memory": "100g"}
+    why = why_not_on_nodes(target, NODES)
+    assert why.startswith("asks for 8 cpus, 102400 MiB and 2 GPUs on one node; no Slurm node")
+    assert "cpu1: 2 cpus, 23081 MiB, 0 GPUs" in why and "gpu1: 8 cpus, 64000 MiB, 2 GPUs" in why
+
+
+def test_why_not_here_uses_the_daemon_for_docker_targets():
+    host = Node("this host", 2, 24000, 0)
+    docker = {"name": "d", "runner": "docker", "cpus": 4}
+    assert why_not_here(docker, host, {"NCPU": 8}) is None
+    assert why_not_here(docker, host, {"NCPU": 2}) == "asks for 4 cpus, the Docker daemon has 2"
+    assert why_not_here({"name": "h", "runner": "host", "cpus": 4}, host, None) == (
+        "asks for 4 cpus, this host has 2"
+    )
+    gpu = {"name": "g", "runner": "host", "cpus": 1, "gpus": 1}
+    assert why_not_here(gpu, host, None) == "asks for 1 GPUs, this host has 0 (NVML)"
+
+
+def test_scheduler_job_from_slurm_environment():
+    assert scheduler_job({}) is None
+    env = {
+        "SLURM_JOB_ID": "24",
+        "SLURM_JOB_PARTITION": "main",
+        "SLURM_JOB_NODELIST": "vm",
+        "SLURM_CPUS_PER_TASK": "2",
+        "SLURM_MEM_PER_NODE": "8192",
+        "HOME": "/root",
+    }
+    assert scheduler_job(env) == {
+        "name": "slurm",
+        "job_id": 24,
+        "partition": "main",
+        "nodes": "vm",
+        "cpus_per_task": 2,
+        "mem_per_node_mib": 8192,
+    }

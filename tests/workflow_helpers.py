@@ -1,0 +1,94 @@
+"""Helpers for the tests that run the workflow: snakemake subprocesses on (variants of) the
+offline config, and the evaluate command."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_PROFILE = REPO / "profiles" / "default"
+
+
+def snakemake(
+    cwd: Path,
+    config: dict,
+    *args: str,
+    check: bool = True,
+    profile: Path = DEFAULT_PROFILE,
+    timeout: float = 900,
+):
+    """Run snakemake on the repo's Snakefile in ``cwd`` with ``config`` as its configfile
+    and ``profile`` (the local default unless given); raises AssertionError with the output's
+    tail when it fails and ``check``."""
+    cfg = cwd / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "--profile",
+        str(profile),
+        "--configfile",
+        str(cfg),
+        "--cores",
+        "2",
+        *args,
+    ]
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return proc
+
+
+def offline_config(outdir: Path, docker: bool = False) -> dict:
+    """config/offline.yaml writing to ``outdir``; host targets only unless ``docker``
+    (tests/test_docker.py covers the docker runner)."""
+    config = yaml.safe_load((REPO / "config" / "offline.yaml").read_text())
+    config["outdir"] = str(outdir)
+    if not docker:
+        config["targets"] = [t for t in config["targets"] if t["runner"] == "host"]
+    return config
+
+
+def preprocessing_of(config: dict) -> dict:
+    """The preprocessing settings a config trains with (as the train rules pass them)."""
+    pp = config["preprocess"]
+    return {
+        "frame_size": config["dataset"]["frame_size"],
+        "crop_fraction": pp["crop_fraction"],
+        "invert_centre": pp["invert_centre"],
+        "rotation_step": pp["rotation_step"],
+        "image_size": pp["image_size"],
+    }
+
+
+def evaluate(model: Path, images: Path, *extra: str, check: bool = True):
+    """Run ``embryo-bench evaluate`` on ``images``; returns the CompletedProcess."""
+    return subprocess.run(
+        ["embryo-bench", "evaluate", "--model", str(model), "--images", str(images), *extra],
+        capture_output=True,
+        text=True,
+        check=check,
+    )
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """Parse the 'Job stats' table of a (dry) run."""
+    stats, table = {}, False
+    for line in output.splitlines():
+        if line.startswith("Job stats"):
+            table = True
+            continue
+        m = re.match(r"^(\w+)\s+(\d+)$", line.strip())
+        if table and m and m.group(1) != "total":
+            stats[m.group(1)] = int(m.group(2))
+        elif table and line.strip().startswith("total"):
+            break
+    return stats
