@@ -15,6 +15,9 @@ if not workflow.overwrite_configfiles:
 validate(config, "config/schema.yaml")
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/download.smk"
 include: "workflow/rules/index.smk"
@@ -36,6 +39,7 @@ localrules:
     wheelhouse,
     image,
     figures,
+    effective_config,
 
 
 rule all:

@@ -44,6 +44,7 @@ def _labelled(client):
 def docker_config(outdir: Path, epochs: int = 2) -> dict:
     config = offline_config(outdir, docker=True)
     config["targets"] = [t for t in config["targets"] if t["runner"] == "docker"]
+    config.pop("cost", None)  # its base target is not among these
     config["on_missing_hardware"] = "fail"
     config["train"]["epochs"] = epochs
     return config
@@ -62,7 +63,7 @@ def docker_run(tmp_path_factory):
 def test_container_training_outputs_and_telemetry(docker_run):
     client, _, config, out = docker_run
     (target,) = config["targets"]
-    run = out / "train" / target["name"]
+    run = out / "train" / target["name"] / "repeat-1"
     for name in ("history.csv", "metrics.json", "model.keras", "settings.json", "telemetry.csv"):
         assert (run / name).stat().st_size > 0, name
     metrics = json.loads((run / "metrics.json").read_text())
@@ -192,7 +193,7 @@ def test_interrupted_snakemake_leaves_no_container(docker_run, tmp_path, how):
             str(cfg),
             "--cores",
             "2",
-            f"{config['outdir']}/train/docker-slow/metrics.json",
+            f"{config['outdir']}/train/docker-slow/repeat-1/metrics.json",
         ],
         cwd=work,
         stdout=subprocess.PIPE,
@@ -212,7 +213,7 @@ def test_interrupted_snakemake_leaves_no_container(docker_run, tmp_path, how):
         while _labelled(client) and time.monotonic() - t0 < 60:
             time.sleep(0.5)
         assert _labelled(client) == []
-        assert not (Path(config["outdir"]) / "train/docker-slow/metrics.json").exists()
+        assert not (Path(config["outdir"]) / "train/docker-slow/repeat-1/metrics.json").exists()
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
@@ -300,6 +301,7 @@ def test_missing_gpus_reported(tmp_path):
         pytest.skip("this host has GPUs")
     config = offline_config(tmp_path / "out")
     config["targets"] = [{"name": "host-gpu", "runner": "host", "cpus": 1, "gpus": 1}]
+    config.pop("cost", None)  # its base target is not among these
     config["on_missing_hardware"] = "fail"
     proc = snakemake(tmp_path, config, "-n", check=False)
     assert proc.returncode != 0
@@ -328,8 +330,9 @@ def test_gpu_target_samples_nvml(tmp_path):
             "gpus": 1,
         }
     ]
+    config.pop("cost", None)  # its base target is not among these
     snakemake(tmp_path, config)
-    run = tmp_path / "out/train/docker-1gpu"
+    run = tmp_path / "out/train/docker-1gpu/repeat-1"
     tel = pd.read_csv(run / "telemetry.csv")
     assert tel["gpu_util_percent"].notna().any() and tel["gpu_memory_mib"].notna().any()
     metrics = json.loads((run / "metrics.json").read_text())

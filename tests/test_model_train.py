@@ -48,14 +48,19 @@ def test_summarise_single_epoch():
     assert s["mean_images_per_s"] == pytest.approx(100.0)
 
 
-def test_limit_threads_pins_and_sizes_pools():
+@pytest.mark.parametrize(
+    ("threads", "cores", "pinned"),
+    [(1, None, 1), (2, 1, 1)],  # a threads sweep: 2 pool threads on 1 pinned core
+    ids=["1 thread", "2 threads on 1 core"],
+)
+def test_limit_threads_pins_and_sizes_pools(threads, cores, pinned):
     import subprocess
     import sys
 
     code = (
         "import os, json\n"
         "from embryo_bench.backend import limit_threads\n"
-        "cores = limit_threads(1)\n"
+        f"cores = limit_threads({threads}, cores={cores})\n"
         "import tensorflow as tf\n"
         "print(json.dumps([cores, len(os.sched_getaffinity(0)),\n"
         "  tf.config.threading.get_intra_op_parallelism_threads(),\n"
@@ -69,15 +74,17 @@ def test_limit_threads_pins_and_sizes_pools():
         .stdout.strip()
         .splitlines()[-1]
     )
-    cores, visible, intra, inter = __import__("json").loads(out)
-    assert len(cores) == 1 and visible == 1 and intra == 1 and inter == 1
+    got, visible, intra, inter = __import__("json").loads(out)
+    assert len(got) == pinned and visible == pinned and intra == threads and inter == threads
 
 
 def test_limit_threads_rejects_zero():
     from embryo_bench.backend import limit_threads
 
-    with pytest.raises(ValueError, match="threads must be >= 1"):
+    with pytest.raises(ValueError, match="threads and cores must be >= 1, got 0 and 0"):
         limit_threads(0)
+    with pytest.raises(ValueError, match="got 1 and 0"):
+        limit_threads(1, cores=0)
 
 
 @pytest.mark.parametrize("backend", ["jax", "torch"])

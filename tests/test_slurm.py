@@ -84,7 +84,7 @@ def test_every_cluster_job_went_through_slurm(slurm_run):
     targets = [t["name"] for t in config["targets"]]
     expected = {"synthesize", "index", "select"}
     expected |= {f"{stage}/{k}" for stage in ("crop", "invert", "augment") for k in (0, 1)}
-    expected |= {f"train/{t}" for t in targets}
+    expected |= {f"train/{t}_1" for t in targets}  # the plugin joins wildcards with _
     # Train jobs of docker targets are rule train_docker.
     jobs = {k.replace("train_docker/", "train/"): v for k, v in jobs.items()}
     assert set(jobs) == expected, output[-3000:]
@@ -100,7 +100,12 @@ def test_every_cluster_job_went_through_slurm(slurm_run):
 
 def test_training_jobs_got_their_targets_resources(slurm_run):
     _, config, out, output = slurm_run
-    jobs = {k.split("/", 1)[1]: v for k, v in _submissions(output).items() if "train" in k}
+    # Slurm log folders name the wildcards joined by "_": <target>_<repeat>.
+    jobs = {
+        k.split("/")[1].rsplit("_", 1)[0]: v
+        for k, v in _submissions(output).items()
+        if k.startswith("train")
+    }
     for target in config["targets"]:
         slurm_id, log = jobs[target["name"]]
         job = _scontrol(slurm_id)
@@ -111,7 +116,7 @@ def test_training_jobs_got_their_targets_resources(slurm_run):
         assert job["MinMemoryNode"] == f"{mem_mib // 1024}G", job
         assert job["TimeLimit"] == "02:00:00"  # runtime_min default, 120 min
         # The run records the job it ran in (inside the container too).
-        metrics = json.loads((out / f"train/{target['name']}/metrics.json").read_text())
+        metrics = json.loads((out / f"train/{target['name']}/repeat-1/metrics.json").read_text())
         scheduler = metrics["provenance"]["scheduler"]
         assert scheduler["name"] == "slurm" and str(scheduler["job_id"]) == slurm_id
         assert scheduler["cpus_per_task"] == target["cpus"]
@@ -135,11 +140,11 @@ def test_outputs_equal_a_local_run(slurm_run, offline_run):
             pd.read_csv(out / name, keep_default_na=False).drop(columns="path", errors="ignore"),
             pd.read_csv(local / name, keep_default_na=False).drop(columns="path", errors="ignore"),
         )
-    ours = pd.read_csv(out / "train/host-1cpu/history.csv")
-    theirs = pd.read_csv(local / "train/host-1cpu/history.csv")
+    ours = pd.read_csv(out / "train/host-1cpu/repeat-1/history.csv")
+    theirs = pd.read_csv(local / "train/host-1cpu/repeat-1/history.csv")
     assert list(ours.columns) == list(theirs.columns) and len(ours) == len(theirs)
-    settings = json.loads((out / "train/host-1cpu/settings.json").read_text())
-    assert settings == json.loads((local / "train/host-1cpu/settings.json").read_text())
+    settings = json.loads((out / "train/host-1cpu/repeat-1/settings.json").read_text())
+    assert settings == json.loads((local / "train/host-1cpu/repeat-1/settings.json").read_text())
 
 
 def test_failed_job_shows_its_slurm_log_and_error(tmp_path):
@@ -207,10 +212,11 @@ def test_gpu_targets_ask_slurm_for_gpus(tmp_path):
         {"name": "k80x2", "runner": "host", "cpus": 1, "gpus": 2, "gpu_model": "k80"},
         {"name": "cpu", "runner": "host", "cpus": 1},
     ]
+    config.pop("cost", None)  # its base target is not among these
     config["hardware_check"] = "none"
     proc = snakemake(tmp_path, config, "-n")
     output = proc.stdout + proc.stderr
-    train = re.findall(r"wildcards: target=(\S+)\n.*?resources: ([^\n]*)", output, re.DOTALL)
+    train = re.findall(r"wildcards: target=([^,\s]+).*?\n.*?resources: ([^\n]*)", output, re.DOTALL)
     resources = {t: r for t, r in train}
     assert "gpu=2, gpu_model=k80" in resources["k80x2"]
     assert "gpu=0," in resources["cpu"]

@@ -61,7 +61,7 @@ def test_offline_outputs(offline_run):
     assert aug[0]["angle"][:20].tolist() == [18.0 * k for k in range(20)]
     assert (aug[0]["cells"][:20] == aug[0]["cells"][0]).all()
 
-    run = out / "train/host-1cpu"
+    run = out / "train/host-1cpu/repeat-1"
     history = pd.read_csv(run / "history.csv")
     assert history["epoch"].tolist() == [1, 2]
     assert (history["epoch_seconds"] > 0).all() and (history["images_per_s"] > 0).all()
@@ -73,6 +73,12 @@ def test_offline_outputs(offline_run):
     assert metrics["provenance"]["dataset"]["sha256"] == "synthetic"
     assert metrics["provenance"]["seed"] == 0 and metrics["provenance"]["cpu_model"]
     assert metrics["training_seconds"] == pytest.approx(history["epoch_seconds"].sum())
+    assert metrics["repeat"] == 1 and metrics["seed"] == 0 and metrics["backend"] == "tensorflow"
+    # The host runner samples itself: one row a second, CPU % of one core, resident memory.
+    telemetry = pd.read_csv(run / "telemetry.csv")
+    assert len(telemetry) >= int(metrics["training_seconds"]) - 1
+    assert telemetry["memory_mib"].gt(100).all() and telemetry["cpu_percent"].between(0, 150).all()
+    assert metrics["telemetry"]["memory_mib_peak"] == pytest.approx(telemetry["memory_mib"].max())
 
     for name in ("fig1_preprocessing", "fig4_test_accuracy", "fig5_6_training_time", "throughput"):
         for ext in ("png", "pdf"):
@@ -95,7 +101,9 @@ def test_rotation_step_change_reruns_only_augment_onwards(offline_run):
     changed["preprocess"]["rotation_step"] = 36
     proc = snakemake(work, changed, "-n")
     jobs = job_counts(proc.stdout)
-    assert jobs == {"augment": 2, "train": 1, "figures": 1, "all": 1}, proc.stdout[-3000:]
+    # effective_config records the changed setting for the report; nothing upstream reruns.
+    expected = {"augment": 2, "train": 1, "figures": 1, "effective_config": 1, "all": 1}
+    assert jobs == expected, proc.stdout[-3000:]
 
 
 def _class_folder_copy(work: Path, frame_size: int) -> Path:
@@ -118,7 +126,7 @@ def test_evaluate_command(offline_run):
     images = _class_folder_copy(work, config["dataset"]["frame_size"])
     n = len(list(images.rglob("*.png")))
     for target in (images, images / "Test"):  # split folders, or class folders directly
-        proc = evaluate(out / "train/host-1cpu/model.keras", target)
+        proc = evaluate(out / "train/host-1cpu/repeat-1/model.keras", target)
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         assert result["n"] == n
         confusion = np.array(result["confusion"])
@@ -136,16 +144,16 @@ def test_evaluate_reproduces_the_runs_test_accuracy(offline_run):
         dst = root / str(row.cells - 1)
         dst.mkdir(parents=True, exist_ok=True)
         shutil.copy(row.path, dst / f"{row.embryo}_{row.frame}.png")
-    proc = evaluate(out / "train/host-1cpu/model.keras", root, "--all-rotations")
+    proc = evaluate(out / "train/host-1cpu/repeat-1/model.keras", root, "--all-rotations")
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    metrics = json.loads((out / "train/host-1cpu/metrics.json").read_text())
+    metrics = json.loads((out / "train/host-1cpu/repeat-1/metrics.json").read_text())
     assert result["n"] == metrics["n_test"] and result["rotations"] == 20
     assert result["accuracy"] == pytest.approx(metrics["final_test_accuracy"], abs=2 / result["n"])
 
 
 def test_evaluate_rejects_other_frame_size(offline_run, cells28):
     _, _, out, _ = offline_run
-    proc = evaluate(out / "train/host-1cpu/model.keras", cells28, check=False)
+    proc = evaluate(out / "train/host-1cpu/repeat-1/model.keras", cells28, check=False)
     assert proc.returncode == 2
     assert "frame is 28x28 px; expected 96x96" in proc.stderr
 

@@ -47,13 +47,19 @@ def snakemake(
     return proc
 
 
-def offline_config(outdir: Path, docker: bool = False) -> dict:
+def offline_config(outdir: Path, docker: bool = False, full: bool = False) -> dict:
     """config/offline.yaml writing to ``outdir``; host targets only unless ``docker``
-    (tests/test_docker.py covers the docker runner)."""
+    (tests/test_docker.py covers the docker runner), and without its sweeps and its
+    non-TensorFlow backends unless ``full`` (tests/test_report.py runs those)."""
     config = yaml.safe_load((REPO / "config" / "offline.yaml").read_text())
     config["outdir"] = str(outdir)
     if not docker:
         config["targets"] = [t for t in config["targets"] if t["runner"] == "host"]
+    if not full:
+        config["sweeps"] = []
+        config["targets"] = [
+            t for t in config["targets"] if t.get("backend", "tensorflow") == "tensorflow"
+        ]
     return config
 
 

@@ -28,10 +28,11 @@ def backend_name() -> str:
         return "tensorflow"
 
 
-def limit_threads(threads: int) -> list[int]:
-    """Confine training to ``threads`` CPU cores and size the backend's thread pools to match.
+def limit_threads(threads: int, cores: int | None = None) -> list[int]:
+    """Confine training to ``cores`` CPU cores (default ``threads``) and size the backend's
+    thread pools to ``threads`` (a threads sweep varies them apart).
 
-    The process is pinned to the first ``threads`` cores it may use (scheduler affinity, as
+    The process is pinned to the first ``cores`` cores it may use (scheduler affinity, as
     a cpuset would), and the backend's intra-op and inter-op pools are set to ``threads``
     (TensorFlow: ``tf.config.threading``; PyTorch: ``torch.set_num_threads``; JAX has no
     flag for N threads, so for N = 1 its multi-threaded Eigen is switched off and otherwise
@@ -43,16 +44,17 @@ def limit_threads(threads: int) -> list[int]:
         the cores the process is now pinned to.
 
     Raises:
-        ValueError: threads < 1.
+        ValueError: threads < 1 or cores < 1.
     """
-    if threads < 1:
-        raise ValueError(f"threads must be >= 1, got {threads}")
+    cores_wanted = threads if cores is None else cores
+    if threads < 1 or cores_wanted < 1:
+        raise ValueError(f"threads and cores must be >= 1, got {threads} and {cores_wanted}")
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = str(threads)
-    cores = sorted(os.sched_getaffinity(0))
-    if len(cores) > threads:
-        cores = cores[:threads]
-        os.sched_setaffinity(0, cores)
+    pinned = sorted(os.sched_getaffinity(0))
+    if len(pinned) > cores_wanted:
+        pinned = pinned[:cores_wanted]
+        os.sched_setaffinity(0, pinned)
     backend = backend_name()
     if backend == "tensorflow":
         import tensorflow as tf
@@ -67,7 +69,7 @@ def limit_threads(threads: int) -> list[int]:
 
         torch.set_num_threads(threads)
         torch.set_num_interop_threads(threads)
-    return cores
+    return pinned
 
 
 def distribution_scope(strategy: str, replicas: int):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -135,6 +136,10 @@ def train_options(
     threads: int,
     epochs: int,
     preprocessing: dict,
+    cpus: int | None = None,
+    gpus: int = 0,
+    repeat: int = 1,
+    backend: str = "tensorflow",
     batch_size: int = 480,
     learning_rate: float = 1e-4,
     dropout: float = 0.5,
@@ -144,10 +149,11 @@ def train_options(
     replicas: int = 1,
 ) -> list[str]:
     """``embryo-bench train`` options other than shards, out-dir, source-info and runner
-    (defaults: the paper's settings), e.g. for the docker runner's in-container command,
-    benchmarks and tests."""
+    (defaults: the paper's settings; ``cpus`` defaults to ``threads``), e.g. for the docker
+    runner's in-container command, benchmarks and tests."""
     options = {
-        "--target": target, "--threads": threads, "--epochs": epochs,
+        "--target": target, "--repeat": repeat, "--cpus": cpus or threads, "--gpus": gpus,
+        "--threads": threads, "--backend": backend, "--epochs": epochs,
         "--batch-size": batch_size, "--learning-rate": repr(learning_rate),
         "--dropout": repr(dropout), "--seed": seed, "--accuracy-target": repr(accuracy_target),
         "--preprocessing": json.dumps(preprocessing, sort_keys=True),
@@ -159,8 +165,11 @@ def train_options(
 def _cmd_train(a: argparse.Namespace) -> None:
     from .io import read_json
 
+    # Before anything imports Keras: the backend is chosen once per process.
+    os.environ["KERAS_BACKEND"] = a.backend
     settings = {
-        "target": a.target, "threads": a.threads, "epochs": a.epochs,
+        "target": a.target, "repeat": a.repeat, "cpus": a.cpus or a.threads,
+        "threads": a.threads, "gpus": a.gpus, "backend": a.backend, "epochs": a.epochs,
         "batch_size": a.batch_size, "learning_rate": a.learning_rate, "dropout": a.dropout,
         "seed": a.seed, "accuracy_target": a.accuracy_target,
         "preprocessing": json.loads(a.preprocessing), "strategy": a.strategy,
@@ -182,6 +191,7 @@ def _cmd_train(a: argparse.Namespace) -> None:
         return
     from .train import run_training
 
+    settings.pop("backend")  # run_training records the backend Keras actually loaded
     run_training(
         a.shards,
         a.out_dir,
@@ -189,6 +199,15 @@ def _cmd_train(a: argparse.Namespace) -> None:
         dataset=read_json(a.source_info),
         runner=a.runner_name or a.runner,
     )
+
+
+def _cmd_config_record(a: argparse.Namespace) -> None:
+    import yaml
+
+    from .io import atomic_path
+
+    with atomic_path(a.out) as tmp:
+        tmp.write_text(yaml.safe_dump(json.loads(a.json), sort_keys=False))
 
 
 def _cmd_figures(a: argparse.Namespace) -> None:
@@ -323,7 +342,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--shards", nargs="+", required=True)
     s.add_argument("--out-dir", required=True)
     s.add_argument("--target", required=True)
-    s.add_argument("--threads", type=int, required=True)
+    s.add_argument("--repeat", type=int, default=1, help="repeat number (1-based; recorded)")
+    s.add_argument(
+        "--cpus", type=int, help="cores the run is pinned to (the target's cpus; default threads)"
+    )
+    s.add_argument("--threads", type=int, required=True, help="backend thread-pool size")
+    s.add_argument("--gpus", type=int, default=0, help="GPUs assigned (sampled through NVML)")
+    s.add_argument(
+        "--backend",
+        choices=["tensorflow", "jax", "torch"],
+        default="tensorflow",
+        help="Keras backend (KERAS_BACKEND)",
+    )
     s.add_argument("--epochs", type=int, required=True)
     s.add_argument("--batch-size", type=int, required=True)
     s.add_argument("--learning-rate", type=float, required=True)
@@ -353,11 +383,18 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("figures", help="figures and results table")
     s.add_argument("--runs", nargs="+", required=True, help="run folders (metrics.json etc.)")
     s.add_argument("--targets", required=True, help="JSON list of target settings")
+    s.add_argument("--cost-base", default="", help="target that cost is normalised to")
+    s.add_argument("--cost-note", default="", help="why cost is not normalised, if it is not")
     s.add_argument("--selection", required=True)
     s.add_argument("--source-info", required=True)
     s.add_argument("--preprocessing", required=True)
     s.add_argument("--out-dir", required=True)
     s.set_defaults(func=_cmd_figures)
+
+    s = sub.add_parser("config-record", help="write the run's configuration (JSON) as YAML")
+    s.add_argument("--json", required=True)
+    s.add_argument("--out", required=True)
+    s.set_defaults(func=_cmd_config_record)
 
     s = sub.add_parser("base-image", help="build a Debian base image (debootstrap + import)")
     s.add_argument("--tag", default="embryo-bench/debian:bookworm")

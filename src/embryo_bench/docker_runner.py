@@ -25,7 +25,7 @@ from .errors import DockerError, Interrupted
 from .hardware import DEFAULT_CONTAINER_MEMORY
 from .io import atomic_path, read_json, write_json
 from .provenance import SLURM_ENV, git_commit
-from .telemetry import ContainerSampler
+from .telemetry import ContainerSampler, RaplMeter
 from .telemetry import summarise as summarise_telemetry
 
 LABEL = "org.embryo-bench.run"
@@ -210,6 +210,8 @@ def run(
             _tar_inputs(names, fh)
             fh.seek(0)
             container.put_archive(WORK, fh)
+        rapl = RaplMeter()  # read on the host: the container may not see powercap
+        rapl.start()
         container.start()
         sampler = ContainerSampler(container, float(target["cpus"]), list(range(gpus)))
         sampler.start()
@@ -234,6 +236,7 @@ def run(
             if stop_after_s is not None and waited >= stop_after_s:
                 raise Interrupted(f"stop_after_s={stop_after_s}")
         sampler.stop()
+        cpu_energy = rapl.stop()
         container.reload()
         state = container.attrs["State"]
         code = result.get("StatusCode", state.get("ExitCode"))
@@ -263,7 +266,9 @@ def run(
     with atomic_path(out / "telemetry.csv") as tmp:
         frame.to_csv(tmp, index=False)
     metrics["runner"] = "docker"
-    metrics["telemetry"] = summarise_telemetry(frame, metrics["n_train"] * metrics["epochs"], gpus)
+    metrics["telemetry"] = summarise_telemetry(
+        frame, metrics["n_train"] * metrics["epochs"], gpus, cpu_energy
+    )
     metrics["container"] = {
         "image": image["tag"],
         "image_id": image.get("image_id"),
@@ -290,8 +295,8 @@ def _copy_out(container, out_dir: Path) -> dict:
         metrics = read_json(src / "metrics.json")
         out_dir.mkdir(parents=True, exist_ok=True)
         for f in sorted(src.iterdir()):
-            if f.name == "metrics.json":
-                continue  # written last, with telemetry, by run()
+            if f.name in ("metrics.json", "telemetry.csv"):
+                continue  # written by run(), from the samples taken outside the container
             with atomic_path(out_dir / f.name, suffix=f.suffix) as tmpf:
                 tmpf.write_bytes(f.read_bytes())
     return metrics

@@ -1,16 +1,25 @@
-"""Figures and the results table (matplotlib; PNG and PDF).
+"""Figures and tables of the measured runs (matplotlib; PNG and PDF).
 
 * fig1_preprocessing: one frame through original -> crop -> equalised -> inverted -> one
   rotation -> downsized (paper figure 1);
-* fig4_test_accuracy: test accuracy per epoch per target (paper figure 4);
+* fig4_test_accuracy: test accuracy per epoch per target, median over repeats with the
+  min-max band (paper figure 4);
 * fig5_6_training_time: training time per target, CPU targets in hours and GPU targets in
-  minutes, with the paper's own times (309 min 2-core laptop, 134 min 4-core desktop) drawn
-  beside ours and labelled with their workload (paper figures 5 and 6);
+  minutes (median, min-max error bars), with the paper's own times (309 min 2-core laptop,
+  134 min 4-core desktop) drawn beside ours and labelled with their workload (figures 5, 6);
+* epoch_times: first epoch (tracing/compilation) apart from the steady-state epoch;
 * throughput: steady-state training throughput (images/s) per target;
-* results_table.csv / .md.
+* cost: training time and cost relative to a base target (minimaxir's normalisation);
+* backends: throughput and time to accuracy per Keras backend;
+* sweeps: throughput and final accuracy per sweep point (batch size x threads);
+* paper_vs_ours: the paper's values beside ours, as ratios;
+* utilisation/<target>-repeat-<k>: CPU %, memory, GPU utilisation and memory over time;
+* tables (CSV and Markdown): results_table (per run), summary_table (per target),
+  cost_table, paper_comparison, provenance.
 
-Every figure carries the dataset's label (e.g. "SYNTHETIC frames") and the workload on its face.
-Only measured values are drawn; the paper's values are drawn as the paper's.
+Every figure carries the dataset's label (e.g. "SYNTHETIC frames") on its face. Only measured
+values are drawn; the paper's values are drawn as the paper's; missing readings are written
+as "not measured", never filled in.
 """
 
 from __future__ import annotations
@@ -26,27 +35,49 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from PIL import Image, ImageOps  # noqa: E402
 
-from . import paper, preprocess  # noqa: E402
+from . import paper, preprocess, summary  # noqa: E402
 from .errors import DataError  # noqa: E402
 from .io import atomic_path, read_json  # noqa: E402
 from .stages import read_selection  # noqa: E402
 
+COLORS = {"tensorflow": "tab:blue", "jax": "tab:orange", "torch": "tab:red"}
 
-def _save(fig: plt.Figure, out_dir: Path, name: str, footer: str) -> None:
+
+def _save(
+    fig: plt.Figure, out_dir: Path, name: str, footer: str, exts: tuple = ("png", "pdf")
+) -> None:
     fig.text(0.01, -0.06, footer, fontsize=7, color="dimgray", ha="left", va="top")
-    for ext in ("png", "pdf"):
-        with atomic_path(out_dir / f"{name}.{ext}", suffix=f".{ext}") as tmp:
+    for ext in exts:
+        path = out_dir / f"{name}.{ext}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path, suffix=f".{ext}") as tmp:
             fig.savefig(tmp, dpi=150, bbox_inches="tight", format=ext)
     plt.close(fig)
 
 
-def load_runs(run_dirs: list[str]) -> list[dict]:
-    """Read each run folder's metrics.json and history.csv.
+def _empty(ax, text: str) -> None:
+    ax.text(
+        0.5,
+        0.5,
+        text,
+        ha="center",
+        va="center",
+        transform=ax.transAxes,
+        fontsize=9,
+        color="dimgray",
+    )
+    ax.set_xticks([])
+    ax.set_yticks([])
 
-    Returns a list of dicts with ``metrics`` (dict) and ``history`` (DataFrame).
+
+def load_runs(run_dirs: list[str]) -> list[dict]:
+    """Read each run folder's metrics.json, history.csv and (if present) telemetry.csv.
+
+    Returns a list of dicts with ``dir``, ``metrics`` (dict), ``history`` and ``telemetry``
+    (DataFrames; telemetry None when absent).
 
     Raises:
-        DataError: a run file is missing or unreadable.
+        DataError: metrics.json or history.csv is missing or unreadable.
     """
     runs = []
     for d in run_dirs:
@@ -55,56 +86,17 @@ def load_runs(run_dirs: list[str]) -> list[dict]:
             history = pd.read_csv(Path(d) / "history.csv")
         except FileNotFoundError as exc:
             raise DataError(f"{d}/history.csv: not found") from exc
-        runs.append({"metrics": metrics, "history": history})
+        tel = Path(d) / "telemetry.csv"
+        telemetry = pd.read_csv(tel) if tel.is_file() else None
+        runs.append({"dir": d, "metrics": metrics, "history": history, "telemetry": telemetry})
     return runs
 
 
-def results_table(runs: list[dict], targets: list[dict], label: str) -> pd.DataFrame:
-    """One row per run, the results table.
-
-    Columns: target, runner, cpus, gpus, data (the dataset label), train_images,
-    test_images, epochs, batch_size, training_s, first_epoch_s, steady_epoch_s (s),
-    images_per_s (steady-state images/s), final_test_accuracy, best_test_accuracy,
-    accuracy_target (fractions), time_to_accuracy_s (s, empty if not reached), parameters,
-    cpu_model.
-    """
-    by_name = {t["name"]: t for t in targets}
-    rows = []
-    for r in runs:
-        m = r["metrics"]
-        t = by_name.get(m["target"], {})
-        rows.append(
-            {
-                "target": m["target"],
-                "runner": m.get("runner", "host"),
-                "cpus": t.get("cpus"),
-                "gpus": t.get("gpus", 0),
-                "data": label,
-                "train_images": m["n_train"],
-                "test_images": m["n_test"],
-                "epochs": m["epochs"],
-                "batch_size": m["batch_size"],
-                "training_s": round(m["training_seconds"], 2),
-                "first_epoch_s": round(m["first_epoch_seconds"], 2),
-                "steady_epoch_s": (
-                    round(m["steady_epoch_seconds"], 2)
-                    if m["steady_epoch_seconds"] is not None
-                    else None
-                ),
-                "images_per_s": round(m["mean_images_per_s"], 1),
-                "final_test_accuracy": round(m["final_test_accuracy"], 4),
-                "best_test_accuracy": round(m["best_test_accuracy"], 4),
-                "accuracy_target": m["accuracy_target"],
-                "time_to_accuracy_s": (
-                    round(m["time_to_accuracy_seconds"], 2)
-                    if m["time_to_accuracy_seconds"] is not None
-                    else None
-                ),
-                "parameters": m["parameter_count"],
-                "cpu_model": m["provenance"]["cpu_model"],
-            }
-        )
-    return pd.DataFrame(rows)
+def _errorbars(df: pd.DataFrame, col: str, scale: float = 1.0):
+    med = df[f"{col}_median"].to_numpy(float) * scale
+    lo = med - df[f"{col}_min"].to_numpy(float) * scale
+    hi = df[f"{col}_max"].to_numpy(float) * scale - med
+    return med, np.vstack([lo, hi])
 
 
 def fig_preprocessing(selection: str, pp: dict, out_dir: Path, footer: str) -> None:
@@ -143,12 +135,22 @@ def fig_preprocessing(selection: str, pp: dict, out_dir: Path, footer: str) -> N
     _save(fig, out_dir, "fig1_preprocessing", footer)
 
 
-def fig_accuracy(runs: list[dict], out_dir: Path, footer: str) -> None:
-    """Paper figure 4: test accuracy per epoch, one line per target."""
+def fig_accuracy(runs: list[dict], main: list[str], out_dir: Path, footer: str) -> None:
+    """Paper figure 4: test accuracy per epoch of each main target, median over repeats with
+    the min-max band."""
     fig, ax = plt.subplots(figsize=(6, 4))
-    for r in runs:
-        h = r["history"]
-        ax.plot(h["epoch"], h["test_accuracy"], marker="o", ms=3, label=r["metrics"]["target"])
+    for name in main:
+        hs = [r["history"] for r in runs if r["metrics"]["target"] == name]
+        if not hs:
+            continue
+        acc = pd.concat([h.set_index("epoch")["test_accuracy"] for h in hs], axis=1)
+        (line,) = ax.plot(
+            acc.index, acc.median(axis=1), marker="o", ms=3, label=f"{name} (n={len(hs)})"
+        )
+        if len(hs) > 1:
+            ax.fill_between(
+                acc.index, acc.min(axis=1), acc.max(axis=1), alpha=0.2, color=line.get_color()
+            )
     target = runs[0]["metrics"]["accuracy_target"]
     ax.axhline(target, ls="--", color="gray", lw=0.8, label=f"accuracy target {target:g}")
     ax.axhline(0.25, ls=":", color="lightgray", lw=0.8, label="chance (4 classes)")
@@ -156,87 +158,280 @@ def fig_accuracy(runs: list[dict], out_dir: Path, footer: str) -> None:
     ax.set_ylabel("test accuracy")
     ax.set_ylim(0, 1)
     ax.legend(fontsize=7)
-    ax.set_title("Test accuracy per epoch (measured)", fontsize=9)
+    ax.set_title("Test accuracy per epoch (measured; median, min-max over repeats)", fontsize=9)
     _save(fig, out_dir, "fig4_test_accuracy", footer)
 
 
-def fig_training_time(runs: list[dict], targets: list[dict], out_dir: Path, footer: str) -> None:
-    """Paper figures 5/6: training time per target; CPU targets in hours, GPU in minutes;
-    the paper's CPU times beside ours, each bar labelled with its workload."""
-    gpus = {t["name"]: t.get("gpus", 0) for t in targets}
-    cpu_runs = [r for r in runs if gpus.get(r["metrics"]["target"], 0) == 0]
-    gpu_runs = [r for r in runs if gpus.get(r["metrics"]["target"], 0) > 0]
-    fig, (ax_cpu, ax_gpu) = plt.subplots(1, 2, figsize=(10, 4))
-    names, hours, colors, notes = [], [], [], []
-    for r in cpu_runs:
-        m = r["metrics"]
-        names.append(f"{m['target']}\n(ours)")
-        hours.append(m["training_seconds"] / 3600)
-        colors.append("tab:blue")
-        notes.append(f"{m['n_train']:,} img x {m['epochs']} ep")
-    for name, minutes in paper.TRAINING_MINUTES.items():
-        names.append(f"{name}\n(paper 2017)")
-        hours.append(minutes / 60)
-        colors.append("tab:gray")
-        notes.append(f"{paper.TRAIN_IMAGES:,} img x {paper.EPOCHS} ep")
-    bars = ax_cpu.bar(range(len(names)), hours, color=colors)
-    for bar, note, h in zip(bars, notes, hours, strict=True):
-        ax_cpu.annotate(
-            f"{h:.3g} h\n{note}",
-            (bar.get_x() + bar.get_width() / 2, h),
-            ha="center",
-            va="bottom",
-            fontsize=6,
-        )
+def fig_training_time(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
+    """Paper figures 5/6: training time per main target (median, min-max error bars); CPU
+    targets in hours beside the paper's CPU times, GPU targets in minutes; every bar labelled
+    with its workload."""
+    cpu = summ[summ["gpus"] == 0]
+    gpu = summ[summ["gpus"] > 0]
+    fig, (ax_cpu, ax_gpu) = plt.subplots(1, 2, figsize=(11, 4))
+    med, err = _errorbars(cpu, "training_s", 1 / 3600)
+    names = [f"{n}\n(ours, n={k})" for n, k in zip(cpu["target"], cpu["repeats"], strict=True)]
+    notes = [
+        f"{int(i):,} img x {int(e)} ep"
+        for i, e in zip(cpu["train_images"], cpu["epochs"], strict=True)
+    ]
+    x = np.arange(len(names))
+    ax_cpu.bar(x, med, yerr=err, capsize=3, color="tab:blue")
+    paper_x = np.arange(len(names), len(names) + len(paper.TRAINING_MINUTES))
+    paper_h = [m / 60 for m in paper.TRAINING_MINUTES.values()]
+    ax_cpu.bar(paper_x, paper_h, color="tab:gray")
+    names += [f"{n}\n(paper 2017)" for n in paper.TRAINING_MINUTES]
+    notes += [f"{paper.TRAIN_IMAGES:,} img x {paper.EPOCHS} ep"] * len(paper_h)
+    for xi, h, note in zip(np.concatenate([x, paper_x]), list(med) + paper_h, notes, strict=True):
+        ax_cpu.annotate(f"{h:.3g} h\n{note}", (xi, h), ha="center", va="bottom", fontsize=6)
     ax_cpu.set_xticks(range(len(names)), names, fontsize=7)
     ax_cpu.set_ylabel("training time (hours)")
     ax_cpu.set_title("CPU targets (hours)", fontsize=9)
     ax_cpu.margins(y=0.25)
-    if gpu_runs:
-        mins = [r["metrics"]["training_seconds"] / 60 for r in gpu_runs]
-        ax_gpu.bar(range(len(gpu_runs)), mins, color="tab:green")
-        ax_gpu.set_xticks(
-            range(len(gpu_runs)), [r["metrics"]["target"] for r in gpu_runs], fontsize=7
-        )
+    if len(gpu):
+        med, err = _errorbars(gpu, "training_s", 1 / 60)
+        ax_gpu.bar(range(len(gpu)), med, yerr=err, capsize=3, color="tab:green")
+        ax_gpu.set_xticks(range(len(gpu)), list(gpu["target"]), fontsize=7)
         ax_gpu.set_ylabel("training time (minutes)")
     else:
-        ax_gpu.text(
-            0.5,
-            0.5,
-            "no GPU target measured in this run",
-            ha="center",
-            va="center",
-            transform=ax_gpu.transAxes,
-            fontsize=9,
-            color="dimgray",
-        )
-        ax_gpu.set_xticks([])
-        ax_gpu.set_yticks([])
+        _empty(ax_gpu, "no GPU target measured in this run")
     ax_gpu.set_title("GPU targets (minutes)", fontsize=9)
     _save(fig, out_dir, "fig5_6_training_time", footer)
 
 
-def fig_throughput(runs: list[dict], out_dir: Path, footer: str) -> None:
-    """Steady-state training throughput (images/s) per target."""
-    fig, ax = plt.subplots(figsize=(6, 4))
-    names = [r["metrics"]["target"] for r in runs]
-    vals = [r["metrics"]["mean_images_per_s"] for r in runs]
-    bars = ax.bar(range(len(names)), vals, color="tab:blue")
-    for bar, v in zip(bars, vals, strict=True):
-        ax.annotate(
-            f"{v:.0f}", (bar.get_x() + bar.get_width() / 2, v), ha="center", va="bottom", fontsize=7
-        )
-    ax.set_xticks(range(len(names)), names, fontsize=7)
+def fig_epoch_times(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
+    """First epoch (tracing, compilation, warm-up) apart from the steady-state epoch
+    (mean of epochs 2..), median and min-max over repeats (MLPerf's separation)."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    x = np.arange(len(summ))
+    first, first_err = _errorbars(summ, "first_epoch_s")
+    steady, steady_err = _errorbars(summ, "steady_epoch_s")
+    ax.bar(x - 0.2, first, 0.4, yerr=first_err, capsize=3, label="first epoch", color="tab:orange")
+    ax.bar(
+        x + 0.2,
+        steady,
+        0.4,
+        yerr=steady_err,
+        capsize=3,
+        label="steady-state epoch",
+        color="tab:blue",
+    )
+    ax.set_xticks(x, list(summ["target"]), fontsize=7, rotation=20)
+    ax.set_ylabel("epoch time (s)")
+    ax.legend(fontsize=7)
+    ax.set_title("First vs steady-state epoch (median, min-max)", fontsize=9)
+    _save(fig, out_dir, "epoch_times", footer)
+
+
+def fig_throughput(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
+    """Steady-state training throughput (images/s) per target, median and min-max."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    med, err = _errorbars(summ, "images_per_s")
+    colors = [COLORS.get(b, "tab:gray") for b in summ["backend"]]
+    ax.bar(range(len(summ)), med, yerr=err, capsize=3, color=colors)
+    for i, v in enumerate(med):
+        ax.annotate(f"{v:.0f}", (i, v), ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(summ)), list(summ["target"]), fontsize=7, rotation=20)
     ax.set_ylabel("training throughput (images/s)")
-    ax.set_title("Steady-state training throughput (epochs 2.., measured)", fontsize=9)
+    ax.set_title("Steady-state training throughput (epochs 2..; median, min-max)", fontsize=9)
     _save(fig, out_dir, "throughput", footer)
 
 
-def make_all(args) -> None:
-    """Write every figure and the results table (the ``figures`` rule).
+def fig_cost(
+    norm: pd.DataFrame | None, base: str | None, why: str, out_dir: Path, footer: str
+) -> None:
+    """Training time and cost of each priced target relative to the base target."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    if norm is None or norm.empty:
+        _empty(ax, why)
+    else:
+        x = np.arange(len(norm))
+        ax.bar(x - 0.2, norm["time_relative"], 0.4, label="training time", color="tab:blue")
+        ax.bar(x + 0.2, norm["cost_relative"], 0.4, label="cost", color="tab:green")
+        ax.axhline(1.0, color="gray", lw=0.8, ls="--")
+        ax.set_xticks(x, list(norm["target"]), fontsize=7, rotation=20)
+        ax.set_ylabel(f"relative to {base} (= 1)")
+        ax.legend(fontsize=7)
+    ax.set_title(
+        "Time and cost relative to the base target (median runs; config prices)", fontsize=9
+    )
+    _save(fig, out_dir, "cost", footer)
 
-    ``args`` carries runs (run folders), targets (JSON list), selection (selected.csv),
-    source_info (source.json), preprocessing (JSON) and out_dir.
+
+def fig_backends(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
+    """Throughput and time to accuracy of every main target, coloured by Keras backend."""
+    fig, (ax_t, ax_a) = plt.subplots(1, 2, figsize=(11, 4))
+    x = np.arange(len(summ))
+    colors = [COLORS.get(b, "tab:gray") for b in summ["backend"]]
+    labels = [f"{t}\n{b}" for t, b in zip(summ["target"], summ["backend"], strict=True)]
+    med, err = _errorbars(summ, "images_per_s")
+    ax_t.bar(x, med, yerr=err, capsize=3, color=colors)
+    ax_t.set_xticks(x, labels, fontsize=7)
+    ax_t.set_ylabel("training throughput (images/s)")
+    ax_t.set_title("Throughput per backend", fontsize=9)
+    tta = summ["time_to_accuracy_s_median"].to_numpy(float)
+    ax_a.bar(x, np.nan_to_num(tta), color=colors)
+    for i, (v, row) in enumerate(zip(tta, summ.itertuples(), strict=True)):
+        text = (
+            f"{v:.0f} s ({row.tta_reached}/{row.repeats} reached)"
+            if np.isfinite(v)
+            else f"not reached\n(final accuracy {row.final_test_accuracy_median:.3f})"
+        )
+        ax_a.annotate(
+            text, (i, 0 if not np.isfinite(v) else v), ha="center", va="bottom", fontsize=6
+        )
+    if not np.isfinite(tta).any():
+        ax_a.set_ylim(0, 1)
+        ax_a.set_yticks([])
+    ax_a.set_xticks(x, labels, fontsize=7)
+    ax_a.set_ylabel("time to accuracy target (s)")
+    ax_a.set_title("Time to accuracy per backend", fontsize=9)
+    ax_a.margins(y=0.3)
+    _save(fig, out_dir, "backends", footer)
+
+
+def fig_sweeps(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
+    """Throughput and final test accuracy per sweep point: x = batch size, one line per
+    thread count, one colour per swept target."""
+    fig, (ax_t, ax_a) = plt.subplots(1, 2, figsize=(11, 4))
+    points = summ[summ["sweep"] != ""]
+    if points.empty:
+        _empty(ax_t, "no sweeps: in this config")
+        _empty(ax_a, "no sweeps: in this config")
+    for (base, threads), g in points.groupby(["sweep", "threads"]):
+        g = g.sort_values("batch_size")
+        label = f"{base}, {threads} threads"
+        med, err = _errorbars(g, "images_per_s")
+        ax_t.errorbar(g["batch_size"], med, yerr=err, marker="o", capsize=3, label=label)
+        med, err = _errorbars(g, "final_test_accuracy")
+        ax_a.errorbar(g["batch_size"], med, yerr=err, marker="o", capsize=3, label=label)
+    for ax, ylabel in ((ax_t, "training throughput (images/s)"), (ax_a, "final test accuracy")):
+        if not points.empty:
+            ax.set_xscale("log", base=2)
+            sizes = sorted(points["batch_size"].unique())
+            ax.set_xticks(sizes, [str(b) for b in sizes])
+            ax.minorticks_off()
+            ax.set_xlabel("batch size")
+            ax.set_ylabel(ylabel)
+            ax.legend(fontsize=7)
+    ax_t.set_title("Sweep: throughput", fontsize=9)
+    ax_a.set_title("Sweep: final test accuracy (same epochs for every point)", fontsize=9)
+    _save(fig, out_dir, "sweeps", footer)
+
+
+def fig_paper_vs_ours(comparison: pd.DataFrame, out_dir: Path, footer: str) -> None:
+    """Our value / the paper's for every comparable quantity (1 = as in the paper)."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    rows = comparison[comparison["ratio"].notna()]
+    if rows.empty:
+        _empty(ax, "nothing comparable measured")
+    else:
+        y = np.arange(len(rows))
+        ax.barh(y, rows["ratio"].astype(float), color="tab:purple")
+        ax.axvline(1.0, color="gray", ls="--", lw=0.8)
+        ax.set_yticks(y, list(rows["quantity"]), fontsize=7)
+        for yi, (r, ours) in enumerate(zip(rows["ratio"], rows["ours"], strict=True)):
+            ax.annotate(f" {float(r):.3g}  ({ours})", (float(r), yi), va="center", fontsize=6)
+        ax.set_xscale("log")
+        ax.set_xlabel("ours / paper (log scale; times per image-epoch)")
+        ax.margins(x=0.6)
+    missing = comparison[comparison["ratio"].isna()]
+    if len(missing):
+        ax.set_title(
+            "Paper vs reproduction; not compared: " + "; ".join(missing["quantity"]), fontsize=7
+        )
+    else:
+        ax.set_title("Paper vs reproduction", fontsize=9)
+    _save(fig, out_dir, "paper_vs_ours", footer)
+
+
+def fig_utilisation(run: dict, out_dir: Path, name: str, footer: str) -> None:
+    """CPU %, memory, GPU utilisation and GPU memory of one run over time (its
+    telemetry.csv); panels without readings say "not measured"."""
+    tel = run["telemetry"]
+    m = run["metrics"]
+    fig, axes = plt.subplots(1, 4, figsize=(14, 3))
+    panels = [
+        ("cpu_percent", "CPU % (100 = one core)"),
+        ("memory_mib", "memory (MiB)"),
+        ("gpu_util_percent", "GPU utilisation %"),
+        ("gpu_memory_mib", "GPU memory (MiB)"),
+    ]
+    for ax, (col, title) in zip(axes, panels, strict=True):
+        ax.set_title(title, fontsize=8)
+        vals = None if tel is None else tel.dropna(subset=[col])
+        if vals is None or vals.empty:
+            _empty(ax, "not measured")
+            continue
+        if col.startswith("gpu"):
+            for idx, g in vals.groupby("gpu_index"):
+                ax.plot(g["time_s"], g[col], lw=0.8, label=f"GPU {int(idx)}")
+            ax.legend(fontsize=6)
+        else:
+            ax.plot(
+                vals.drop_duplicates("time_s")["time_s"],
+                vals.drop_duplicates("time_s")[col],
+                lw=0.8,
+            )
+        ax.set_xlabel("time (s)", fontsize=7)
+    fig.suptitle(
+        f"{m['target']} repeat {m.get('repeat', 1)} ({m.get('runner', 'host')} runner)", fontsize=9
+    )
+    _save(fig, out_dir, name, footer, exts=("png",))
+
+
+def provenance_table(runs: list[dict]) -> pd.DataFrame:
+    """Per run: git commit, container image (id), Keras/backend versions, CPU model, GPU
+    names and driver, Python, dataset identity (sha256 or "synthetic"), Slurm job."""
+    rows = []
+    for r in runs:
+        m, p = r["metrics"], r["metrics"]["provenance"]
+        ds = p.get("dataset", {})
+        versions = p.get("versions", {})
+        sched = p.get("scheduler") or {}
+        rows.append(
+            {
+                "target": m["target"],
+                "repeat": m.get("repeat", 1),
+                "git_commit": p.get("git_commit"),
+                "container_image": p.get("container_image") or "host",
+                "backend": m.get("backend", p.get("keras_backend")),
+                "versions": ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
+                "python": p.get("python"),
+                "cpu_model": p.get("cpu_model"),
+                "gpus": ", ".join(p.get("gpus") or []) or "none",
+                "gpu_driver": p.get("gpu_driver", "not recorded"),
+                "dataset": ds.get("label", ds.get("name", "")),
+                "dataset_sha256": "synthetic" if ds.get("synthetic") else ds.get("sha256", ""),
+                "slurm_job": sched.get("job_id", ""),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _write_table(table: pd.DataFrame, out_dir: Path, name: str, label: str) -> None:
+    with atomic_path(out_dir / f"{name}.csv") as tmp:
+        table.to_csv(tmp, index=False)
+    with atomic_path(out_dir / f"{name}.md") as tmp:
+        text = table.to_markdown(index=False, floatfmt=".4g")
+        tmp.write_text(f"Data: **{label}**\n\n{text}\n")
+
+
+def utilisation_name(metrics: dict) -> str:
+    """File name (without extension) of a run's utilisation figure."""
+    return f"utilisation/{metrics['target']}-repeat-{metrics.get('repeat', 1)}"
+
+
+def make_all(args) -> None:
+    """Write every figure and table (the ``figures`` rule).
+
+    ``args`` carries runs (run folders), targets (JSON list: targets and sweep points),
+    cost_base (a target name or ""), selection (selected.csv), source_info (source.json),
+    preprocessing (JSON) and out_dir.
+
+    Raises:
+        DataError: a run's files are missing. ConfigError: the cost base target is unknown
+            or unpriced.
     """
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -248,12 +443,33 @@ def make_all(args) -> None:
     footer = f"data: {label}"
     if source.get("synthetic"):
         footer = "SYNTHETIC DATA - " + footer
+    table = summary.run_table(runs, targets, label)
+    summ = summary.target_summary(table)
+    main_names = [t["name"] for t in targets if not t.get("sweep")]
+    main = summ[summ["sweep"] == ""]
     fig_preprocessing(args.selection, pp, out_dir, footer)
-    fig_accuracy(runs, out_dir, footer)
-    fig_training_time(runs, targets, out_dir, footer)
-    fig_throughput(runs, out_dir, footer)
-    table = results_table(runs, targets, label)
-    with atomic_path(out_dir / "results_table.csv") as tmp:
-        table.to_csv(tmp, index=False)
-    with atomic_path(out_dir / "results_table.md") as tmp:
-        tmp.write_text(f"Data: **{label}**\n\n" + table.to_markdown(index=False) + "\n")
+    fig_accuracy(runs, main_names, out_dir, footer)
+    fig_training_time(main, out_dir, footer)
+    fig_epoch_times(main, out_dir, footer)
+    fig_throughput(main, out_dir, footer)
+    fig_backends(main, out_dir, footer)
+    fig_sweeps(summ, out_dir, footer)
+    norm, why = None, "no hourly_usd in the config: cost not computed"
+    if getattr(args, "cost_base", ""):
+        norm = summary.normalised_cost(main, args.cost_base)
+    elif getattr(args, "cost_note", ""):
+        why = args.cost_note
+    elif main["hourly_usd"].notna().any():
+        why = "set cost.base_target in the config to normalise"
+    fig_cost(norm, getattr(args, "cost_base", "") or None, why, out_dir, footer)
+    comparison = summary.paper_comparison(main, table, targets)
+    fig_paper_vs_ours(comparison, out_dir, footer)
+    for r in runs:
+        fig_utilisation(r, out_dir, utilisation_name(r["metrics"]), footer)
+    _write_table(table, out_dir, "results_table", label)
+    _write_table(summ, out_dir, "summary_table", label)
+    _write_table(
+        norm if norm is not None else pd.DataFrame({"cost": [why]}), out_dir, "cost_table", label
+    )
+    _write_table(comparison, out_dir, "paper_comparison", label)
+    _write_table(provenance_table(runs), out_dir, "provenance", label)

@@ -11,3 +11,14 @@ EPOCHS = 20
 TEST_ACCURACY = 0.85
 #: Parameter count as printed in the paper's text (its sum drops the last 4 biases).
 PARAMETERS_PRINTED = 16_832_432
+#: The paper's estimate of memory per image, MB (drawn beside our peak memory / batch size).
+MEMORY_MB_PER_IMAGE = 83.0
+#: Names of the paper's systems, for a target's ``paper_system``.
+SYSTEMS = [
+    "2-core laptop",
+    "4-core desktop",
+    "GTX 980 Ti",
+    "cloud K80, 1 vCPU",
+    "cloud K80, 8 vCPUs",
+    "cloud 2x K80",
+]

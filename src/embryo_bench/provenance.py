@@ -65,6 +65,23 @@ def gpu_names() -> list[str]:
         pynvml.nvmlShutdown()
 
 
+def gpu_driver() -> str:
+    """NVIDIA driver version from NVML, or "none" without a driver or pynvml."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # no library, no driver
+        return "none"
+    try:
+        version = pynvml.nvmlSystemGetDriverVersion()
+        return version.decode() if isinstance(version, bytes) else str(version)
+    except Exception:
+        return "unknown"
+    finally:
+        pynvml.nvmlShutdown()
+
+
 def git_commit(cwd: str | Path | None = None) -> str:
     """HEAD commit of the working tree (suffixed ``-dirty`` with local changes), or
     "unknown" outside a git checkout. ``EMBRYO_BENCH_GIT_COMMIT`` (set by the docker runner
@@ -102,7 +119,7 @@ def collect(seed: int, dataset: dict) -> dict:
 
     Returns:
         dict with cpu_model, visible_cores (after pinning), host_cores, cpu_quota_cores
-        (cgroup quota in cores, None if unlimited), gpus (names),
+        (cgroup quota in cores, None if unlimited), gpus (names), gpu_driver,
         python, platform, keras_backend, versions (distribution -> version), seed,
         git_commit, dataset, container_image and scheduler (:func:`scheduler_job`).
     """
@@ -112,6 +129,7 @@ def collect(seed: int, dataset: dict) -> dict:
         "host_cores": os.cpu_count(),
         "cpu_quota_cores": cpu_quota(),
         "gpus": gpu_names(),
+        "gpu_driver": gpu_driver(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "keras_backend": backend_name(),

@@ -1,9 +1,13 @@
-"""Telemetry of a training container, sampled from outside while it trains.
+"""Telemetry of a training run, sampled every second while it trains.
 
-CPU % and memory come from the Docker stats API with Docker's documented formulas (cgroup v1
-and v2); GPU utilisation, memory, power and energy come from NVML (``nvidia-ml-py``, imported
-as ``pynvml``) for the GPUs assigned to the container. Without an NVIDIA driver the GPU
-columns stay empty and energy is "not measured"; nothing is estimated.
+Docker targets are sampled from outside the container: CPU % and memory from the Docker
+stats API with Docker's documented formulas (cgroup v1 and v2). Host targets are sampled in
+the training process itself (:class:`ProcessSampler`: CPU time of the process from
+``os.times``, resident memory from ``/proc/self/status``). GPU utilisation, memory, power and
+energy come from NVML (``nvidia-ml-py``, imported as ``pynvml``) for the GPUs assigned to the
+run; CPU energy comes from RAPL (``/sys/class/powercap/intel-rapl:*``, :class:`RaplMeter`)
+where the host exposes it. Without an NVIDIA driver or RAPL those values are "not
+measured"; nothing is estimated.
 
 ``telemetry.csv`` columns: time_s (since the first sample), cpu_percent (Docker's formula:
 100 = one core busy), cpu_percent_of_target (cpu_percent / the target's cpus), memory_mib,
@@ -114,6 +118,118 @@ class NvmlGpus:
                 self.nvml.nvmlShutdown()
 
 
+RAPL_ROOT = "/sys/class/powercap"
+
+
+class RaplMeter:
+    """CPU package energy from Intel RAPL (also exposed for AMD Zen by Linux's powercap
+    driver): the sum over top-level zones ``intel-rapl:<N>`` of ``energy_uj`` between
+    :meth:`start` and :meth:`stop`, counter wrap-around handled with
+    ``max_energy_range_uj``. It measures the whole package (every process on the socket),
+    not only the training process; ``scope`` says so wherever it is reported."""
+
+    scope = "CPU package(s), whole socket (RAPL)"
+
+    def __init__(self, root: str = RAPL_ROOT):
+        import glob
+        import os
+
+        self.zones = sorted(
+            z
+            for z in glob.glob(os.path.join(root, "intel-rapl:*"))
+            if z.rsplit(":", 1)[-1].isdigit()  # packages, not their sub-zones (:0:0)
+        )
+        self.start_uj: dict[str, int] = {}
+        self.why_not = None
+        if not self.zones:
+            self.why_not = f"not measured (no RAPL: {root}/intel-rapl:* absent)"
+
+    def _read(self, zone: str, name: str) -> int:
+        with open(f"{zone}/{name}") as fh:
+            return int(fh.read().strip())
+
+    def start(self) -> None:
+        """Read every zone's counter (unreadable counters make the result "not measured")."""
+        for z in self.zones:
+            try:
+                self.start_uj[z] = self._read(z, "energy_uj")
+            except (OSError, ValueError) as exc:
+                self.why_not = f"not measured (RAPL counter {z}/energy_uj unreadable: {exc})"
+                return
+
+    def stop(self) -> float | str:
+        """Energy since :meth:`start` in J, or a "not measured (...)" string saying why."""
+        if self.why_not:
+            return self.why_not
+        total = 0
+        try:
+            for z, e0 in self.start_uj.items():
+                e1 = self._read(z, "energy_uj")
+                if e1 < e0:  # wrapped around
+                    e1 += self._read(z, "max_energy_range_uj")
+                total += e1 - e0
+        except (OSError, ValueError) as exc:
+            return f"not measured (RAPL counter unreadable: {exc})"
+        return total / 1e6
+
+
+def _rss_mib() -> float | None:
+    """Resident memory of this process, MiB (VmRSS), None where /proc is absent."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+class ProcessSampler(threading.Thread):
+    """Samples the training process itself every ``interval`` s until :meth:`stop`: CPU %
+    (user + system CPU seconds of every thread over wall seconds, 100 = one core), resident
+    memory (MiB) and NVML readings of the assigned GPUs; rows in :data:`COLUMNS`."""
+
+    def __init__(self, cpus: float, gpu_indices: list[int], interval: float = 1.0):
+        super().__init__(daemon=True)
+        self.cpus, self.interval = cpus, interval
+        self.gpus = NvmlGpus(gpu_indices)
+        self.rows: list[dict] = []
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        import os
+
+        t0 = last_t = time.monotonic()
+        times = os.times()
+        last_cpu = times.user + times.system
+        try:
+            while not self._halt.wait(self.interval):
+                now = time.monotonic()
+                times = os.times()
+                cpu_s = times.user + times.system
+                cpu = (cpu_s - last_cpu) / (now - last_t) * 100.0
+                last_cpu, last_t = cpu_s, now
+                base = {
+                    "time_s": now - t0,
+                    "cpu_percent": cpu,
+                    "cpu_percent_of_target": cpu / self.cpus,
+                    "memory_mib": _rss_mib(),
+                }
+                self.rows.extend({**base, **g} for g in (self.gpus.read() or [{}]))
+        finally:
+            self.gpus.close()
+
+    def stop(self) -> None:
+        self._halt.set()
+        if self.is_alive():
+            self.join(timeout=5)
+
+    def frame(self) -> pd.DataFrame:
+        """The samples as a DataFrame with :data:`COLUMNS`."""
+        return pd.DataFrame(self.rows, columns=COLUMNS)
+
+
 class ContainerSampler(threading.Thread):
     """Samples a running container every ``interval`` s (Docker's stats stream delivers one
     reading a second) until :meth:`stop`; rows accumulate in :attr:`rows`."""
@@ -123,7 +239,7 @@ class ContainerSampler(threading.Thread):
         self.container, self.cpus, self.interval = container, cpus, interval
         self.gpus = NvmlGpus(gpu_indices)
         self.rows: list[dict] = []
-        self._stop = threading.Event()
+        self._halt = threading.Event()
         self.error: Exception | None = None
 
     def run(self) -> None:
@@ -131,7 +247,7 @@ class ContainerSampler(threading.Thread):
         last = -1e9
         try:
             for stats in self.container.stats(stream=True, decode=True):
-                if self._stop.is_set():
+                if self._halt.is_set():
                     break
                 now = time.monotonic()
                 if now - last < self.interval * 0.5:
@@ -156,28 +272,43 @@ class ContainerSampler(threading.Thread):
             self.gpus.close()
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
 
     def frame(self) -> pd.DataFrame:
         """The samples as a DataFrame with :data:`COLUMNS`."""
         return pd.DataFrame(self.rows, columns=COLUMNS)
 
 
-def summarise(df: pd.DataFrame, images_trained: int, gpus_expected: int) -> dict:
+def summarise(
+    df: pd.DataFrame,
+    images_trained: int,
+    gpus_expected: int,
+    cpu_energy_j: float | str = "not measured (RAPL not read)",
+) -> dict:
     """Mean and peak of each telemetry column, energy per run (J) and images per joule.
 
     Args:
         df: telemetry rows (:data:`COLUMNS`).
         images_trained: training images processed during the run (n_train x epochs).
         gpus_expected: GPUs assigned to the run (0 for CPU targets).
+        cpu_energy_j: RAPL package energy of the run (J), or why it was not measured
+            (:meth:`RaplMeter.stop`).
 
     Returns:
         dict: samples, cpu_percent_mean/peak, cpu_percent_of_target_mean/peak,
-        memory_mib_mean/peak, per-GPU lists, energy_j and images_per_joule, or the string
-        "not measured" where no reading exists.
+        memory_mib_mean/peak, per-GPU lists, energy_j and images_per_joule (GPU energy for
+        GPU targets), cpu_energy_j, cpu_energy_scope and cpu_images_per_joule (RAPL), or the
+        string "not measured (...)" where no reading exists.
     """
     per_sample = df.drop_duplicates("time_s")
     out: dict = {"samples": int(len(per_sample)), "interval_s": 1.0}
+    out["cpu_energy_j"] = cpu_energy_j
+    out["cpu_energy_scope"] = RaplMeter.scope
+    out["cpu_images_per_joule"] = (
+        images_trained / cpu_energy_j
+        if isinstance(cpu_energy_j, float) and cpu_energy_j > 0
+        else cpu_energy_j
+    )
     for col in ("cpu_percent", "cpu_percent_of_target", "memory_mib"):
         vals = pd.to_numeric(per_sample[col], errors="coerce").dropna()
         out[f"{col}_mean"] = float(vals.mean()) if len(vals) else "not measured"
@@ -218,6 +349,8 @@ __all__ = [
     "COLUMNS",
     "ContainerSampler",
     "NvmlGpus",
+    "ProcessSampler",
+    "RaplMeter",
     "cpu_percent",
     "memory_mib",
     "summarise",

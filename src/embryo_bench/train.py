@@ -6,7 +6,9 @@ counted as training time. Outputs (all written atomically):
 
 * ``history.csv``: epoch, epoch_seconds, train_loss, train_accuracy, test_loss, test_accuracy,
   images_per_s (training images / epoch_seconds), eval_seconds;
-* ``metrics.json``: totals, first-epoch vs steady-state times, time to accuracy, provenance;
+* ``metrics.json``: totals, first-epoch vs steady-state times, time to accuracy, telemetry
+  summary (CPU %, memory, GPU, energy), provenance;
+* ``telemetry.csv``: one sample a second of the training process (:mod:`embryo_bench.telemetry`);
 * ``model.keras`` and ``settings.json`` (preprocessing and training settings, read back by
   ``embryo-bench evaluate``).
 """
@@ -24,6 +26,8 @@ from . import provenance
 from .backend import distribution_scope, limit_threads
 from .io import atomic_path, write_json
 from .stages import load_dataset
+from .telemetry import ProcessSampler, RaplMeter
+from .telemetry import summarise as summarise_telemetry
 
 log = logging.getLogger(__name__)
 
@@ -85,75 +89,9 @@ def fit_epoch(model, x: np.ndarray, y: np.ndarray, batch_size: int) -> tuple[flo
     return time.perf_counter() - t0, {k: float(v[-1]) for k, v in fit.history.items()}
 
 
-def run_training(
-    shards: list[str],
-    out_dir: str | Path,
-    *,
-    target: str,
-    threads: int,
-    epochs: int,
-    batch_size: int,
-    learning_rate: float,
-    dropout: float,
-    seed: int,
-    accuracy_target: float,
-    preprocessing: dict,
-    dataset: dict,
-    runner: str = "host",
-    strategy: str = "none",
-    replicas: int = 1,
-) -> dict:
-    """Train one run and write history.csv, metrics.json, model.keras, settings.json.
-
-    Args:
-        shards: augmented ``.npz`` shards (see :mod:`embryo_bench.stages`).
-        out_dir: run folder.
-        target: hardware target name (recorded).
-        threads: CPU threads for the backend's pools (the target's cpus).
-        epochs, batch_size, learning_rate, dropout: paper: 20, 480, 1e-4, 0.5.
-        seed: seeds Python, NumPy and the backend (``keras.utils.set_random_seed``).
-        accuracy_target: test accuracy for time-to-accuracy (paper: ~0.85).
-        preprocessing: the settings that produced the shards (frame_size, crop_fraction,
-            invert_centre, rotation_step, image_size), saved for ``evaluate``.
-        dataset: source description (name, synthetic flag, sha256) for provenance.
-        runner: recorded in metrics.json ("host", or "docker" inside a container).
-        strategy, replicas: "none", or "mirrored" over ``replicas`` devices
-            (:func:`embryo_bench.backend.distribution_scope`); global batch = batch_size.
-
-    Returns:
-        the metrics dict written to ``metrics.json`` (times in s, throughput in images/s).
-
-    Raises:
-        DataError: a shard is missing or malformed, or a split is empty.
-        KeyError: ``preprocessing`` lacks ``image_size``.
-    """
-    t_setup = time.perf_counter()
-    cores = limit_threads(threads)
-    # Provenance before training: the commit and environment the run started from.
-    prov = provenance.collect(seed, dataset)
-    import keras
-
-    from .model import build_model, compile_model
-
-    scope, replicas_in_sync = distribution_scope(strategy, replicas)
-    keras.utils.set_random_seed(seed)
-    data = load_dataset(shards)
-    n_train, n_test = len(data["y_train"]), len(data["y_test"])
-    with scope:
-        model = compile_model(
-            build_model(preprocessing["image_size"], classes=4, dropout=dropout), learning_rate
-        )
-    setup_seconds = time.perf_counter() - t_setup
-    log.info(
-        "target %s: %d train / %d test images, %d parameters, %d threads, backend %s",
-        target,
-        n_train,
-        n_test,
-        model.count_params(),
-        threads,
-        keras.backend.backend(),
-    )
-    rows = []
+def _train_epochs(model, data: dict, epochs: int, batch_size: int, n_train: int, rows: list):
+    """One ``fit`` call per epoch, then the test split scored; appends a history row
+    (:data:`HISTORY_COLUMNS`) per epoch to ``rows``."""
     for epoch in range(1, epochs + 1):
         t0 = time.perf_counter()
         fit = model.fit(
@@ -190,10 +128,101 @@ def run_training(
             rows[-1]["train_accuracy"],
             rows[-1]["test_accuracy"],
         )
+
+
+def run_training(
+    shards: list[str],
+    out_dir: str | Path,
+    *,
+    target: str,
+    threads: int,
+    epochs: int,
+    batch_size: int,
+    learning_rate: float,
+    dropout: float,
+    seed: int,
+    accuracy_target: float,
+    preprocessing: dict,
+    dataset: dict,
+    runner: str = "host",
+    strategy: str = "none",
+    replicas: int = 1,
+    repeat: int = 1,
+    cpus: int | None = None,
+    gpus: int = 0,
+) -> dict:
+    """Train one run and write history.csv, metrics.json, model.keras, settings.json.
+
+    Args:
+        shards: augmented ``.npz`` shards (see :mod:`embryo_bench.stages`).
+        out_dir: run folder.
+        target: hardware target name (recorded).
+        threads: CPU threads for the backend's pools (the target's threads, default cpus).
+        cpus: cores the process is pinned to (the target's cpus; default ``threads``).
+        repeat: repeat number (1-based), recorded; the caller derives ``seed`` from it.
+        gpus: GPUs assigned to the run (0..gpus-1 sampled through NVML).
+        epochs, batch_size, learning_rate, dropout: paper: 20, 480, 1e-4, 0.5.
+        seed: seeds Python, NumPy and the backend (``keras.utils.set_random_seed``).
+        accuracy_target: test accuracy for time-to-accuracy (paper: ~0.85).
+        preprocessing: the settings that produced the shards (frame_size, crop_fraction,
+            invert_centre, rotation_step, image_size), saved for ``evaluate``.
+        dataset: source description (name, synthetic flag, sha256) for provenance.
+        runner: recorded in metrics.json ("host", or "docker" inside a container).
+        strategy, replicas: "none", or "mirrored" over ``replicas`` devices
+            (:func:`embryo_bench.backend.distribution_scope`); global batch = batch_size.
+
+    Returns:
+        the metrics dict written to ``metrics.json`` (times in s, throughput in images/s),
+        with ``telemetry`` from the run's own samples (``telemetry.csv``, see
+        :mod:`embryo_bench.telemetry`) and RAPL CPU energy where the host exposes it.
+
+    Raises:
+        DataError: a shard is missing or malformed, or a split is empty.
+        KeyError: ``preprocessing`` lacks ``image_size``.
+    """
+    t_setup = time.perf_counter()
+    cores = limit_threads(threads, cpus)
+    # Provenance before training: the commit and environment the run started from.
+    prov = provenance.collect(seed, dataset)
+    import keras
+
+    from .model import build_model, compile_model
+
+    scope, replicas_in_sync = distribution_scope(strategy, replicas)
+    keras.utils.set_random_seed(seed)
+    data = load_dataset(shards)
+    n_train, n_test = len(data["y_train"]), len(data["y_test"])
+    with scope:
+        model = compile_model(
+            build_model(preprocessing["image_size"], classes=4, dropout=dropout), learning_rate
+        )
+    setup_seconds = time.perf_counter() - t_setup
+    log.info(
+        "target %s: %d train / %d test images, %d parameters, %d threads, backend %s",
+        target,
+        n_train,
+        n_test,
+        model.count_params(),
+        threads,
+        keras.backend.backend(),
+    )
+    rows = []
+    sampler = ProcessSampler(float(cpus or threads), list(range(gpus)))
+    rapl = RaplMeter()
+    rapl.start()
+    sampler.start()
+    try:
+        _train_epochs(model, data, epochs, batch_size, n_train, rows)
+    finally:
+        sampler.stop()
+    cpu_energy = rapl.stop()
     history = pd.DataFrame(rows, columns=HISTORY_COLUMNS)
     out = Path(out_dir)
     with atomic_path(out / "history.csv") as tmp:
         history.to_csv(tmp, index=False)
+    frame = sampler.frame()
+    with atomic_path(out / "telemetry.csv") as tmp:
+        frame.to_csv(tmp, index=False)
     with atomic_path(out / "model.keras", suffix=".keras") as tmp:
         model.save(tmp)
     settings = {
@@ -206,12 +235,18 @@ def run_training(
             "dropout": dropout,
             "seed": seed,
             "threads": threads,
+            "cpus": cpus or threads,
+            "repeat": repeat,
+            "backend": keras.backend.backend(),
         },
         "classes": {str(k): k + 1 for k in range(4)},
     }
     write_json(out / "settings.json", settings)
     metrics = {
         "target": target,
+        "repeat": repeat,
+        "seed": seed,
+        "backend": keras.backend.backend(),
         "runner": runner,
         "n_train": n_train,
         "n_test": n_test,
@@ -227,6 +262,7 @@ def run_training(
         "strategy": strategy,
         "replicas_in_sync": replicas_in_sync,
         "provenance": prov,
+        "telemetry": summarise_telemetry(frame, n_train * len(history), gpus, cpu_energy),
     }
     write_json(out / "metrics.json", metrics)
     return metrics

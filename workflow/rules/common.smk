@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import re
 import shlex
 import sys
 
@@ -20,7 +21,8 @@ LOGS = f"{OUT}/logs"
 SRC = os.path.join(workflow.basedir, "src")
 sys.path.insert(0, SRC)
 from embryo_bench.containers import IMAGE_SOURCES, content_hash, docker_client
-from embryo_bench.errors import DockerError
+from embryo_bench.errors import ConfigError, DockerError
+from embryo_bench.runs import check_backend, expand_sweeps, repeats_of, run_seed
 from embryo_bench.io import tree_stamp
 from embryo_bench.hardware import (
     ClusterError,
@@ -117,8 +119,40 @@ for _t in config["targets"]:
         )
 if not TARGETS:
     raise WorkflowError("no target can run on this host (see the warnings above)")
+try:
+    for _t in TARGETS.values():
+        check_backend(_t)
+    # Sweep points are targets too (derived from one), each with its own runs.
+    SWEEP_TARGETS = expand_sweeps(config.get("sweeps", []), TARGETS, TRAIN)
+except ConfigError as exc:
+    raise WorkflowError(str(exc))
+MAIN_TARGETS = list(TARGETS)
+TARGETS.update(SWEEP_TARGETS)
 
-RUN_FILES = ["metrics.json", "history.csv", "model.keras", "settings.json"]
+RUN_FILES = [
+    "metrics.json",
+    "history.csv",
+    "model.keras",
+    "settings.json",
+    "telemetry.csv",
+]
+
+
+def repeats(name):
+    """Repeat numbers 1..N of a target (its own repeats, else train.repeats)."""
+    return range(1, repeats_of(TARGETS[name], TRAIN.get("repeats", 1)) + 1)
+
+
+def run_dirs():
+    """Every run folder: train/<target>/repeat-<k>, main targets first, then sweeps."""
+    return [f"{OUT}/train/{n}/repeat-{k}" for n in TARGETS for k in repeats(n)]
+
+
+def names_regex(names):
+    """A wildcard constraint matching exactly these names (never matching if empty)."""
+    return "|".join(re.escape(n) for n in names) or "^$"
+
+
 HOST_TARGETS = [n for n, t in TARGETS.items() if t["runner"] == "host"]
 DOCKER_TARGETS = [n for n, t in TARGETS.items() if t["runner"] == "docker"]
 CONTAINERS = config.get("containers", {})
@@ -133,10 +167,14 @@ def image_tag(image):
 def training_args(wildcards):
     """The train options shared by both runners (everything that changes the result)."""
     t = TARGETS[wildcards.target]
+    repeat = int(wildcards.repeat)
     return (
-        f"--target {wildcards.target} --threads {t['cpus']} --epochs {TRAIN['epochs']} "
-        f"--batch-size {TRAIN['batch_size']} --learning-rate {TRAIN['learning_rate']} "
-        f"--dropout {TRAIN['dropout']} --seed {TRAIN['seed']} "
+        f"--target {wildcards.target} --repeat {repeat} --cpus {t['cpus']} "
+        f"--gpus {t.get('gpus', 0)} "
+        f"--threads {t.get('threads', t['cpus'])} --backend {t.get('backend', 'tensorflow')} "
+        f"--epochs {TRAIN['epochs']} --batch-size {t.get('batch_size', TRAIN['batch_size'])} "
+        f"--learning-rate {TRAIN['learning_rate']} --dropout {TRAIN['dropout']} "
+        f"--seed {run_seed(TRAIN['seed'], repeat)} "
         f"--accuracy-target {TRAIN['accuracy_target']} "
         f"--strategy {t.get('strategy', 'none')} --replicas {t.get('gpus') or t['cpus']} "
         f"--preprocessing {shlex.quote(preprocessing_json())}"
@@ -147,14 +185,52 @@ FIGURE_NAMES = [
     "fig1_preprocessing",
     "fig4_test_accuracy",
     "fig5_6_training_time",
+    "epoch_times",
     "throughput",
+    "cost",
+    "backends",
+    "sweeps",
+    "paper_vs_ours",
 ]
-FIGURES = [
-    f"{OUT}/figures/{n}.{ext}" for n in FIGURE_NAMES for ext in ("png", "pdf")
-] + [
-    f"{OUT}/figures/results_table.csv",
-    f"{OUT}/figures/results_table.md",
+TABLE_NAMES = [
+    "results_table",
+    "summary_table",
+    "cost_table",
+    "paper_comparison",
+    "provenance",
 ]
+
+
+def utilisation_figures():
+    """One utilisation figure (PNG) per run: figures/utilisation/<target>-repeat-<k>.png."""
+    return [
+        f"{OUT}/figures/utilisation/{n}-repeat-{k}.png"
+        for n in TARGETS
+        for k in repeats(n)
+    ]
+
+
+FIGURES = (
+    [f"{OUT}/figures/{n}.{ext}" for n in FIGURE_NAMES for ext in ("png", "pdf")]
+    + [f"{OUT}/figures/{n}.{ext}" for n in TABLE_NAMES for ext in ("csv", "md")]
+    + utilisation_figures()
+    + [f"{OUT}/figures/config.yaml"]
+)
+COST_BASE = config.get("cost", {}).get("base_target", "")
+COST_NOTE = ""
+_configured = {t["name"]: t for t in config["targets"]}
+if COST_BASE and COST_BASE not in _configured:
+    raise WorkflowError(
+        f"cost.base_target {COST_BASE!r}: no such target (targets: {', '.join(_configured)})"
+    )
+if COST_BASE and _configured[COST_BASE].get("hourly_usd") is None:
+    raise WorkflowError(f"cost.base_target {COST_BASE!r} has no hourly_usd")
+if COST_BASE and COST_BASE not in MAIN_TARGETS:
+    COST_NOTE = (
+        f"cost not normalised: base target {COST_BASE} does not run here (skipped)"
+    )
+    logger.warning(COST_NOTE)
+    COST_BASE = ""
 
 
 def preprocessing_json():

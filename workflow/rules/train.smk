@@ -8,11 +8,15 @@ rule train:
         shards=expand(rules.augment.output[0], shard=SHARDS),
         source=rules.index.output.source,
     output:
-        **{f.split(".")[0]: f"{OUT}/train/{{target}}/{f}" for f in RUN_FILES},
+        **{
+            f.split(".")[0]: f"{OUT}/train/{{target}}/repeat-{{repeat}}/{f}"
+            for f in RUN_FILES
+        },
     log:
-        f"{LOGS}/train/{{target}}.log",
+        f"{LOGS}/train/{{target}}/repeat-{{repeat}}.log",
     wildcard_constraints:
-        target="|".join(HOST_TARGETS) or "^$",
+        target=names_regex(HOST_TARGETS),
+        repeat=r"\d+",
     conda:
         "../../envs/embryo-bench.yaml"
     threads: lambda wc: TARGETS[wc.target]["cpus"]
@@ -26,7 +30,9 @@ rule train:
     params:
         out_dir=lambda wc, output: os.path.dirname(output.metrics),
         args=training_args,
-        code=code_hash("train", "model", "backend", "stages", "provenance", "io"),
+        code=code_hash(
+            "train", "model", "backend", "stages", "provenance", "io", "telemetry"
+        ),
     shell:
         "exec python3 -m embryo_bench.cli train --shards {input.shards:q} "
         "--out-dir {params.out_dir:q} --source-info {input.source:q} {params.args} "
@@ -39,12 +45,15 @@ rule train_docker:
         source=rules.index.output.source,
         image=lambda wc: f"{OUT}/images/{TARGETS[wc.target].get('image', 'cpu')}.json",
     output:
-        **{f.split(".")[0]: f"{OUT}/train/{{target}}/{f}" for f in RUN_FILES},
-        telemetry=f"{OUT}/train/{{target}}/telemetry.csv",
+        **{
+            f.split(".")[0]: f"{OUT}/train/{{target}}/repeat-{{repeat}}/{f}"
+            for f in RUN_FILES
+        },
     log:
-        f"{LOGS}/train/{{target}}.log",
+        f"{LOGS}/train/{{target}}/repeat-{{repeat}}.log",
     wildcard_constraints:
-        target="|".join(DOCKER_TARGETS) or "^$",
+        target=names_regex(DOCKER_TARGETS),
+        repeat=r"\d+",
     conda:
         "../../envs/embryo-bench.yaml"
     threads: lambda wc: TARGETS[wc.target]["cpus"]

@@ -1,0 +1,275 @@
+"""Tables of measured results: one row per run, one per target (median and min-max over
+repeats), cost, and the paper-vs-reproduction comparison.
+
+Every number here comes from a run's ``metrics.json`` or from the config (prices the user
+gave, with their source); the paper's values come from :mod:`embryo_bench.paper` and are
+always labelled as the paper's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from . import paper
+from .errors import ConfigError
+
+NOT_MEASURED = "not measured"
+
+
+def cost_usd(training_seconds: float, hourly_usd: float | None) -> float | None:
+    """Cost of a run in USD: training time (s) / 3600 x price per hour (USD/h), the way
+    cloud machines are billed per second; None without a price."""
+    if hourly_usd is None:
+        return None
+    return training_seconds / 3600.0 * hourly_usd
+
+
+def _number(value) -> float | None:
+    """A float, or None for missing / "not measured (...)" values."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def run_table(runs: list[dict], targets: list[dict], label: str) -> pd.DataFrame:
+    """One row per run (target x repeat).
+
+    Args:
+        runs: dicts with ``metrics`` (metrics.json) and ``history`` (history.csv frame).
+        targets: the config's targets (and sweep points) by which runs are described.
+        label: the dataset label (e.g. "SYNTHETIC frames ...") for the ``data`` column.
+
+    Columns: target, repeat, seed, runner, backend, cpus, threads, gpus, batch_size, sweep
+    (base target of a sweep point, else empty), data, train_images, test_images, epochs,
+    training_s, first_epoch_s, steady_epoch_s (s), images_per_s (steady state),
+    final_test_accuracy, best_test_accuracy, time_to_accuracy_s (s; empty if not reached),
+    hourly_usd, cost_usd, cpu_percent_mean, memory_mib_peak, gpu_energy_j, cpu_energy_j (J;
+    "not measured" where no reading), images_per_joule, parameters, cpu_model.
+    """
+    by_name = {t["name"]: t for t in targets}
+    rows = []
+    for r in runs:
+        m = r["metrics"]
+        t = by_name.get(m["target"], {})
+        tel = m.get("telemetry", {})
+        gpu_energy = tel.get("energy_j", NOT_MEASURED)
+        cpu_energy = tel.get("cpu_energy_j", NOT_MEASURED)
+        per_joule = (
+            tel.get("images_per_joule")
+            if t.get("gpus", 0)
+            else tel.get("cpu_images_per_joule", NOT_MEASURED)
+        )
+        rows.append(
+            {
+                "target": m["target"],
+                "repeat": m.get("repeat", 1),
+                "seed": m.get("seed"),
+                "runner": m.get("runner", "host"),
+                "backend": m.get("backend", m["provenance"].get("keras_backend")),
+                "cpus": t.get("cpus"),
+                "threads": m.get("threads"),
+                "gpus": t.get("gpus", 0),
+                "batch_size": m["batch_size"],
+                "sweep": t.get("sweep", {}).get("base", ""),
+                "data": label,
+                "train_images": m["n_train"],
+                "test_images": m["n_test"],
+                "epochs": m["epochs"],
+                "training_s": m["training_seconds"],
+                "first_epoch_s": m["first_epoch_seconds"],
+                "steady_epoch_s": m["steady_epoch_seconds"],
+                "images_per_s": m["mean_images_per_s"],
+                "final_test_accuracy": m["final_test_accuracy"],
+                "best_test_accuracy": m["best_test_accuracy"],
+                "accuracy_target": m["accuracy_target"],
+                "time_to_accuracy_s": m["time_to_accuracy_seconds"],
+                "hourly_usd": t.get("hourly_usd"),
+                "cost_usd": cost_usd(m["training_seconds"], t.get("hourly_usd")),
+                "cpu_percent_mean": tel.get("cpu_percent_mean", NOT_MEASURED),
+                "memory_mib_peak": tel.get("memory_mib_peak", NOT_MEASURED),
+                "gpu_energy_j": gpu_energy if t.get("gpus", 0) else "no GPU",
+                "cpu_energy_j": cpu_energy,
+                "images_per_joule": per_joule,
+                "parameters": m["parameter_count"],
+                "cpu_model": m["provenance"]["cpu_model"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+#: Columns summarised per target (median, min, max over repeats).
+SUMMARISED = [
+    "training_s",
+    "first_epoch_s",
+    "steady_epoch_s",
+    "images_per_s",
+    "final_test_accuracy",
+    "time_to_accuracy_s",
+    "cost_usd",
+    "memory_mib_peak",
+    "cpu_energy_j",
+    "gpu_energy_j",
+]
+
+
+def target_summary(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per target: repeats and, for each :data:`SUMMARISED` column, ``<col>_median``,
+    ``<col>_min`` and ``<col>_max`` over its repeats (NaN where no repeat has a number;
+    a time to accuracy only counts the repeats that reached it, ``tta_reached`` says how
+    many). Targets keep the order of their first run."""
+    rows = []
+    for name, g in runs.groupby("target", sort=False):
+        row = {
+            "target": name,
+            "runner": g["runner"].iloc[0],
+            "backend": g["backend"].iloc[0],
+            "cpus": g["cpus"].iloc[0],
+            "gpus": g["gpus"].iloc[0],
+            "batch_size": g["batch_size"].iloc[0],
+            "threads": g["threads"].iloc[0],
+            "sweep": g["sweep"].iloc[0],
+            "repeats": len(g),
+            "train_images": g["train_images"].iloc[0],
+            "epochs": g["epochs"].iloc[0],
+            "hourly_usd": g["hourly_usd"].iloc[0],
+            "tta_reached": int(g["time_to_accuracy_s"].notna().sum()),
+        }
+        for col in SUMMARISED:
+            vals = np.array([v for v in map(_number, g[col]) if v is not None], dtype=float)
+            for stat, fn in (("median", np.median), ("min", np.min), ("max", np.max)):
+                row[f"{col}_{stat}"] = float(fn(vals)) if len(vals) else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def normalised_cost(summary: pd.DataFrame, base_target: str) -> pd.DataFrame:
+    """Median training time and cost of every priced target relative to ``base_target``
+    (minimaxir's normalisation): columns target, time_relative, cost_relative (1.0 = the
+    base; below 1 = faster / cheaper), training_s_median, cost_usd_median.
+
+    Raises:
+        ConfigError: the base target did not run, or has no ``hourly_usd``.
+    """
+    base = summary[summary["target"] == base_target]
+    if base.empty:
+        raise ConfigError(
+            f"cost.base_target {base_target!r}: no such target ran "
+            f"(ran: {', '.join(summary['target'])})"
+        )
+    base_cost = base["cost_usd_median"].iloc[0]
+    if not np.isfinite(base_cost):
+        raise ConfigError(f"cost.base_target {base_target!r} has no hourly_usd")
+    priced = summary[np.isfinite(summary["cost_usd_median"].astype(float))]
+    return pd.DataFrame(
+        {
+            "target": priced["target"],
+            "time_relative": priced["training_s_median"] / base["training_s_median"].iloc[0],
+            "cost_relative": priced["cost_usd_median"] / base_cost,
+            "training_s_median": priced["training_s_median"],
+            "cost_usd_median": priced["cost_usd_median"],
+        }
+    ).reset_index(drop=True)
+
+
+def paper_comparison(
+    summary: pd.DataFrame, runs: pd.DataFrame, targets: list[dict]
+) -> pd.DataFrame:
+    """The paper's values beside ours (``paper vs reproduction``).
+
+    Rows: the paper's 2-core laptop and 4-core desktop training times (for each, the target
+    whose ``paper_system`` names it, else "no matching target ran"), compared per training
+    image per epoch (ms) because the workloads differ, with both workloads stated; test
+    accuracy after the paper's ~20 epochs; the parameter count as printed vs as counted;
+    the paper's ~83 MB memory-per-image estimate vs peak training memory / batch size.
+
+    Columns: quantity, paper, ours, ratio (ours / paper, empty where not comparable), our
+    target, note.
+    """
+    rows = []
+    by_system = {
+        t["paper_system"]: t["name"]
+        for t in targets
+        if t.get("paper_system") and not t.get("sweep") and t["name"] in set(summary["target"])
+    }
+    for system, minutes in paper.TRAINING_MINUTES.items():
+        paper_ms = minutes * 60_000 / (paper.TRAIN_IMAGES * paper.EPOCHS)
+        name = by_system.get(system)
+        s = summary[summary["target"] == name] if name else summary.iloc[0:0]
+        if s.empty:
+            rows.append(
+                {
+                    "quantity": f"training time, {system}",
+                    "paper": f"{minutes:g} min ({paper_ms:.2f} ms/image-epoch)",
+                    "ours": "no matching target ran",
+                    "ratio": None,
+                    "target": name or "",
+                    "note": f"set paper_system: {system} on the matching target",
+                }
+            )
+            continue
+        row = s.iloc[0]
+        ours_s = row["training_s_median"]
+        ours_ms = ours_s * 1000 / (row["train_images"] * row["epochs"])
+        rows.append(
+            {
+                "quantity": f"training time, {system}",
+                "paper": f"{minutes:g} min ({paper_ms:.2f} ms/image-epoch)",
+                "ours": f"{ours_s / 60:.3g} min ({ours_ms:.2f} ms/image-epoch)",
+                "ratio": ours_ms / paper_ms,
+                "target": name,
+                "note": (
+                    f"paper: {paper.TRAIN_IMAGES:,} images x {paper.EPOCHS} epochs; ours: "
+                    f"{int(row['train_images']):,} x {int(row['epochs'])}, median of "
+                    f"{int(row['repeats'])}; ratio per image-epoch"
+                ),
+            }
+        )
+    main = runs[runs["sweep"] == ""]
+    acc = float(main["final_test_accuracy"].median())
+    epochs = int(main["epochs"].iloc[0])
+    rows.append(
+        {
+            "quantity": "test accuracy after ~20 epochs",
+            "paper": f"~{paper.TEST_ACCURACY:.2f}",
+            "ours": f"{acc:.4f} after {epochs} epochs",
+            "ratio": acc / paper.TEST_ACCURACY,
+            "target": "all main targets",
+            "note": f"median final test accuracy over {len(main)} runs",
+        }
+    )
+    counted = int(runs["parameters"].iloc[0])
+    rows.append(
+        {
+            "quantity": "parameters",
+            "paper": f"{paper.PARAMETERS_PRINTED:,} (as printed)",
+            "ours": f"{counted:,} (counted by Keras)",
+            "ratio": counted / paper.PARAMETERS_PRINTED,
+            "target": "model",
+            "note": "the paper's sum drops the last layer's 4 biases",
+        }
+    )
+    mem = [
+        (_number(m), b)
+        for m, b in zip(main["memory_mib_peak"], main["batch_size"], strict=True)
+        if _number(m) is not None
+    ]
+    if mem:
+        per_image = float(np.median([m * 1.048576 / b for m, b in mem]))  # MiB -> MB
+        ours_mem, ratio = (
+            f"{per_image:.2f} MB (peak memory / batch size)",
+            (per_image / paper.MEMORY_MB_PER_IMAGE),
+        )
+    else:
+        ours_mem, ratio = NOT_MEASURED, None
+    rows.append(
+        {
+            "quantity": "memory per image",
+            "paper": f"~{paper.MEMORY_MB_PER_IMAGE:g} MB (estimate)",
+            "ours": ours_mem,
+            "ratio": ratio,
+            "target": "all main targets",
+            "note": "ours: median over runs of peak training-process memory / batch size",
+        }
+    )
+    return pd.DataFrame(rows)

@@ -1,0 +1,286 @@
+"""The reproduction report: repeats and their seeds, sweeps, backends, cost arithmetic, energy
+("not measured" without RAPL or NVML), the paper-vs-ours table, and `snakemake --report` on
+the full offline config."""
+
+from __future__ import annotations
+
+import json
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from workflow_helpers import offline_config, snakemake
+
+from embryo_bench import paper, summary
+from embryo_bench.errors import ConfigError
+from embryo_bench.runs import check_backend, expand_sweeps, run_seed, sweep_point_name
+from embryo_bench.telemetry import COLUMNS, ProcessSampler, RaplMeter
+from embryo_bench.telemetry import summarise as summarise_telemetry
+
+# --- runs: repeats, seeds, sweeps, backends ------------------------------------------------
+
+
+def test_repeat_seeds():
+    assert [run_seed(7, k) for k in (1, 2, 3)] == [7, 8, 9]
+    with pytest.raises(ValueError, match="start at 1"):
+        run_seed(0, 0)
+
+
+def test_sweep_points_are_derived_targets():
+    targets = {"t": {"name": "t", "runner": "host", "cpus": 2, "paper_system": "2-core laptop"}}
+    points = expand_sweeps(
+        [{"target": "t", "batch_size": [64, 128], "threads": [1, 2]}], targets, {"batch_size": 480}
+    )
+    assert list(points) == [sweep_point_name("t", b, n) for b in (64, 128) for n in (1, 2)]
+    p = points["t.bs128-t1"]
+    assert (p["batch_size"], p["threads"], p["cpus"], p["repeats"]) == (128, 1, 2, 1)
+    assert p["sweep"] == {"base": "t", "batch_size": 128, "threads": 1}
+    assert "paper_system" not in p  # a sweep point does not stand for the paper's system
+    only_threads = expand_sweeps([{"target": "t", "threads": [1]}], targets, {"batch_size": 480})
+    assert list(only_threads) == ["t.bs480-t1"]
+
+
+def test_sweep_of_unknown_target_is_rejected():
+    with pytest.raises(ConfigError, match=r"sweeps\[0\].target 'nope': no such target runs here"):
+        expand_sweeps([{"target": "nope", "threads": [1]}], {}, {"batch_size": 480})
+
+
+def test_docker_targets_need_tensorflow():
+    check_backend({"name": "h", "runner": "host", "backend": "jax"})
+    with pytest.raises(ConfigError, match="backend jax with runner docker"):
+        check_backend({"name": "d", "runner": "docker", "backend": "jax"})
+
+
+# --- energy and utilisation ------------------------------------------------------------------
+
+
+def _zone(root: Path, name: str, energy: int, max_range: int = 10**9) -> Path:
+    z = root / name
+    z.mkdir(parents=True)
+    (z / "energy_uj").write_text(f"{energy}\n")
+    (z / "max_energy_range_uj").write_text(f"{max_range}\n")
+    return z
+
+
+def test_rapl_sums_packages_and_handles_wraparound(tmp_path):
+    p0 = _zone(tmp_path, "intel-rapl:0", 5_000_000)
+    p1 = _zone(tmp_path, "intel-rapl:1", 999_000_000, max_range=1_000_000_000)
+    _zone(tmp_path, "intel-rapl:0:0", 0)  # a sub-zone (core) of package 0: not added again
+    meter = RaplMeter(str(tmp_path))
+    meter.start()
+    (p0 / "energy_uj").write_text("8000000\n")  # +3 J
+    (p1 / "energy_uj").write_text("1000000\n")  # wrapped: +2 J
+    assert meter.stop() == pytest.approx(5.0)
+
+
+def test_rapl_absent_is_not_measured(tmp_path):
+    meter = RaplMeter(str(tmp_path / "none"))
+    meter.start()
+    result = meter.stop()
+    assert isinstance(result, str) and result.startswith("not measured (no RAPL")
+
+
+def test_energy_not_measured_without_rapl_or_nvml():
+    df = pd.DataFrame([{"time_s": 1.0, "cpu_percent": 90.0, "memory_mib": 500.0}], columns=COLUMNS)
+    why = "not measured (no RAPL: /sys/class/powercap/intel-rapl:* absent)"
+    cpu = summarise_telemetry(df, 1000, gpus_expected=0, cpu_energy_j=why)
+    assert cpu["cpu_energy_j"] == why and cpu["cpu_images_per_joule"] == why
+    assert cpu["energy_j"] == "not measured (no GPU assigned)"
+    gpu = summarise_telemetry(df, 1000, gpus_expected=1, cpu_energy_j=50.0)
+    assert gpu["energy_j"].startswith("not measured (no NVML readings")
+    assert gpu["cpu_energy_j"] == 50.0 and gpu["cpu_images_per_joule"] == pytest.approx(20.0)
+
+
+def test_process_sampler_samples_this_process():
+    sampler = ProcessSampler(cpus=1.0, gpu_indices=[], interval=0.1)
+    sampler.start()
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 0.6:  # keep one core busy
+        sum(range(10_000))
+    sampler.stop()
+    frame = sampler.frame()
+    assert len(frame) >= 3 and list(frame.columns) == COLUMNS
+    assert frame["cpu_percent"].max() > 30 and frame["memory_mib"].gt(10).all()
+    assert frame["gpu_index"].isna().all()
+
+
+# --- tables: cost, repeats, paper vs ours ----------------------------------------------------
+
+
+def _run(target, repeat, seconds, accuracy, memory_peak=960.0, batch=480):
+    history = pd.DataFrame({"epoch": [1, 2], "epoch_seconds": [seconds * 0.6, seconds * 0.4]})
+    metrics = {
+        "target": target, "repeat": repeat, "seed": repeat - 1, "runner": "host",
+        "backend": "tensorflow", "threads": 1, "batch_size": batch, "n_train": 1000,
+        "n_test": 250, "epochs": 2, "training_seconds": seconds,
+        "first_epoch_seconds": seconds * 0.6, "steady_epoch_seconds": seconds * 0.4,
+        "mean_images_per_s": 1000 / (seconds * 0.4), "final_test_accuracy": accuracy,
+        "best_test_accuracy": accuracy, "accuracy_target": 0.85,
+        "time_to_accuracy_seconds": None, "parameter_count": 16_834_436,
+        "telemetry": {"memory_mib_peak": memory_peak, "cpu_energy_j": "not measured (x)"},
+        "provenance": {"cpu_model": "test cpu", "keras_backend": "tensorflow"},
+    }  # fmt: skip
+    return {"metrics": metrics, "history": history}
+
+
+TARGETS = [
+    {"name": "cheap", "runner": "host", "cpus": 1, "hourly_usd": 1.5,
+     "paper_system": "2-core laptop"},
+    {"name": "fast", "runner": "host", "cpus": 4, "hourly_usd": 6.0},
+    {"name": "owned", "runner": "host", "cpus": 2},
+]  # fmt: skip
+
+
+def _tables():
+    runs = [
+        _run("cheap", 1, 7200.0, 0.80),
+        _run("cheap", 2, 3600.0, 0.84),
+        _run("cheap", 3, 5400.0, 0.82),
+        _run("fast", 1, 1800.0, 0.83),
+        _run("owned", 1, 900.0, 0.81),
+    ]
+    table = summary.run_table(runs, TARGETS, "hand-made")
+    return table, summary.target_summary(table)
+
+
+def test_cost_arithmetic_on_a_hand_made_history():
+    table, summ = _tables()
+    assert summary.cost_usd(7200.0, 1.5) == pytest.approx(3.0)  # 2 h x $1.5/h
+    assert summary.cost_usd(100.0, None) is None
+    assert table["cost_usd"].tolist()[:4] == pytest.approx([3.0, 1.5, 2.25, 3.0])
+    assert pd.isna(table["cost_usd"].iloc[4])  # no price: no cost
+    norm = summary.normalised_cost(summ, "cheap").set_index("target")
+    # cheap: median 5400 s, $2.25; fast: 1800 s, $3.00 -> a third of the time, 4/3 the cost.
+    assert norm.loc["cheap", "time_relative"] == pytest.approx(1.0)
+    assert norm.loc["fast", "time_relative"] == pytest.approx(1 / 3)
+    assert norm.loc["fast", "cost_relative"] == pytest.approx(3.0 / 2.25)
+    assert "owned" not in norm.index
+    with pytest.raises(ConfigError, match="'owned' has no hourly_usd"):
+        summary.normalised_cost(summ, "owned")
+    with pytest.raises(ConfigError, match="'gone': no such target ran"):
+        summary.normalised_cost(summ, "gone")
+
+
+def test_target_summary_median_and_range_over_repeats():
+    table, summ = _tables()
+    assert table[["target", "repeat", "seed"]].values.tolist()[:3] == [
+        ["cheap", 1, 0], ["cheap", 2, 1], ["cheap", 3, 2]
+    ]  # fmt: skip
+    cheap = summ.set_index("target").loc["cheap"]
+    assert cheap["repeats"] == 3
+    assert (cheap["training_s_min"], cheap["training_s_median"], cheap["training_s_max"]) == (
+        3600.0, 5400.0, 7200.0
+    )  # fmt: skip
+    assert cheap["final_test_accuracy_median"] == pytest.approx(0.82)
+    assert np.isnan(cheap["time_to_accuracy_s_median"]) and cheap["tta_reached"] == 0
+    assert np.isnan(cheap["cpu_energy_j_median"])  # "not measured" stays unmeasured
+
+
+def test_paper_comparison_values():
+    table, summ = _tables()
+    comp = summary.paper_comparison(summ, table, TARGETS).set_index("quantity")
+    laptop = comp.loc["training time, 2-core laptop"]
+    paper_ms = 309 * 60_000 / (49_024 * 20)
+    assert laptop["paper"] == f"309 min ({paper_ms:.2f} ms/image-epoch)"
+    assert laptop["ratio"] == pytest.approx((5400 * 1000 / 2000) / paper_ms)
+    assert laptop["target"] == "cheap"
+    desktop = comp.loc["training time, 4-core desktop"]
+    assert desktop["paper"].startswith("134 min") and desktop["ours"] == "no matching target ran"
+    assert pd.isna(desktop["ratio"])
+    acc = comp.loc["test accuracy after ~20 epochs"]
+    assert acc["paper"] == "~0.85" and acc["ratio"] == pytest.approx(0.82 / 0.85)
+    params = comp.loc["parameters"]
+    assert params["paper"] == "16,832,432 (as printed)"
+    assert params["ours"] == "16,834,436 (counted by Keras)"
+    mem = comp.loc["memory per image"]
+    assert mem["paper"] == "~83 MB (estimate)"
+    assert mem["ratio"] == pytest.approx(960 * 1.048576 / 480 / paper.MEMORY_MB_PER_IMAGE)
+
+
+# --- the report on the offline config --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def report_run(tmp_path_factory):
+    """The full offline config (its JAX target and sweep; host targets), host-1cpu repeated
+    twice, then `snakemake --report`."""
+    work = tmp_path_factory.mktemp("report")
+    config = offline_config(work / "out", full=True)
+    config["targets"][0]["repeats"] = 2
+    snakemake(work, config)
+    snakemake(work, config, "--report", str(work / "report.zip"))
+    return work, config, work / "out"
+
+
+@pytest.mark.slow
+def test_report_holds_every_figure_and_table(report_run):
+    work, config, out = report_run
+    with zipfile.ZipFile(work / "report.zip") as z:
+        names = {Path(n).name for n in z.namelist()}
+        html = z.read("report/report.html").decode()
+    figures = [
+        "fig1_preprocessing",
+        "fig4_test_accuracy",
+        "fig5_6_training_time",
+        "epoch_times",
+        "throughput",
+        "cost",
+        "backends",
+        "sweeps",
+        "paper_vs_ours",
+    ]
+    tables = ["results_table", "summary_table", "cost_table", "paper_comparison", "provenance"]
+    assert {f"{n}.png" for n in figures} <= names
+    assert {f"{n}.csv" for n in tables} <= names and "config.yaml" in names
+    runs = [("host-1cpu", 1), ("host-1cpu", 2), ("host-1cpu-jax", 1)] + [
+        (f"host-1cpu.bs{b}-t{n}", 1) for b in (120, 480) for n in (1, 2)
+    ]
+    assert {f"{t}-repeat-{k}.png" for t, k in runs} <= names  # utilisation, one per run
+    for caption in ("Paper vs reproduction", "MLPerf", "min-max", "relative to the base"):
+        assert caption in html
+
+
+@pytest.mark.slow
+def test_report_tables_rows_and_values(report_run):
+    _, config, out = report_run
+    fig = out / "figures"
+    results = pd.read_csv(fig / "results_table.csv", keep_default_na=False)
+    assert sorted(
+        zip(results["target"], results["repeat"], results["seed"], strict=True)
+    ) == sorted(
+        [("host-1cpu", 1, 0), ("host-1cpu", 2, 1), ("host-1cpu-jax", 1, 0)]
+        + [(f"host-1cpu.bs{b}-t{n}", 1, 0) for b in (120, 480) for n in (1, 2)]
+    )
+    assert set(results["data"]) == {"SYNTHETIC frames (generated, not real embryos)"}
+    assert "SYNTHETIC" in (fig / "summary_table.md").read_text()
+    by = results.set_index(["target", "repeat"])
+    assert by.loc[("host-1cpu-jax", 1), "backend"] == "jax"
+    assert by.loc[("host-1cpu.bs120-t2", 1), "batch_size"] == 120
+    assert by.loc[("host-1cpu.bs120-t2", 1), "threads"] == 2
+    assert by.loc[("host-1cpu.bs120-t2", 1), "sweep"] == "host-1cpu"
+    # cost = training time x the config's price, per run
+    price = config["targets"][0]["hourly_usd"]
+    for _, r in results.iterrows():
+        assert float(r["cost_usd"]) == pytest.approx(float(r["training_s"]) / 3600 * price)
+    # energy: RAPL and NVML are absent on CI machines; a reading would be a float
+    rapl = Path("/sys/class/powercap").glob("intel-rapl:*")
+    if not any(rapl):
+        assert all(str(v).startswith("not measured (no RAPL") for v in results["cpu_energy_j"])
+    assert set(results["gpu_energy_j"]) == {"no GPU"}
+    summ = pd.read_csv(fig / "summary_table.csv", keep_default_na=False).set_index("target")
+    assert summ.loc["host-1cpu", "repeats"] == 2
+    host = results[results["target"] == "host-1cpu"]["training_s"].astype(float)
+    assert summ.loc["host-1cpu", "training_s_median"] == pytest.approx(host.median())
+    assert summ.loc["host-1cpu", "training_s_min"] == pytest.approx(host.min())
+    comp = pd.read_csv(fig / "paper_comparison.csv", keep_default_na=False).set_index("quantity")
+    assert comp.loc["parameters", "ours"] == "16,834,436 (counted by Keras)"
+    assert comp.loc["training time, 2-core laptop", "target"] == "host-1cpu"
+    assert comp.loc["training time, 4-core desktop", "ours"] == "no matching target ran"
+    cost = pd.read_csv(fig / "cost_table.csv").set_index("target")
+    assert cost.loc["host-1cpu", "cost_relative"] == pytest.approx(1.0)
+    prov = pd.read_csv(fig / "provenance.csv", keep_default_na=False)
+    assert set(prov["dataset_sha256"]) == {"synthetic"} and prov["git_commit"].str.len().min() > 6
+    assert json.loads((out / "train/host-1cpu/repeat-2/metrics.json").read_text())["seed"] == 1
