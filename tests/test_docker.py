@@ -23,7 +23,12 @@ from embryo_bench.errors import DockerError
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import require_or_skip  # noqa: E402
-from workflow_helpers import offline_config, preprocessing_of, snakemake  # noqa: E402
+from workflow_helpers import (  # noqa: E402
+    offline_config,
+    preprocessing_of,
+    snakemake,
+    snakemake_command,
+)
 
 
 def _daemon():
@@ -96,22 +101,12 @@ def test_image_rule_reruns_only_when_its_sources_change(docker_run):
 
 @pytest.mark.slow
 def test_oom_kill_is_reported_with_the_memory_limit(docker_run, tmp_path):
-    from embryo_bench import docker_runner
 
     client, _, config, out = docker_run
     target = {**config["targets"][0], "memory": "96m"}
     image = json.loads((out / "images/cpu.json").read_text())
-    shards = sorted(str(p) for p in (out / "augment").glob("shard-*.npz"))
     with pytest.raises(DockerError, match=r"killed for memory .*mem_limit 96m"):
-        docker_runner.run(
-            target=target,
-            image=image,
-            shards=shards,
-            source_info=str(out / "manifest/source.json"),
-            out_dir=tmp_path / "run",
-            train_args=_train_args(config, 1),
-            log=io.StringIO(),
-        )
+        _run_one_epoch(docker_run, target, image, tmp_path / "run")
     assert not (tmp_path / "run" / "metrics.json").exists()
     assert _labelled(client) == []
 
@@ -120,28 +115,34 @@ def test_oom_kill_is_reported_with_the_memory_limit(docker_run, tmp_path):
 def test_image_missing_on_the_daemon_is_named(docker_run, tmp_path):
     """A record whose image is not on this daemon (built on another node's daemon) stops the
     run before any container, naming the image and where it was built."""
-    from embryo_bench import docker_runner
 
     client, _, config, out = docker_run
     image = json.loads((out / "images/cpu.json").read_text())
     assert image["built_on"]  # the build records its host
     image.update(image_id="sha256:" + "0" * 64, built_on="node-a")
-    shards = sorted(str(p) for p in (out / "augment").glob("shard-*.npz"))
     with pytest.raises(DockerError) as err:
-        docker_runner.run(
-            target=config["targets"][0],
-            image=image,
-            shards=shards,
-            source_info=str(out / "manifest/source.json"),
-            out_dir=tmp_path / "run",
-            train_args=_train_args(config, 1),
-            log=io.StringIO(),
-        )
+        _run_one_epoch(docker_run, config["targets"][0], image, tmp_path / "run")
     message = str(err.value)
     assert f"image {image['tag']} (sha256:{'0' * 64}) is not on the Docker daemon" in message
     assert "it was built on node-a" in message
     assert not (tmp_path / "run").exists()
     assert _labelled(client) == []
+
+
+def _run_one_epoch(docker_run, target: dict, image: dict, out_dir: Path):
+    """docker_runner.run on the docker_run fixture's shards, one epoch, log discarded."""
+    from embryo_bench import docker_runner
+
+    _, _, config, out = docker_run
+    return docker_runner.run(
+        target=target,
+        image=image,
+        shards=sorted(str(p) for p in (out / "augment").glob("shard-*.npz")),
+        source_info=str(out / "manifest/source.json"),
+        out_dir=out_dir,
+        train_args=_train_args(config, 1),
+        log=io.StringIO(),
+    )
 
 
 def _train_args(config, epochs):
@@ -181,20 +182,7 @@ def test_interrupted_snakemake_leaves_no_container(docker_run, tmp_path, how):
     cfg = tmp_path / "config.yaml"
     cfg.write_text(yaml.safe_dump(slow))
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "-s",
-            str(REPO / "Snakefile"),
-            "--profile",
-            str(REPO / "profiles/default"),
-            "--configfile",
-            str(cfg),
-            "--cores",
-            "2",
-            f"{config['outdir']}/train/docker-slow/repeat-1/metrics.json",
-        ],
+        snakemake_command(cfg, f"{config['outdir']}/train/docker-slow/repeat-1/metrics.json"),
         cwd=work,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -14,6 +14,25 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_PROFILE = REPO / "profiles" / "default"
 
 
+def snakemake_command(config_file: Path, *args: str, profile: Path = DEFAULT_PROFILE) -> list:
+    """The snakemake command line the tests run: this repo's Snakefile, ``profile``, the
+    config file, 2 cores, then ``args``."""
+    return [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "--profile",
+        str(profile),
+        "--configfile",
+        str(config_file),
+        "--cores",
+        "2",
+        *args,
+    ]
+
+
 def snakemake(
     cwd: Path,
     config: dict,
@@ -27,20 +46,7 @@ def snakemake(
     tail when it fails and ``check``."""
     cfg = cwd / "config.yaml"
     cfg.write_text(yaml.safe_dump(config))
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(REPO / "Snakefile"),
-        "--profile",
-        str(profile),
-        "--configfile",
-        str(cfg),
-        "--cores",
-        "2",
-        *args,
-    ]
+    cmd = snakemake_command(cfg, *args, profile=profile)
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
