@@ -26,9 +26,13 @@ def test_size_mib(size, mib):
     assert size_mib(size) == mib
 
 
-@pytest.mark.parametrize("size", ["3", "3G", "1.5g", "g", "", "3gb"])
+def test_size_mib_follows_docker():
+    assert size_mib("3G") == size_mib("3gb") == 3072 and size_mib("1.5g") == 1536
+
+
+@pytest.mark.parametrize("size", ["g", "", "lots", "-1g"])
 def test_size_mib_rejects(size):
-    with pytest.raises(ConfigError, match="expected an integer and k, m or g"):
+    with pytest.raises(ConfigError, match="expected a Docker memory size such as 512m or 4g"):
         size_mib(size)
 
 

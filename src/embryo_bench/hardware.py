@@ -26,20 +26,23 @@ DEFAULT_CONTAINER_MEMORY = "4g"
 #: Memory a cluster reserves for a host-runner training job whose target sets none.
 DEFAULT_HOST_MEMORY = "8g"
 
-_SIZE = re.compile(r"^([0-9]+)([kmg])$")
-
-
 def size_mib(size: str) -> int:
-    """A Docker-style size ("512m", "3g", "2048k") in MiB (rounded up).
+    """A Docker memory size ("512m", "3g", "2048k"; Docker's own parser,
+    ``docker.utils.parse_bytes``, so it means what ``mem_limit`` means) in MiB, rounded up.
 
     Raises:
-        ConfigError: the size is not ``<integer><k|m|g>``.
+        ConfigError: Docker cannot parse the size, or it is empty or negative.
     """
-    m = _SIZE.match(str(size))
-    if not m:
-        raise ConfigError(f"size {size!r}: expected an integer and k, m or g, e.g. 4g")
-    value, unit = int(m.group(1)), m.group(2)
-    return {"k": -(-value // 1024), "m": value, "g": value * 1024}[unit]
+    from docker.errors import DockerException
+    from docker.utils import parse_bytes
+
+    try:
+        value = parse_bytes(str(size)) if str(size).strip() else -1
+    except DockerException:
+        value = -1
+    if value < 0:
+        raise ConfigError(f"size {size!r}: expected a Docker memory size such as 512m or 4g")
+    return -(-int(value) // (1024 * 1024))
 
 
 def target_memory_mib(target: dict) -> int:
