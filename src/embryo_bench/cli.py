@@ -198,6 +198,7 @@ def _cmd_train(a: argparse.Namespace) -> None:
         **settings,
         dataset=read_json(a.source_info),
         runner=a.runner_name or a.runner,
+        telemetry=a.runner_name != "docker",  # in a container: sampled from outside
     )
 
 

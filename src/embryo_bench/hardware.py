@@ -26,6 +26,7 @@ DEFAULT_CONTAINER_MEMORY = "4g"
 #: Memory a cluster reserves for a host-runner training job whose target sets none.
 DEFAULT_HOST_MEMORY = "8g"
 
+
 def size_mib(size: str) -> int:
     """A Docker memory size ("512m", "3g", "2048k"; Docker's own parser,
     ``docker.utils.parse_bytes``, so it means what ``mem_limit`` means) in MiB, rounded up.

@@ -161,6 +161,8 @@ class RaplMeter:
         """Energy since :meth:`start` in J, or a "not measured (...)" string saying why."""
         if self.why_not:
             return self.why_not
+        if not self.start_uj:
+            return "not measured (RAPL: stop() without start())"
         total = 0
         try:
             for z, e0 in self.start_uj.items():

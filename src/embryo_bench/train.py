@@ -150,6 +150,7 @@ def run_training(
     repeat: int = 1,
     cpus: int | None = None,
     gpus: int = 0,
+    telemetry: bool = True,
 ) -> dict:
     """Train one run and write history.csv, metrics.json, model.keras, settings.json.
 
@@ -161,6 +162,8 @@ def run_training(
         cpus: cores the process is pinned to (the target's cpus; default ``threads``).
         repeat: repeat number (1-based), recorded; the caller derives ``seed`` from it.
         gpus: GPUs assigned to the run (0..gpus-1 sampled through NVML).
+        telemetry: sample this process (off inside a container: the docker runner samples
+            the container from outside and writes telemetry.csv itself).
         epochs, batch_size, learning_rate, dropout: paper: 20, 480, 1e-4, 0.5.
         seed: seeds Python, NumPy and the backend (``keras.utils.set_random_seed``).
         accuracy_target: test accuracy for time-to-accuracy (paper: ~0.85).
@@ -207,22 +210,25 @@ def run_training(
         keras.backend.backend(),
     )
     rows = []
-    sampler = ProcessSampler(float(cpus or threads), list(range(gpus)))
+    sampler = ProcessSampler(float(cpus or threads), list(range(gpus))) if telemetry else None
     rapl = RaplMeter()
-    rapl.start()
-    sampler.start()
+    if sampler:
+        rapl.start()
+        sampler.start()
     try:
         _train_epochs(model, data, epochs, batch_size, n_train, rows)
     finally:
-        sampler.stop()
-    cpu_energy = rapl.stop()
+        if sampler:
+            sampler.stop()
+    cpu_energy = rapl.stop() if sampler else None
     history = pd.DataFrame(rows, columns=HISTORY_COLUMNS)
     out = Path(out_dir)
     with atomic_path(out / "history.csv") as tmp:
         history.to_csv(tmp, index=False)
-    frame = sampler.frame()
-    with atomic_path(out / "telemetry.csv") as tmp:
-        frame.to_csv(tmp, index=False)
+    if sampler:
+        frame = sampler.frame()
+        with atomic_path(out / "telemetry.csv") as tmp:
+            frame.to_csv(tmp, index=False)
     with atomic_path(out / "model.keras", suffix=".keras") as tmp:
         model.save(tmp)
     settings = {
@@ -262,7 +268,8 @@ def run_training(
         "strategy": strategy,
         "replicas_in_sync": replicas_in_sync,
         "provenance": prov,
-        "telemetry": summarise_telemetry(frame, n_train * len(history), gpus, cpu_energy),
     }
+    if sampler:
+        metrics["telemetry"] = summarise_telemetry(frame, n_train * len(history), gpus, cpu_energy)
     write_json(out / "metrics.json", metrics)
     return metrics
