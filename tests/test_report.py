@@ -16,7 +16,13 @@ from workflow_helpers import offline_config, snakemake
 
 from embryo_bench import paper, summary
 from embryo_bench.errors import ConfigError
-from embryo_bench.runs import check_backend, expand_sweeps, run_seed, sweep_point_name
+from embryo_bench.runs import (
+    check_backend,
+    cost_base,
+    expand_sweeps,
+    run_seed,
+    sweep_point_name,
+)
 from embryo_bench.telemetry import COLUMNS, ProcessSampler, RaplMeter
 from embryo_bench.telemetry import summarise as summarise_telemetry
 
@@ -127,7 +133,7 @@ def _run(target, repeat, seconds, accuracy, memory_peak=960.0, batch=480):
 
 
 TARGETS = [
-    {"name": "cheap", "runner": "host", "cpus": 1, "hourly_usd": 1.5,
+    {"name": "cheap", "runner": "host", "cpus": 1, "hourly_usd": 1.5, "price_source": "x",
      "paper_system": "2-core laptop"},
     {"name": "fast", "runner": "host", "cpus": 4, "hourly_usd": 6.0},
     {"name": "owned", "runner": "host", "cpus": 2},
@@ -162,6 +168,20 @@ def test_cost_arithmetic_on_a_hand_made_history():
         summary.normalised_cost(summ, "owned")
     with pytest.raises(ConfigError, match="'gone': no such target ran"):
         summary.normalised_cost(summ, "gone")
+
+
+def test_cost_base_checks():
+    targets = [{"name": "a", "hourly_usd": 1.0}, {"name": "b"}]
+    assert cost_base({}, targets, ["a"]) == ("", "")
+    assert cost_base({"base_target": "a"}, targets, ["a", "b"]) == ("a", "")
+    assert cost_base({"base_target": "a"}, targets, ["b"]) == (
+        "",
+        "cost not normalised: base target a does not run here (skipped)",
+    )
+    with pytest.raises(ConfigError, match="'b' has no hourly_usd"):
+        cost_base({"base_target": "b"}, targets, ["b"])
+    with pytest.raises(ConfigError, match="'c': no such target"):
+        cost_base({"base_target": "c"}, targets, ["a"])
 
 
 def test_target_summary_median_and_range_over_repeats():
@@ -281,6 +301,7 @@ def test_report_tables_rows_and_values(report_run):
     assert comp.loc["training time, 4-core desktop", "ours"] == "no matching target ran"
     cost = pd.read_csv(fig / "cost_table.csv").set_index("target")
     assert cost.loc["host-1cpu", "cost_relative"] == pytest.approx(1.0)
+    assert cost.loc["host-1cpu", "price_source"].startswith("example only")
     prov = pd.read_csv(fig / "provenance.csv", keep_default_na=False)
     assert set(prov["dataset_sha256"]) == {"synthetic"} and prov["git_commit"].str.len().min() > 6
     assert json.loads((out / "train/host-1cpu/repeat-2/metrics.json").read_text())["seed"] == 1

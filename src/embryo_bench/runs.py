@@ -89,3 +89,34 @@ def check_backend(target: dict) -> None:
             f"install {', '.join(sorted(IMAGE_BACKENDS))} only; use runner: host in an "
             f"environment with {backend} installed"
         )
+
+
+def cost_base(cost: dict, targets: list[dict], running: list[str]) -> tuple[str, str]:
+    """The target that time and cost are normalised to (``cost.base_target``), and a note
+    when it cannot be used here.
+
+    Args:
+        cost: the config's ``cost`` section (may be empty).
+        targets: the config's targets, as written (before the hardware check).
+        running: names of the main targets that run here.
+
+    Returns:
+        (base target name or "", note): the note is non-empty when the base target exists
+        but was skipped on this host, in which case cost is not normalised.
+
+    Raises:
+        ConfigError: the base target is not among the targets, or has no ``hourly_usd``.
+    """
+    base = (cost or {}).get("base_target", "")
+    if not base:
+        return "", ""
+    configured = {t["name"]: t for t in targets}
+    if base not in configured:
+        raise ConfigError(
+            f"cost.base_target {base!r}: no such target (targets: {', '.join(configured)})"
+        )
+    if configured[base].get("hourly_usd") is None:
+        raise ConfigError(f"cost.base_target {base!r} has no hourly_usd")
+    if base not in running:
+        return "", f"cost not normalised: base target {base} does not run here (skipped)"
+    return base, ""

@@ -44,8 +44,9 @@ def run_table(runs: list[dict], targets: list[dict], label: str) -> pd.DataFrame
     (base target of a sweep point, else empty), data, train_images, test_images, epochs,
     training_s, first_epoch_s, steady_epoch_s (s), images_per_s (steady state),
     final_test_accuracy, best_test_accuracy, time_to_accuracy_s (s; empty if not reached),
-    hourly_usd, cost_usd, cpu_percent_mean, memory_mib_peak, gpu_energy_j, cpu_energy_j (J;
-    "not measured" where no reading), images_per_joule, parameters, cpu_model.
+    hourly_usd (USD/h), price_source, cost_usd, cpu_percent_mean, memory_mib_peak (MiB),
+    gpu_energy_j, cpu_energy_j (J; "not measured" where no reading), images_per_joule,
+    parameters, cpu_model.
     """
     by_name = {t["name"]: t for t in targets}
     rows = []
@@ -85,6 +86,7 @@ def run_table(runs: list[dict], targets: list[dict], label: str) -> pd.DataFrame
                 "accuracy_target": m["accuracy_target"],
                 "time_to_accuracy_s": m["time_to_accuracy_seconds"],
                 "hourly_usd": t.get("hourly_usd"),
+                "price_source": t.get("price_source", ""),
                 "cost_usd": cost_usd(m["training_seconds"], t.get("hourly_usd")),
                 "cpu_percent_mean": tel.get("cpu_percent_mean", NOT_MEASURED),
                 "memory_mib_peak": tel.get("memory_mib_peak", NOT_MEASURED),
@@ -133,6 +135,7 @@ def target_summary(runs: pd.DataFrame) -> pd.DataFrame:
             "train_images": g["train_images"].iloc[0],
             "epochs": g["epochs"].iloc[0],
             "hourly_usd": g["hourly_usd"].iloc[0],
+            "price_source": g["price_source"].iloc[0],
             "tta_reached": int(g["time_to_accuracy_s"].notna().sum()),
         }
         for col in SUMMARISED:
@@ -146,7 +149,8 @@ def target_summary(runs: pd.DataFrame) -> pd.DataFrame:
 def normalised_cost(summary: pd.DataFrame, base_target: str) -> pd.DataFrame:
     """Median training time and cost of every priced target relative to ``base_target``
     (minimaxir's normalisation): columns target, time_relative, cost_relative (1.0 = the
-    base; below 1 = faster / cheaper), training_s_median, cost_usd_median.
+    base; below 1 = faster / cheaper), training_s_median, cost_usd_median, hourly_usd and
+    price_source (where the price comes from, as the config says).
 
     Raises:
         ConfigError: the base target did not run, or has no ``hourly_usd``.
@@ -168,6 +172,8 @@ def normalised_cost(summary: pd.DataFrame, base_target: str) -> pd.DataFrame:
             "cost_relative": priced["cost_usd_median"] / base_cost,
             "training_s_median": priced["training_s_median"],
             "cost_usd_median": priced["cost_usd_median"],
+            "hourly_usd": priced["hourly_usd"],
+            "price_source": priced["price_source"],
         }
     ).reset_index(drop=True)
 

@@ -22,7 +22,13 @@ SRC = os.path.join(workflow.basedir, "src")
 sys.path.insert(0, SRC)
 from embryo_bench.containers import IMAGE_SOURCES, content_hash, docker_client
 from embryo_bench.errors import ConfigError, DockerError
-from embryo_bench.runs import check_backend, expand_sweeps, repeats_of, run_seed
+from embryo_bench.runs import (
+    check_backend,
+    cost_base,
+    expand_sweeps,
+    repeats_of,
+    run_seed,
+)
 from embryo_bench.io import tree_stamp
 from embryo_bench.hardware import (
     ClusterError,
@@ -216,21 +222,12 @@ FIGURES = (
     + utilisation_figures()
     + [f"{OUT}/figures/config.yaml"]
 )
-COST_BASE = config.get("cost", {}).get("base_target", "")
-COST_NOTE = ""
-_configured = {t["name"]: t for t in config["targets"]}
-if COST_BASE and COST_BASE not in _configured:
-    raise WorkflowError(
-        f"cost.base_target {COST_BASE!r}: no such target (targets: {', '.join(_configured)})"
-    )
-if COST_BASE and _configured[COST_BASE].get("hourly_usd") is None:
-    raise WorkflowError(f"cost.base_target {COST_BASE!r} has no hourly_usd")
-if COST_BASE and COST_BASE not in MAIN_TARGETS:
-    COST_NOTE = (
-        f"cost not normalised: base target {COST_BASE} does not run here (skipped)"
-    )
+try:
+    COST_BASE, COST_NOTE = cost_base(config.get("cost", {}), config["targets"], MAIN_TARGETS)
+except ConfigError as exc:
+    raise WorkflowError(str(exc))
+if COST_NOTE:
     logger.warning(COST_NOTE)
-    COST_BASE = ""
 
 
 def preprocessing_json():
