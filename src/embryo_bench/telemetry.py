@@ -113,6 +113,7 @@ class NvmlGpus:
         return rows
 
     def close(self) -> None:
+        """Shut NVML down (no-op without it)."""
         if self.available:
             with contextlib.suppress(Exception):
                 self.nvml.nvmlShutdown()
@@ -223,6 +224,7 @@ class ProcessSampler(threading.Thread):
             self.gpus.close()
 
     def stop(self) -> None:
+        """Stop sampling and wait (at most 5 s) for the last sample."""
         self._halt.set()
         if self.is_alive():
             self.join(timeout=5)
@@ -274,6 +276,7 @@ class ContainerSampler(threading.Thread):
             self.gpus.close()
 
     def stop(self) -> None:
+        """Stop sampling (the stats stream ends with the container)."""
         self._halt.set()
 
     def frame(self) -> pd.DataFrame:
