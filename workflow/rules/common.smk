@@ -223,7 +223,9 @@ FIGURES = (
     + [f"{OUT}/figures/config.yaml"]
 )
 try:
-    COST_BASE, COST_NOTE = cost_base(config.get("cost", {}), config["targets"], MAIN_TARGETS)
+    COST_BASE, COST_NOTE = cost_base(
+        config.get("cost", {}), config["targets"], MAIN_TARGETS
+    )
 except ConfigError as exc:
     raise WorkflowError(str(exc))
 if COST_NOTE:
