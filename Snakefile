@@ -40,6 +40,7 @@ localrules:
     image,
     figures,
     effective_config,
+    run_spec,
 
 
 rule all:

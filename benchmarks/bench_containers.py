@@ -24,13 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-PP = {
-    "frame_size": 96,
-    "crop_fraction": 2 / 3,
-    "invert_centre": 128,
-    "rotation_step": 18,
-    "image_size": 64,
-}
+TRAIN = {"learning_rate": 1e-4, "dropout": 0.5, "seed": 0, "accuracy_target": 0.85,
+         "batch_size": 480, "repeats": 1}  # fmt: skip
 
 
 def make_shards(work: Path, embryos: int) -> tuple[list[str], str]:
@@ -55,26 +50,31 @@ def make_shards(work: Path, embryos: int) -> tuple[list[str], str]:
 
 
 def train(runner: str, cpus: int, shards, source, out: Path, epochs: int, image: str) -> float:
-    from embryo_bench.cli import train_options
+    from embryo_bench.plan import target_from_entry
+    from embryo_bench.spec import Preprocessing
 
+    entry = {"name": f"{runner}-{cpus}cpu", "runner": runner, "cpus": cpus}
+    if runner == "docker":
+        entry["memory"] = "6g"
+    train = {**TRAIN, "epochs": epochs}
+    spec = target_from_entry(entry, train).spec(1, train, Preprocessing(96, 2 / 3, 128, 18.0, 64))
+    spec.write(out.parent / f"{out.name}.run.json")
     cmd = [
         sys.executable,
         "-m",
         "embryo_bench.cli",
         "train",
-        "--runner",
-        runner,
+        "--spec",
+        str(out.parent / f"{out.name}.run.json"),
         "--shards",
         *shards,
         "--out-dir",
         str(out),
         "--source-info",
         source,
-        *train_options(target=f"{runner}-{cpus}cpu", threads=cpus, epochs=epochs, preprocessing=PP),
     ]
     if runner == "docker":
-        target = {"name": f"docker-{cpus}cpu", "runner": "docker", "cpus": cpus, "memory": "6g"}
-        cmd += ["--target-json", json.dumps(target), "--image-record", image]
+        cmd += ["--image-record", image]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode:
         raise SystemExit(f"{runner} {cpus} cpus failed:\n{proc.stderr[-3000:]}")
@@ -89,7 +89,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=2)
     a = p.parse_args()
     from embryo_bench.containers import docker_client
-    from embryo_bench.provenance import cpu_model
+    from embryo_bench.hardware import cpu_model
 
     client = docker_client()
     image = json.loads(Path(a.image_record).read_text())

@@ -82,28 +82,16 @@ def bench_preprocessing(frames: int, cores: int, shards: int, work: Path) -> dic
 
 def _pipeline_ips(work: Path, shard_files: list[str], threads: int, epochs: int, i: int):
     """Steady-state images/s of run_training (the train rule's code) on the shards."""
+    from embryo_bench.plan import target_from_entry
+    from embryo_bench.spec import Preprocessing
     from embryo_bench.train import run_training
 
-    pp = {
-        "frame_size": 480,
-        "crop_fraction": 2 / 3,
-        "invert_centre": 128,
-        "rotation_step": 18,
-        "image_size": 64,
-    }
+    train = {"epochs": epochs, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0,
+             "accuracy_target": 0.85, "batch_size": 480, "repeats": 1}  # fmt: skip
+    target = target_from_entry({"name": "bench", "runner": "host", "cpus": threads}, train)
+    spec = target.spec(1, train, Preprocessing(480, 2 / 3, 128, 18.0, 64))
     metrics = run_training(
-        shard_files,
-        work / f"run-{i}",
-        target="bench",
-        threads=threads,
-        epochs=epochs,
-        batch_size=480,
-        learning_rate=1e-4,
-        dropout=0.5,
-        seed=0,
-        accuracy_target=0.85,
-        preprocessing=pp,
-        dataset={"synthetic": True, "sha256": "synthetic"},
+        spec, shard_files, {"synthetic": True, "sha256": "synthetic"}, work / f"run-{i}"
     )
     return metrics["mean_images_per_s"], metrics["first_epoch_seconds"], metrics["n_train"]
 
@@ -182,7 +170,7 @@ def main() -> None:
     )
     p.add_argument("--skip-training", action="store_true")
     a = p.parse_args()
-    from embryo_bench.provenance import cpu_model
+    from embryo_bench.hardware import cpu_model
 
     print(f"# host: {cpu_model()}, {cores} visible cores; data: SYNTHETIC frames", flush=True)
     with tempfile.TemporaryDirectory(prefix="embryo-bench-bench-") as tmp:

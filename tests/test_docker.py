@@ -24,10 +24,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import require_or_skip  # noqa: E402
 from workflow_helpers import (  # noqa: E402
+    copy_repo,
+    edit,
+    job_counts,
     offline_config,
-    preprocessing_of,
     snakemake,
     snakemake_command,
+    train_command,
+    write_spec,
 )
 
 
@@ -100,13 +104,25 @@ def test_image_rule_reruns_only_when_its_sources_change(docker_run):
 
 
 @pytest.mark.slow
+def test_a_hardware_code_change_reruns_docker_training(docker_run, tmp_path):
+    """hardware.py decides what a container gets and is checked before it starts: a code
+    change there rebuilds the image (the container runs that code) and reruns the training."""
+    _, work, config, _ = docker_run
+    repo = copy_repo(tmp_path / "repo")
+    assert "Nothing to be done" in snakemake(work, config, "-n", repo=repo).stdout
+    edit(repo / "src/embryo_bench/hardware.py", '"this host has"', '"this machine has"')
+    jobs = job_counts(snakemake(work, config, "-n", repo=repo).stdout)
+    assert jobs == {"image": 1, "train": 1, "figures": 1, "all": 1}
+
+
+@pytest.mark.slow
 def test_oom_kill_is_reported_with_the_memory_limit(docker_run, tmp_path):
 
     client, _, config, out = docker_run
     target = {**config["targets"][0], "memory": "96m"}
     image = json.loads((out / "images/cpu.json").read_text())
     with pytest.raises(DockerError, match=r"killed for memory .*mem_limit 96m"):
-        _run_one_epoch(docker_run, target, image, tmp_path / "run")
+        _run_one_epoch(docker_run, target, image, tmp_path)
     assert not (tmp_path / "run" / "metrics.json").exists()
     assert _labelled(client) == []
 
@@ -121,7 +137,7 @@ def test_image_missing_on_the_daemon_is_named(docker_run, tmp_path):
     assert image["built_on"]  # the build records its host
     image.update(image_id="sha256:" + "0" * 64, built_on="node-a")
     with pytest.raises(DockerError) as err:
-        _run_one_epoch(docker_run, config["targets"][0], image, tmp_path / "run")
+        _run_one_epoch(docker_run, config["targets"][0], image, tmp_path)
     message = str(err.value)
     assert f"image {image['tag']} (sha256:{'0' * 64}) is not on the Docker daemon" in message
     assert "it was built on node-a" in message
@@ -129,27 +145,22 @@ def test_image_missing_on_the_daemon_is_named(docker_run, tmp_path):
     assert _labelled(client) == []
 
 
-def _run_one_epoch(docker_run, target: dict, image: dict, out_dir: Path):
-    """docker_runner.run on the docker_run fixture's shards, one epoch, log discarded."""
+def _run_one_epoch(docker_run, target: dict, image: dict, work: Path):
+    """docker_runner.run of ``target`` (a targets: entry) on the docker_run fixture's shards,
+    one epoch, into ``work/run``, log discarded."""
     from embryo_bench import docker_runner
 
     _, _, config, out = docker_run
+    spec = write_spec(work / "run.json", config, target, epochs=1)
     return docker_runner.run(
-        target=target,
+        spec,
+        spec_file=work / "run.json",
         image=image,
         shards=sorted(str(p) for p in (out / "augment").glob("shard-*.npz")),
         source_info=str(out / "manifest/source.json"),
-        out_dir=out_dir,
-        train_args=_train_args(config, 1),
+        out_dir=work / "run",
         log=io.StringIO(),
     )
-
-
-def _train_args(config, epochs):
-    from embryo_bench.cli import train_options
-
-    pp = preprocessing_of(config)
-    return train_options(target="t", threads=1, epochs=epochs, preprocessing=pp)
 
 
 def _wait_for_container(client, proc, timeout=240):
@@ -211,26 +222,9 @@ def test_interrupted_snakemake_leaves_no_container(docker_run, tmp_path, how):
 def test_sigterm_to_the_runner_leaves_no_container(docker_run, tmp_path):
     client, _, config, out = docker_run
     target = {**config["targets"][0], "name": "docker-term"}
-    shards = sorted(str(p) for p in (out / "augment").glob("shard-*.npz"))
-    cmd = [
-        sys.executable,
-        "-m",
-        "embryo_bench.cli",
-        "train",
-        "--runner",
-        "docker",
-        "--target-json",
-        json.dumps(target),
-        "--image-record",
-        str(out / "images/cpu.json"),
-        "--shards",
-        *shards,
-        "--out-dir",
-        str(tmp_path / "run"),
-        "--source-info",
-        str(out / "manifest/source.json"),
-        *_train_args(config, 200),
-    ]
+    write_spec(tmp_path / "run.json", config, target, epochs=200)
+    image = ["--image-record", str(out / "images/cpu.json")]
+    cmd = train_command(tmp_path / "run.json", out, tmp_path / "run", *image)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     _wait_for_container(client, proc)
     proc.send_signal(signal.SIGTERM)
@@ -279,11 +273,11 @@ def test_missing_daemon_target_is_skipped_when_asked(tmp_path):
     proc = snakemake(tmp_path, config, "-n")
     text = proc.stdout + proc.stderr
     assert "target docker-1cpu: skipped, no Docker daemon answers at tcp://127.0.0.1:9" in text
-    assert "train_docker" not in text
+    assert "train/docker-1cpu" not in text and "train/host-1cpu" in text
 
 
 def test_missing_gpus_reported(tmp_path):
-    from embryo_bench.provenance import gpu_names
+    from embryo_bench.hardware import gpu_names
 
     if gpu_names():
         pytest.skip("this host has GPUs")
@@ -300,7 +294,7 @@ def test_missing_gpus_reported(tmp_path):
 def test_gpu_target_samples_nvml(tmp_path):
     """Where a GPU and a daemon with the NVIDIA runtime exist: build the gpu image and train
     one epoch on one GPU; the telemetry has NVML readings. Skipped elsewhere."""
-    from embryo_bench.provenance import gpu_names
+    from embryo_bench.hardware import gpu_names
 
     if not gpu_names():
         pytest.skip("no NVIDIA GPU visible through NVML on this host")

@@ -8,15 +8,19 @@ import pytest
 from embryo_bench.errors import ConfigError
 from embryo_bench.hardware import (
     ClusterError,
+    LocalProbe,
     Node,
     gres_gpus,
     parse_sinfo,
     size_mib,
-    target_memory_mib,
-    why_not_here,
+    why_not,
     why_not_on_nodes,
 )
+from embryo_bench.plan import target_from_entry
 from embryo_bench.provenance import scheduler_job
+from embryo_bench.spec import Container, Preprocessing
+
+TRAIN = {"epochs": 1, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0, "accuracy_target": 0.85}
 
 
 @pytest.mark.parametrize(
@@ -36,10 +40,14 @@ def test_size_mib_rejects(size):
         size_mib(size)
 
 
+def _t(**entry):
+    return target_from_entry({"name": "t", **entry})
+
+
 def test_target_memory_defaults_per_runner():
-    assert target_memory_mib({"runner": "docker", "cpus": 1}) == 4096  # mem_limit default
-    assert target_memory_mib({"runner": "host", "cpus": 1}) == 8192
-    assert target_memory_mib({"runner": "host", "cpus": 1, "memory": "3g"}) == 3072
+    assert _t(runner="docker", cpus=1).memory_mib == 4096  # mem_limit default
+    assert _t(runner="host", cpus=1).memory_mib == 8192
+    assert _t(runner="host", cpus=1, memory="3g").memory_mib == 3072
 
 
 @pytest.mark.parametrize(
@@ -80,29 +88,67 @@ NODES = [Node("cpu1", 2, 23081, 0), Node("gpu1", 8, 64000, 2)]
 
 
 def test_target_fits_when_one_node_has_everything():
-    assert why_not_on_nodes({"name": "t", "runner": "host", "cpus": 2}, NODES) is None
-    gpu = {"name": "g", "runner": "docker", "cpus": 8, "gpus": 2, "memory": "60g"}
+    assert why_not_on_nodes(_t(runner="host", cpus=2), NODES) is None
+    gpu = _t(runner="docker", cpus=8, gpus=2, memory="60g")
     assert why_not_on_nodes(gpu, NODES) is None
 
 
 def test_target_needing_more_than_any_one_node_is_explained():
     # 8 cpus exist (gpu1) and 2 GPUs exist (gpu1), but not with 100 GiB on one node.
-    target = {"name": "t", "runner": "docker", "cpus": 8, "gpus": 2, "memory": "100g"}
+    target = _t(runner="docker", cpus=8, gpus=2, memory="100g")
     why = why_not_on_nodes(target, NODES)
     assert why.startswith("asks for 8 cpus, 102400 MiB and 2 GPUs on one node; no Slurm node")
     assert "cpu1: 2 cpus, 23081 MiB, 0 GPUs" in why and "gpu1: 8 cpus, 64000 MiB, 2 GPUs" in why
 
 
-def test_why_not_here_uses_the_daemon_for_docker_targets():
+def test_why_not_uses_the_daemon_for_docker_targets():
     host = Node("this host", 2, 24000, 0)
-    docker = {"name": "d", "runner": "docker", "cpus": 4}
-    assert why_not_here(docker, host, {"NCPU": 8}) is None
-    assert why_not_here(docker, host, {"NCPU": 2}) == "asks for 4 cpus, the Docker daemon has 2"
-    assert why_not_here({"name": "h", "runner": "host", "cpus": 4}, host, None) == (
-        "asks for 4 cpus, this host has 2"
+    docker = _t(runner="docker", cpus=4)
+    assert why_not(docker, host, {"NCPU": 8}) is None
+    assert why_not(docker, host, {"NCPU": 2}) == "asks for 4 cpus, the Docker daemon has 2"
+    assert why_not(_t(runner="host", cpus=4), host) == "asks for 4 cpus, this host has 2"
+    gpu = _t(runner="host", cpus=1, gpus=1)
+    assert why_not(gpu, host) == "asks for 1 GPUs, this host has 0 (NVML)"
+    remote = _t(runner="docker", cpus=1, gpus=1, docker_host="tcp://gpu-box:2376")
+    assert why_not(remote, host, {"NCPU": 8, "Runtimes": {"nvidia": {}}}) is None
+    assert why_not(remote, host, {"NCPU": 8, "Runtimes": {"runc": {}}}) == (
+        "asks for 1 GPUs; the Docker daemon at tcp://gpu-box:2376 has no nvidia runtime"
     )
-    gpu = {"name": "g", "runner": "host", "cpus": 1, "gpus": 1}
-    assert why_not_here(gpu, host, None) == "asks for 1 GPUs, this host has 0 (NVML)"
+
+
+def test_the_runner_checks_a_run_spec_as_planning_checks_its_target():
+    """The docker runner checks the run's spec right before a container with the same
+    function planning used on the target: the same answers for both."""
+    host = Node("this host", 2, 24000, 0)
+    for entry, info in [
+        ({"runner": "docker", "cpus": 4}, {"NCPU": 2}),
+        ({"runner": "docker", "cpus": 1, "gpus": 1}, {"NCPU": 2}),
+        ({"runner": "docker", "cpus": 2}, {"NCPU": 2}),
+    ]:
+        t = _t(**entry)
+        spec = t.spec(1, TRAIN, Preprocessing(480, 2 / 3, 128, 18.0, 64))
+        assert isinstance(spec.container, Container)
+        assert why_not(spec, host, info) == why_not(t, host, info)
+
+
+def test_local_probe_asks_each_daemon_once_and_names_a_dead_one():
+    from embryo_bench.errors import DockerError
+
+    asked = []
+
+    def daemon_info(address):
+        asked.append(address)
+        if address == "tcp://127.0.0.1:9":
+            raise DockerError("no Docker daemon answers at tcp://127.0.0.1:9")
+        return {"NCPU": 4}
+
+    probe = LocalProbe(Node("this host", 2, 24000, 0), daemon_info)
+    assert probe(_t(runner="docker", cpus=2)) is None
+    assert probe(_t(runner="docker", cpus=3)) is None  # the daemon has 4
+    assert probe(_t(runner="host", cpus=3)) == "asks for 3 cpus, this host has 2"
+    dead = _t(runner="docker", cpus=1, docker_host="tcp://127.0.0.1:9")
+    assert probe(dead) == probe(dead) == "no Docker daemon answers at tcp://127.0.0.1:9"
+    assert asked == ["", "tcp://127.0.0.1:9"]
 
 
 def test_scheduler_job_from_slurm_environment():

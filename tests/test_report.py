@@ -16,12 +16,12 @@ from workflow_helpers import offline_config, snakemake
 
 from embryo_bench import paper, summary
 from embryo_bench.errors import ConfigError
-from embryo_bench.runs import (
-    check_backend,
+from embryo_bench.plan import (
     cost_base,
     expand_sweeps,
     run_seed,
     sweep_point_name,
+    target_from_entry,
 )
 from embryo_bench.telemetry import COLUMNS, ProcessSampler, RaplMeter
 from embryo_bench.telemetry import summarise as summarise_telemetry
@@ -36,28 +36,29 @@ def test_repeat_seeds():
 
 
 def test_sweep_points_are_derived_targets():
-    targets = {"t": {"name": "t", "runner": "host", "cpus": 2, "paper_system": "2-core laptop"}}
-    points = expand_sweeps(
-        [{"target": "t", "batch_size": [64, 128], "threads": [1, 2]}], targets, {"batch_size": 480}
+    base = target_from_entry(
+        {"name": "t", "runner": "host", "cpus": 2, "paper_system": "2-core laptop"}
     )
+    targets = {"t": base}
+    points = expand_sweeps([{"target": "t", "batch_size": [64, 128], "threads": [1, 2]}], targets)
     assert list(points) == [sweep_point_name("t", b, n) for b in (64, 128) for n in (1, 2)]
     p = points["t.bs128-t1"]
-    assert (p["batch_size"], p["threads"], p["cpus"], p["repeats"]) == (128, 1, 2, 1)
-    assert p["sweep"] == {"base": "t", "batch_size": 128, "threads": 1}
-    assert "paper_system" not in p  # a sweep point does not stand for the paper's system
-    only_threads = expand_sweeps([{"target": "t", "threads": [1]}], targets, {"batch_size": 480})
+    assert (p.batch_size, p.threads, p.cpus, p.repeats) == (128, 1, 2, 1)
+    assert p.sweep == {"base": "t", "batch_size": 128, "threads": 1}
+    assert p.paper_system == ""  # a sweep point does not stand for the paper's system
+    only_threads = expand_sweeps([{"target": "t", "threads": [1]}], targets)
     assert list(only_threads) == ["t.bs480-t1"]
 
 
 def test_sweep_of_unknown_target_is_rejected():
     with pytest.raises(ConfigError, match=r"sweeps\[0\].target 'nope': no such target runs here"):
-        expand_sweeps([{"target": "nope", "threads": [1]}], {}, {"batch_size": 480})
+        expand_sweeps([{"target": "nope", "threads": [1]}], {})
 
 
 def test_docker_targets_need_tensorflow():
-    check_backend({"name": "h", "runner": "host", "backend": "jax"})
+    assert target_from_entry({"name": "h", "runner": "host", "cpus": 1, "backend": "jax"})
     with pytest.raises(ConfigError, match="backend jax with runner docker"):
-        check_backend({"name": "d", "runner": "docker", "backend": "jax"})
+        target_from_entry({"name": "d", "runner": "docker", "cpus": 1, "backend": "jax"})
 
 
 # --- energy and utilisation ------------------------------------------------------------------
@@ -120,6 +121,7 @@ def _run(target, repeat, seconds, accuracy, memory_peak=960.0, batch=480):
     history = pd.DataFrame({"epoch": [1, 2], "epoch_seconds": [seconds * 0.6, seconds * 0.4]})
     metrics = {
         "target": target, "repeat": repeat, "seed": repeat - 1, "runner": "host",
+        "cpus": CPUS[target], "gpus": 0,
         "backend": "tensorflow", "threads": 1, "batch_size": batch, "n_train": 1000,
         "n_test": 250, "epochs": 2, "training_seconds": seconds,
         "first_epoch_seconds": seconds * 0.6, "steady_epoch_seconds": seconds * 0.4,
@@ -129,15 +131,15 @@ def _run(target, repeat, seconds, accuracy, memory_peak=960.0, batch=480):
         "telemetry": {"memory_mib_peak": memory_peak, "cpu_energy_j": "not measured (x)"},
         "provenance": {"cpu_model": "test cpu", "keras_backend": "tensorflow"},
     }  # fmt: skip
-    return {"metrics": metrics, "history": history}
+    return summary.Run(f"train/{target}/repeat-{repeat}", metrics, history)
 
 
-TARGETS = [
-    {"name": "cheap", "runner": "host", "cpus": 1, "hourly_usd": 1.5, "price_source": "x",
-     "paper_system": "2-core laptop"},
-    {"name": "fast", "runner": "host", "cpus": 4, "hourly_usd": 6.0},
-    {"name": "owned", "runner": "host", "cpus": 2},
-]  # fmt: skip
+CPUS = {"cheap": 1, "fast": 4, "owned": 2}
+TARGETS = {
+    "cheap": {"hourly_usd": 1.5, "price_source": "x", "paper_system": "2-core laptop"},
+    "fast": {"hourly_usd": 6.0},
+    "owned": {},
+}
 
 
 def _tables():
@@ -168,6 +170,20 @@ def test_cost_arithmetic_on_a_hand_made_history():
         summary.normalised_cost(summ, "owned")
     with pytest.raises(ConfigError, match="'gone': no such target ran"):
         summary.normalised_cost(summ, "gone")
+
+
+def test_cost_policy_normalises_or_says_why_not():
+    _, summ = _tables()
+    norm, why = summary.cost_summary(summ, "cheap")
+    assert why == "" and norm.set_index("target").loc["cheap", "cost_relative"] == 1.0
+    skipped = "cost not normalised: base target cheap does not run here (skipped)"
+    assert summary.cost_summary(summ, "", skipped) == (None, skipped)
+    assert summary.cost_summary(summ, "") == (
+        None,
+        "set cost.base_target in the config to normalise",
+    )
+    unpriced = summ.assign(hourly_usd=np.nan)
+    assert summary.cost_summary(unpriced, "")[1] == "no hourly_usd in the config: cost not computed"
 
 
 def test_cost_base_checks():

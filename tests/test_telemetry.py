@@ -90,13 +90,23 @@ def test_nvml_absent_gives_no_readings(monkeypatch):
     gpus.close()
 
 
+def _spec(**entry):
+    from embryo_bench.plan import target_from_entry
+    from embryo_bench.spec import Preprocessing
+
+    train = {"epochs": 1, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0, "accuracy_target": 0.8}
+    pp = Preprocessing(96, 2 / 3, 128, 18.0, 64)
+    return target_from_entry({"runner": "docker", **entry}).spec(1, train, pp)
+
+
 def test_container_kwargs_cpu_and_gpu_targets():
     image = {"tag": "embryo-bench/gpu:0.1.0", "image_id": "sha256:abc"}
-    cpu = container_kwargs({"name": "c", "cpus": 2, "memory": "3g"}, image, ["true"], "r1")
+    cpu = container_kwargs(_spec(name="c", cpus=2, memory="3g"), image, ["true"], "r1")
     assert cpu["nano_cpus"] == 2_000_000_000 and cpu["image"] == "sha256:abc"
-    assert cpu["mem_limit"] == cpu["memswap_limit"] == "3g"
+    assert cpu["mem_limit"] == cpu["memswap_limit"] == "3g" and cpu["shm_size"] == "1g"
     assert "device_requests" not in cpu and cpu["labels"]["org.embryo-bench.run"] == "r1"
-    gpu = container_kwargs({"name": "g", "cpus": 8, "gpus": 2}, image, ["true"], "r2")
+    gpu = container_kwargs(_spec(name="g", cpus=8, gpus=2), image, ["true"], "r2")
+    assert gpu["mem_limit"] == "4g"  # the default for docker targets, resolved in the plan
     (req,) = gpu["device_requests"]
     assert req["DeviceIDs"] == ["0", "1"] and req["Capabilities"] == [["gpu"]]
     assert gpu["environment"]["KERAS_BACKEND"] == "tensorflow"

@@ -16,11 +16,14 @@ import numpy as np
 import pandas as pd
 import pytest
 from workflow_helpers import (
+    copy_repo,
+    edit,
     evaluate,
     job_counts,
     offline_config,
-    preprocessing_of,
     snakemake,
+    train_command,
+    write_spec,
 )
 
 from embryo_bench.synthetic import generate_db, zip_tree
@@ -101,9 +104,63 @@ def test_rotation_step_change_reruns_only_augment_onwards(offline_run):
     changed["preprocess"]["rotation_step"] = 36
     proc = snakemake(work, changed, "-n")
     jobs = job_counts(proc.stdout)
+    # The run's spec (run.json) holds the preprocessing it expects, so it is rewritten;
     # effective_config records the changed setting for the report; nothing upstream reruns.
-    expected = {"augment": 2, "train": 1, "figures": 1, "effective_config": 1, "all": 1}
+    expected = {
+        "augment": 2,
+        "run_spec": 1,
+        "train": 1,
+        "figures": 1,
+        "effective_config": 1,
+        "all": 1,
+    }
     assert jobs == expected, proc.stdout[-3000:]
+
+
+def test_a_price_edit_reruns_the_figures_only(offline_run):
+    work, config, _, _ = offline_run
+    changed = json.loads(json.dumps(config))
+    changed["targets"][0]["hourly_usd"] = 1.23
+    jobs = job_counts(snakemake(work, changed, "-n").stdout)
+    assert jobs == {"figures": 1, "effective_config": 1, "all": 1}
+
+
+def test_code_edits_rerun_the_jobs_that_run_that_code(offline_run, tmp_path):
+    """Code hashes follow each command's imports and ignore comments and docstrings: the
+    same outputs seen through an edited copy of the repository."""
+    work, config, _, _ = offline_run
+    repo = copy_repo(tmp_path / "repo")
+    pkg = repo / "src" / "embryo_bench"
+    proc = snakemake(work, config, "-n", repo=repo)
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+    edit(pkg / "preprocess.py", '"""Rotate a uint8', '# a new comment\n    """Turn a uint8')
+    edit(
+        pkg / "preprocess.py",
+        "from __future__ import annotations",
+        "from __future__ import (annotations)",
+    )
+    proc = snakemake(work, config, "-n", repo=repo)
+    assert "Nothing to be done" in proc.stdout + proc.stderr, proc.stdout[-3000:]
+    edit(pkg / "model.py", 'name="paper_cnn"', 'name="paper_cnn_v2"')
+    jobs = job_counts(snakemake(work, config, "-n", repo=repo).stdout)
+    assert jobs == {"train": 1, "figures": 1, "all": 1}
+
+
+def test_each_run_records_its_spec_and_the_datas_settings(offline_run):
+    """run.json is the run's resolved settings; settings.json holds the preprocessing read
+    from the shards the run trained on."""
+    _, config, out, _ = offline_run
+    from embryo_bench.plan import Plan
+    from embryo_bench.spec import Preprocessing, RunSpec
+    from embryo_bench.stages import shard_settings
+
+    run = out / "train/host-1cpu/repeat-1"
+    plan = Plan.from_config(config, hardware_check="none")
+    assert RunSpec.read(run / "run.json") == plan.spec("host-1cpu", 1)
+    settings = json.loads((run / "settings.json").read_text())
+    shard = shard_settings(out / "augment/shard-0.npz")["preprocessing"]
+    assert settings["preprocessing"] == Preprocessing.from_dict(shard).to_dict()
+    assert Preprocessing.from_dict(settings["preprocessing"]) == Preprocessing.from_config(config)
 
 
 def _class_folder_copy(work: Path, frame_size: int) -> Path:
@@ -328,27 +385,11 @@ def test_mirrored_strategy_on_two_logical_cpus(offline_run, tmp_path):
     """strategy: mirrored trains through tf.distribute.MirroredStrategy; on a CPU host over
     two logical CPU devices (global batch 480 split across the replicas)."""
     _, config, out, _ = offline_run
-    shards = sorted(str(p) for p in (out / "augment").glob("shard-*.npz"))
-    pp = preprocessing_of(config)
-    from embryo_bench.cli import train_options
-
-    options = train_options(
-        target="mirrored-2", threads=2, epochs=1, preprocessing=pp, strategy="mirrored", replicas=2
-    )
+    target = {"name": "mirrored-2", "runner": "host", "cpus": 2, "strategy": "mirrored"}
+    spec = write_spec(tmp_path / "run.json", config, target, epochs=1)
+    assert spec.replicas == 2  # a CPU target's replicas: its cpus as logical devices
     proc = subprocess.run(
-        [
-            "embryo-bench",
-            "train",
-            "--shards",
-            *shards,
-            "--out-dir",
-            str(tmp_path / "run"),
-            "--source-info",
-            str(out / "manifest/source.json"),
-            *options,
-        ],
-        capture_output=True,
-        text=True,
+        train_command(tmp_path / "run.json", out, tmp_path / "run"), capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Using MirroredStrategy with devices" in proc.stderr

@@ -14,15 +14,17 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_PROFILE = REPO / "profiles" / "default"
 
 
-def snakemake_command(config_file: Path, *args: str, profile: Path = DEFAULT_PROFILE) -> list:
-    """The snakemake command line the tests run: this repo's Snakefile, ``profile``, the
-    config file, 2 cores, then ``args``."""
+def snakemake_command(
+    config_file: Path, *args: str, profile: Path = DEFAULT_PROFILE, repo: Path = REPO
+) -> list:
+    """The snakemake command line the tests run: ``repo``'s Snakefile (this repo's unless
+    given), ``profile``, the config file, 2 cores, then ``args``."""
     return [
         sys.executable,
         "-m",
         "snakemake",
         "-s",
-        str(REPO / "Snakefile"),
+        str(repo / "Snakefile"),
         "--profile",
         str(profile),
         "--configfile",
@@ -40,13 +42,14 @@ def snakemake(
     check: bool = True,
     profile: Path = DEFAULT_PROFILE,
     timeout: float = 900,
+    repo: Path = REPO,
 ):
     """Run snakemake on the repo's Snakefile in ``cwd`` with ``config`` as its configfile
     and ``profile`` (the local default unless given); raises AssertionError with the output's
     tail when it fails and ``check``."""
     cfg = cwd / "config.yaml"
     cfg.write_text(yaml.safe_dump(config))
-    cmd = snakemake_command(cfg, *args, profile=profile)
+    cmd = snakemake_command(cfg, *args, profile=profile, repo=repo)
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
@@ -69,16 +72,35 @@ def offline_config(outdir: Path, docker: bool = False, full: bool = False) -> di
     return config
 
 
-def preprocessing_of(config: dict) -> dict:
-    """The preprocessing settings a config trains with (as the train rules pass them)."""
-    pp = config["preprocess"]
-    return {
-        "frame_size": config["dataset"]["frame_size"],
-        "crop_fraction": pp["crop_fraction"],
-        "invert_centre": pp["invert_centre"],
-        "rotation_step": pp["rotation_step"],
-        "image_size": pp["image_size"],
-    }
+def write_spec(path: Path, config: dict, target: dict, epochs: int | None = None, repeat=1):
+    """Write the run.json of ``target`` (a bare ``targets:`` entry) under ``config``'s train
+    and preprocessing settings, as the workflow's run_spec rule would; returns the RunSpec."""
+    from embryo_bench.plan import target_from_entry
+    from embryo_bench.spec import Preprocessing
+
+    train = {**config["train"], **({"epochs": epochs} if epochs else {})}
+    spec = target_from_entry(target, train).spec(repeat, train, Preprocessing.from_config(config))
+    spec.write(path)
+    return spec
+
+
+def train_command(spec: Path, out: Path, run_dir: Path, *extra: str) -> list[str]:
+    """``embryo-bench train`` on the augmented shards and source record under ``out``."""
+    return [
+        sys.executable,
+        "-m",
+        "embryo_bench.cli",
+        "train",
+        "--spec",
+        str(spec),
+        "--shards",
+        *sorted(str(p) for p in (out / "augment").glob("shard-*.npz")),
+        "--source-info",
+        str(out / "manifest/source.json"),
+        "--out-dir",
+        str(run_dir),
+        *extra,
+    ]
 
 
 def evaluate(model: Path, images: Path, *extra: str, check: bool = True):
@@ -104,3 +126,20 @@ def job_counts(output: str) -> dict[str, int]:
         elif table and line.strip().startswith("total"):
             break
     return stats
+
+
+def copy_repo(dst: Path) -> Path:
+    """A copy of this checkout's workflow and package (no .git, results or caches) to edit:
+    its jobs run its own src/, as the repo's run the repo's."""
+    import shutil
+
+    skip = shutil.ignore_patterns(".git", ".venv", "results", ".snakemake", "__pycache__", "*.whl")
+    shutil.copytree(REPO, dst, ignore=skip)
+    return dst
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    """Replace the first ``old`` in ``path`` by ``new`` (``old`` must be there)."""
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))

@@ -21,7 +21,7 @@ from collections import deque
 from pathlib import Path
 
 from .errors import DockerError
-from .io import write_json
+from .io import sha256_file, sha256_tree, write_json
 
 
 def docker_client(docker_host: str | None = None, timeout: int = 120):
@@ -49,27 +49,31 @@ def docker_client(docker_host: str | None = None, timeout: int = 120):
     return client
 
 
-def content_hash(paths: list[str], root: str | Path) -> str:
-    """sha256 over the names (relative to ``root``) and bytes of the given files and folders
-    under ``root`` (recursive, sorted; ``__pycache__`` skipped): what an image is built from.
+#: What an image is built from, besides its requirements file and the package's code.
+IMAGE_FILES = ["containers/Dockerfile", ".dockerignore", "pyproject.toml"]
+#: The command the image runs (``embryo-bench train`` inside the container).
+IMAGE_COMMAND = "cli:train"
+
+
+def requirements_file(image: str) -> str:
+    """The pinned requirements of a project image ("cpu", "gpu"), relative to the repo."""
+    return f"containers/requirements-{image}.txt"
+
+
+def image_content_hash(context: str | Path, image: str) -> str:
+    """sha256 (hex) of what a project image is built from: :data:`IMAGE_FILES`, its
+    requirements file (by content) and the code the container runs (:func:`code_hash` of
+    :data:`IMAGE_COMMAND` in the context's ``src/``: its import closure, as code, so comments
+    and docstrings do not rebuild the image).
 
     Raises:
-        FileNotFoundError: a path does not exist.
+        FileNotFoundError: a build file or the package is missing.
     """
-    root = Path(root)
-    h = hashlib.sha256()
-    for rel in sorted(paths):
-        base = root / rel
-        if not base.exists():
-            raise FileNotFoundError(f"{base}: not found (image source)")
-        files = (
-            [base]
-            if base.is_file()
-            else sorted(p for p in base.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-        )
-        for f in files:
-            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()
+    from .codehash import PACKAGE, code_hash
+
+    files = sha256_tree(context, IMAGE_FILES + [requirements_file(image)])
+    code = code_hash(IMAGE_COMMAND, root=Path(context) / "src" / PACKAGE)
+    return hashlib.sha256(f"{files}\0{code}".encode()).hexdigest()
 
 
 def default_mirror() -> str:
@@ -147,12 +151,16 @@ def build_base_image(
     return {"image_id": image.id, "tag": tag, "suite": suite, "mirror": mirror}
 
 
-def make_wheelhouse(requirements: str | Path, out_dir: str | Path, log=sys.stderr) -> list[str]:
+def make_wheelhouse(requirements: str | Path, out_dir: str | Path, log=sys.stderr) -> dict:
     """Download wheels of ``requirements`` (and their dependencies) into ``out_dir`` with the
     host's pip, for an offline image build. The host's Python (3.11, x86_64 Linux) must match
     the image's.
 
-    Returns the wheel file names. Raises DockerError when pip fails (with its output's tail).
+    Returns:
+        the wheelhouse record: requirements (path), wheels (file names), requirements_sha256.
+
+    Raises:
+        DockerError: pip fails (with its output's tail).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -171,16 +179,17 @@ def make_wheelhouse(requirements: str | Path, out_dir: str | Path, log=sys.stder
     print(proc.stdout[-5000:], proc.stderr[-5000:], file=log, flush=True)
     if proc.returncode:
         raise DockerError(f"pip download -r {requirements} failed: {proc.stderr[-1500:]}")
-    return sorted(p.name for p in out.glob("*.whl"))
-
-
-IMAGE_SOURCES = ["containers/Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "src"]
+    return {
+        "requirements": str(requirements),
+        "wheels": sorted(p.name for p in out.glob("*.whl")),
+        "requirements_sha256": sha256_file(requirements),
+    }
 
 
 def build_image(
     context: str | Path,
     tag: str,
-    requirements: str,
+    image: str,
     base_image: str,
     pip_source: str,
     record: str | Path,
@@ -189,13 +198,17 @@ def build_image(
 ) -> dict:
     """Build ``containers/Dockerfile`` in ``context`` (the repository) as ``tag`` with the SDK
     (``rm=True``), streaming the build log to ``log``, and write ``record`` (JSON: image id,
-    tag, base image, pip source, content hash of :data:`IMAGE_SOURCES` + requirements, the
-    host it was built on and DOCKER_HOST).
+    tag, base image, pip source, :func:`image_content_hash`, the host it was built on and
+    DOCKER_HOST).
+
+    Args:
+        image: "cpu" or "gpu": which requirements file (:func:`requirements_file`).
 
     Raises:
         DockerError: daemon unreachable, or the build failed (with the log's last lines).
     """
     client = client or docker_client()
+    requirements = requirements_file(image)
     tail: deque[str] = deque(maxlen=40)
     image_id = None
     try:
@@ -228,14 +241,14 @@ def build_image(
         raise
     except Exception as exc:
         raise DockerError(f"image build {tag} failed: {exc}\n" + "\n".join(tail)) from exc
-    image = client.images.get(tag)
+    built = client.images.get(tag)
     info = {
-        "image_id": image_id or image.id,
+        "image_id": image_id or built.id,
         "tag": tag,
         "base_image": base_image,
         "pip_source": pip_source,
         "requirements": requirements,
-        "content_sha256": content_hash(IMAGE_SOURCES + [requirements], context),
+        "content_sha256": image_content_hash(context, image),
         "built_on": socket.gethostname(),
         "docker_host": os.environ.get("DOCKER_HOST", ""),
     }

@@ -1,18 +1,25 @@
 """The ``docker`` runner: train inside a container started through the Docker SDK.
 
-The container gets the target's limits (``nano_cpus``, ``mem_limit`` without extra swap,
-GPUs as a ``DeviceRequest``), the dataset goes in with ``put_archive`` and results come out
-with ``get_archive`` (no bind mounts, so a remote ``docker_host`` works like the local
-daemon), its log streams into the rule's log, and it is sampled every second from outside
-(:mod:`embryo_bench.telemetry`). The container is removed in every case: success, failure,
-SIGINT/SIGTERM/SIGHUP, or the parent (Snakemake) going away.
+The container gets the run's limits (``nano_cpus``, ``mem_limit`` without extra swap, GPUs
+as a ``DeviceRequest``); ``run.json`` and the dataset go in with ``put_archive`` and results
+come out with ``get_archive`` (no bind mounts, so a remote ``docker_host`` works like the
+local daemon); its log streams into the rule's log, and it is sampled every second from
+outside (:mod:`embryo_bench.telemetry`). Inside, the same trainer as the host runner runs
+(``embryo-bench train --spec ... --in-container``). The container is removed in every case:
+success, failure, SIGINT/SIGTERM/SIGHUP, or the parent (Snakemake) going away.
+
+The outline, shared with the host runner: check, :func:`container` (create, put inputs,
+signals, cleanup), :func:`start`, :class:`embryo_bench.telemetry.Measurement` around
+:func:`wait`, then :func:`collect` and :func:`embryo_bench.record.finish_run`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
+import sys
 import tarfile
 import tempfile
 import threading
@@ -22,14 +29,17 @@ from pathlib import Path
 
 from .containers import docker_client
 from .errors import DockerError, Interrupted
-from .hardware import DEFAULT_CONTAINER_MEMORY
-from .io import atomic_path, read_json, write_json
+from .hardware import local_node, why_not
+from .io import atomic_path, read_json
 from .provenance import SLURM_ENV, git_commit
-from .telemetry import ContainerSampler, RaplMeter
-from .telemetry import summarise as summarise_telemetry
+from .record import finish_run
+from .spec import RunSpec
+from .telemetry import ContainerSampler, Measurement
 
 LABEL = "org.embryo-bench.run"
 WORK = "/work"
+#: Files of the container's output folder the runner writes itself (from its own samples).
+WRITTEN_OUTSIDE = ("metrics.json", "telemetry.csv")
 
 
 def _raise_interrupted(signum, frame):
@@ -51,25 +61,8 @@ def _tar_inputs(files: dict[str, Path], fh) -> None:
                 tar.addfile(info, src)
 
 
-def check_hardware(client, target: dict) -> str | None:
-    """Why the daemon cannot give ``target`` its cpus/GPUs, or None if it can."""
-    info = client.info()
-    if target["cpus"] > info.get("NCPU", 0):
-        return f"asks for {target['cpus']} cpus, the Docker daemon has {info.get('NCPU')}"
-    if target.get("gpus", 0) > 0:
-        runtimes = info.get("Runtimes", {})
-        if "nvidia" not in runtimes and not _host_gpu_count():
-            return (
-                f"asks for {target['gpus']} GPUs; the daemon has no nvidia runtime and "
-                "no NVIDIA GPU is visible"
-            )
-        if _host_gpu_count() < target["gpus"]:
-            return f"asks for {target['gpus']} GPUs, {_host_gpu_count()} visible"
-    return None
-
-
-def check_image(client, target: dict, image: dict) -> None:
-    """Check that the image the record names is on the daemon that runs ``target``.
+def check_image(client, spec: RunSpec, image: dict) -> None:
+    """Check that the image the record names is on the daemon that runs ``spec``.
 
     Raises:
         DockerError: it is not (e.g. a cluster node with its own daemon while the image was
@@ -82,35 +75,33 @@ def check_image(client, target: dict, image: dict) -> None:
     try:
         client.images.get(ref)
     except docker.errors.ImageNotFound:
-        address = target.get("docker_host") or os.environ.get("DOCKER_HOST") or "local socket"
+        address = spec.docker_host or os.environ.get("DOCKER_HOST") or "local socket"
         raise DockerError(
-            f"target {target['name']}: image {image['tag']} ({ref}) is not on the Docker "
+            f"target {spec.target}: image {image['tag']} ({ref}) is not on the Docker "
             f"daemon at {address} on {socket.gethostname()}; it was built on "
             f"{image.get('built_on', 'another host')}. Run docker targets where that daemon "
             "is reachable (one node, or the target's docker_host), or rebuild the image there"
         ) from None
 
 
-def container_kwargs(target: dict, image: dict, command: list[str], run_id: str) -> dict:
-    """Arguments of ``client.containers.create`` for ``target``: image, command, project
+def container_kwargs(spec: RunSpec, image: dict, command: list[str], run_id: str) -> dict:
+    """Arguments of ``client.containers.create`` for a docker run: image, command, project
     labels, ``nano_cpus`` (cpus x 1e9), ``mem_limit`` = ``memswap_limit`` (no extra swap),
     ``shm_size``, environment (backend, git commit, image, the Slurm job's variables) and,
-    for GPU targets, a ``DeviceRequest`` for GPUs 0..gpus-1 (the same indices NVML
-    samples)."""
+    for GPU runs, a ``DeviceRequest`` for GPUs 0..gpus-1 (the same indices NVML samples)."""
     from docker.types import DeviceRequest
 
-    gpus = int(target.get("gpus", 0))
-    memory = target.get("memory", DEFAULT_CONTAINER_MEMORY)
+    c = spec.container
     kwargs = {
         "image": image.get("image_id") or image["tag"],  # exactly the image built
         "command": command,
-        "labels": {LABEL: run_id, "org.embryo-bench.target": target["name"]},
-        "nano_cpus": int(float(target["cpus"]) * 1e9),
-        "mem_limit": memory,
-        "memswap_limit": memory,
-        "shm_size": target.get("shm_size", "1g"),
+        "labels": {LABEL: run_id, "org.embryo-bench.target": spec.target},
+        "nano_cpus": int(float(spec.cpus) * 1e9),
+        "mem_limit": c.memory,
+        "memswap_limit": c.memory,
+        "shm_size": c.shm_size,
         "environment": {
-            "KERAS_BACKEND": target.get("backend", "tensorflow"),
+            "KERAS_BACKEND": spec.backend,
             "EMBRYO_BENCH_GIT_COMMIT": git_commit(),
             "EMBRYO_BENCH_IMAGE": f"{image['tag']} {image.get('image_id', '')}".strip(),
             # A Slurm job's identity, so the run's provenance names the job it ran in.
@@ -118,173 +109,98 @@ def container_kwargs(target: dict, image: dict, command: list[str], run_id: str)
         },
         "working_dir": WORK,
     }
-    if gpus:
+    if spec.gpus:
         kwargs["device_requests"] = [
-            DeviceRequest(device_ids=[str(i) for i in range(gpus)], capabilities=[["gpu"]])
+            DeviceRequest(device_ids=[str(i) for i in range(spec.gpus)], capabilities=[["gpu"]])
         ]
     return kwargs
 
 
-def _host_gpu_count() -> int:
-    from .provenance import gpu_names
-
-    return len(gpu_names())
-
-
-def run(
-    *,
-    target: dict,
-    image: dict,
-    shards: list[str],
-    source_info: str,
-    out_dir: str | Path,
-    train_args: list[str],
-    log=None,
-    stop_after_s: float | None = None,
-) -> dict:
-    """Train one run in a container of ``image`` with ``target``'s limits.
-
-    Args:
-        target: the hardware target (name, cpus, memory, gpus, docker_host, backend, ...).
-        image: the image record written by the image build (``tag``, ``image_id``).
-        shards: augmented ``.npz`` shards on this host.
-        source_info: the index stage's ``source.json``.
-        out_dir: run folder on this host; receives history.csv, metrics.json, model.keras,
-            settings.json (from the container) and telemetry.csv.
-        train_args: ``embryo-bench train`` options other than shards, out-dir and
-            source-info (epochs, batch size, seed, ...), passed to the container's command.
-        log: text stream for the container's log (default stderr).
-        stop_after_s: for tests, stop the container after this many seconds.
-
-    Returns:
-        the run's metrics (as in metrics.json), with ``telemetry`` and ``container`` added.
-
-    Raises:
-        DockerError: daemon unreachable (naming the address), hardware missing, container
-            killed for memory (naming mem_limit), or training failed (with its last log
-            lines). No output is left in ``out_dir`` in these cases.
-        Interrupted: SIGINT/SIGTERM/SIGHUP or the parent process went away (the container
-            is removed first).
-    """
-    import sys
-
-    log = log or sys.stderr
-    client = docker_client(target.get("docker_host"))
-    why = check_hardware(client, target)
-    if why:
-        raise DockerError(f"target {target['name']}: {why}")
-    check_image(client, target, image)
-    run_id = uuid.uuid4().hex[:12]
-    names = {f"shard-{i}.npz": Path(p) for i, p in enumerate(shards)}
-    names["source.json"] = Path(source_info)
-    command = [
-        "python",
-        "-m",
-        "embryo_bench.cli",
-        "train",
-        "--runner",
-        "host",
-        "--shards",
-        *[f"{WORK}/in/{n}" for n in names if n.endswith(".npz")],
-        "--out-dir",
-        f"{WORK}/out",
-        "--source-info",
-        f"{WORK}/in/source.json",
-        "--runner-name",
-        "docker",
-        *train_args,
-    ]
-    gpus = int(target.get("gpus", 0))
-    kwargs = container_kwargs(target, image, command, run_id)
+@contextlib.contextmanager
+def container(client, kwargs: dict, inputs: dict[str, Path], log):
+    """A created container with ``inputs`` (name -> host path) put into ``/work/in``; signals
+    SIGINT/SIGTERM/SIGHUP raise :class:`Interrupted` meanwhile. On exit the container is
+    removed (force) and the signal handlers restored, whatever happened."""
     previous = {
         s: signal.signal(s, _raise_interrupted)
         for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     }
-    parent = os.getppid()
-    container = None
-    sampler = None
-    tail: deque[str] = deque(maxlen=30)
+    created = None
     try:
-        container = client.containers.create(**kwargs)
+        created = client.containers.create(**kwargs)
         with tempfile.TemporaryFile() as fh:
-            _tar_inputs(names, fh)
+            _tar_inputs(inputs, fh)
             fh.seek(0)
-            container.put_archive(WORK, fh)
-        rapl = RaplMeter()  # read on the host: the container may not see powercap
-        rapl.start()
-        container.start()
-        sampler = ContainerSampler(container, float(target["cpus"]), list(range(gpus)))
-        sampler.start()
-
-        def pump():
-            for chunk in container.logs(stream=True, follow=True):
-                text = chunk.decode(errors="replace")
-                log.write(text)
-                log.flush()
-                tail.extend(text.rstrip("\n").splitlines())
-
-        threading.Thread(target=pump, daemon=True).start()
-        waited = 0.0
-        while True:
-            try:
-                result = container.wait(timeout=1)
-                break
-            except Exception:  # read timeout: still running
-                waited += 1
-            if os.getppid() != parent:
-                raise Interrupted("the parent process went away")
-            if stop_after_s is not None and waited >= stop_after_s:
-                raise Interrupted(f"stop_after_s={stop_after_s}")
-        sampler.stop()
-        cpu_energy = rapl.stop()
-        container.reload()
-        state = container.attrs["State"]
-        code = result.get("StatusCode", state.get("ExitCode"))
-        if state.get("OOMKilled") or code == 137:
-            raise DockerError(
-                f"target {target['name']}: container killed for memory (OOMKilled, exit "
-                f"{code}) with mem_limit {kwargs['mem_limit']}; raise the target's memory"
-            )
-        if code != 0:
-            raise DockerError(
-                f"target {target['name']}: training in the container exited "
-                f"{code}; last log lines:\n" + "\n".join(tail)
-            )
-        metrics = _copy_out(container, Path(out_dir))
+            created.put_archive(WORK, fh)
+        yield created
     finally:
-        if sampler is not None:
-            sampler.stop()
-        if container is not None:
+        if created is not None:
             try:
-                container.remove(force=True)
+                created.remove(force=True)
             except Exception as exc:  # already gone
-                print(f"container {container.short_id}: remove: {exc}", file=log)
+                print(f"container {created.short_id}: remove: {exc}", file=log)
         for s, h in previous.items():
             signal.signal(s, h)
-    frame = sampler.frame()
-    out = Path(out_dir)
-    with atomic_path(out / "telemetry.csv") as tmp:
-        frame.to_csv(tmp, index=False)
-    metrics["runner"] = "docker"
-    metrics["telemetry"] = summarise_telemetry(
-        frame, metrics["n_train"] * metrics["epochs"], gpus, cpu_energy
-    )
-    metrics["container"] = {
-        "image": image["tag"],
-        "image_id": image.get("image_id"),
-        "nano_cpus": kwargs["nano_cpus"],
-        "mem_limit": kwargs["mem_limit"],
-        "gpus": gpus,
-        "docker_host": target.get("docker_host") or os.environ.get("DOCKER_HOST", "local"),
-    }
-    write_json(out / "metrics.json", metrics)
-    return metrics
 
 
-def _copy_out(container, out_dir: Path) -> dict:
-    """Copy /work/out of the container into ``out_dir`` (each file atomically); return the
-    metrics it holds."""
-    stream, _ = container.get_archive(f"{WORK}/out")
+def start(box, log) -> deque[str]:
+    """Start the container and stream its log into ``log``; returns the log's last 30
+    lines, kept up to date."""
+    tail: deque[str] = deque(maxlen=30)
+    box.start()
+
+    def pump():
+        for chunk in box.logs(stream=True, follow=True):
+            text = chunk.decode(errors="replace")
+            log.write(text)
+            log.flush()
+            tail.extend(text.rstrip("\n").splitlines())
+
+    threading.Thread(target=pump, daemon=True).start()
+    return tail
+
+
+def wait(
+    box, spec: RunSpec, tail: deque[str], parent: int, stop_after_s: float | None = None
+) -> None:
+    """Wait for the started container to exit, checking every second that ``parent`` (the
+    runner's parent process when it started) is still there.
+
+    Raises:
+        Interrupted: the parent process (Snakemake) went away, or ``stop_after_s`` (tests).
+        DockerError: the container was killed for memory (naming ``mem_limit``) or exited
+            non-zero (with its last log lines, ``tail``).
+    """
+    waited = 0.0
+    while True:
+        try:
+            result = box.wait(timeout=1)
+            break
+        except Exception:  # read timeout: still running
+            waited += 1
+        if os.getppid() != parent:
+            raise Interrupted("the parent process went away")
+        if stop_after_s is not None and waited >= stop_after_s:
+            raise Interrupted(f"stop_after_s={stop_after_s}")
+    box.reload()
+    state = box.attrs["State"]
+    code = result.get("StatusCode", state.get("ExitCode"))
+    if state.get("OOMKilled") or code == 137:
+        raise DockerError(
+            f"target {spec.target}: container killed for memory (OOMKilled, exit "
+            f"{code}) with mem_limit {spec.container.memory}; raise the target's memory"
+        )
+    if code != 0:
+        raise DockerError(
+            f"target {spec.target}: training in the container exited "
+            f"{code}; last log lines:\n" + "\n".join(tail)
+        )
+
+
+def collect(box, out_dir: Path) -> dict:
+    """Copy /work/out of the container into ``out_dir`` (each file atomically), except
+    :data:`WRITTEN_OUTSIDE`; return the trainer's metrics."""
+    stream, _ = box.get_archive(f"{WORK}/out")
     with tempfile.TemporaryFile() as buf, tempfile.TemporaryDirectory() as tmp:
         for chunk in stream:
             buf.write(chunk)
@@ -295,11 +211,90 @@ def _copy_out(container, out_dir: Path) -> dict:
         metrics = read_json(src / "metrics.json")
         out_dir.mkdir(parents=True, exist_ok=True)
         for f in sorted(src.iterdir()):
-            if f.name in ("metrics.json", "telemetry.csv"):
-                continue  # written by run(), from the samples taken outside the container
+            if f.name in WRITTEN_OUTSIDE:
+                continue
             with atomic_path(out_dir / f.name, suffix=f.suffix) as tmpf:
                 tmpf.write_bytes(f.read_bytes())
     return metrics
+
+
+def run(
+    spec: RunSpec,
+    *,
+    spec_file: str | Path,
+    image: dict,
+    shards: list[str],
+    source_info: str | Path,
+    out_dir: str | Path,
+    log=None,
+    stop_after_s: float | None = None,
+) -> dict:
+    """Train one run in a container of ``image`` with the run's limits.
+
+    Args:
+        spec: the run (``spec.runner`` is "docker"); spec_file: its ``run.json``, shipped in.
+        image: the image record written by the image build (``tag``, ``image_id``).
+        shards: augmented ``.npz`` shards on this host.
+        source_info: the index stage's ``source.json``.
+        out_dir: run folder on this host; receives history.csv, model.keras, settings.json
+            (from the container), telemetry.csv and metrics.json (written here).
+        log: text stream for the container's log (default stderr).
+        stop_after_s: for tests, stop the container after this many seconds.
+
+    Returns:
+        the run's metrics (as in metrics.json), with ``telemetry`` and ``container``.
+
+    Raises:
+        DockerError: daemon unreachable (naming the address), hardware or image missing,
+            container killed for memory (naming mem_limit), or training failed (with its
+            last log lines). No output is left in ``out_dir`` in these cases.
+        Interrupted: SIGINT/SIGTERM/SIGHUP or the parent process went away (the container
+            is removed first).
+    """
+    log = log or sys.stderr
+    parent = os.getppid()
+    client = docker_client(spec.docker_host or None)
+    why = why_not(spec, local_node(), client.info())
+    if why:
+        raise DockerError(f"target {spec.target}: {why}")
+    check_image(client, spec, image)
+    inputs = {f"shard-{i}.npz": Path(p) for i, p in enumerate(shards)}
+    command = [
+        "python",
+        "-m",
+        "embryo_bench.cli",
+        "train",
+        "--spec",
+        f"{WORK}/in/run.json",
+        "--shards",
+        *[f"{WORK}/in/{n}" for n in inputs],
+        "--source-info",
+        f"{WORK}/in/source.json",
+        "--out-dir",
+        f"{WORK}/out",
+        "--in-container",
+    ]
+    inputs |= {"run.json": Path(spec_file), "source.json": Path(source_info)}
+    kwargs = container_kwargs(spec, image, command, uuid.uuid4().hex[:12])
+    with container(client, kwargs, inputs, log) as box:
+        tail = start(box, log)
+        sampler = ContainerSampler(box, float(spec.cpus), list(range(spec.gpus)))
+        with Measurement(sampler) as measurement:
+            wait(box, spec, tail, parent, stop_after_s)
+        metrics = collect(box, Path(out_dir))
+    return finish_run(
+        out_dir,
+        metrics,
+        measurement,
+        container={
+            "image": image["tag"],
+            "image_id": image.get("image_id"),
+            "nano_cpus": kwargs["nano_cpus"],
+            "mem_limit": kwargs["mem_limit"],
+            "gpus": spec.gpus,
+            "docker_host": spec.docker_host or os.environ.get("DOCKER_HOST", "local"),
+        },
+    )
 
 
 def containers_with_label(client=None) -> list:

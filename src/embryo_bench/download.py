@@ -8,7 +8,6 @@ final name only after every check passed.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tarfile
@@ -218,19 +217,3 @@ def extract(archive: str | Path, out_dir: str | Path) -> Path:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)
-
-
-def sha256_tree(directory: str | Path) -> str:
-    """Hex sha256 over the relative paths and bytes of every file under ``directory``
-    (sorted), identifying a local database copy in provenance.
-
-    Raises:
-        OSError: a file cannot be read.
-    """
-    h = hashlib.sha256()
-    root = Path(directory)
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            h.update(str(p.relative_to(root)).encode() + b"\0")
-            h.update(sha256_file(p).encode())
-    return h.hexdigest()

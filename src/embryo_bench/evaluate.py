@@ -14,8 +14,8 @@ import pandas as pd
 
 from . import preprocess
 from .errors import DataError
-from .io import read_json
 from .sources import MANIFEST_COLUMNS, index_class_folders
+from .spec import Preprocessing
 
 
 def _index(images: Path, frame_size: int) -> pd.DataFrame:
@@ -77,24 +77,11 @@ def evaluate(
     model_path, images = Path(model_path), Path(images)
     if not model_path.is_file():
         raise DataError(f"{model_path}: model file not found")
-    settings_path = model_path.parent / "settings.json"
-    pp = read_json(settings_path).get("preprocessing", {})
-    keys = ("frame_size", "crop_fraction", "invert_centre", "rotation_step", "image_size")
-    if missing := [k for k in keys if k not in pp]:
-        raise DataError(f"{settings_path}: preprocessing settings lack {missing}")
-    manifest = _index(images, pp["frame_size"])
-    angles = preprocess.rotation_angles(pp["rotation_step"]) if all_rotations else np.zeros(1)
+    pp = Preprocessing.from_settings_file(model_path.parent / "settings.json")
+    manifest = _index(images, pp.frame_size)
+    angles = pp.angles() if all_rotations else np.zeros(1)
     x = np.concatenate(
-        [
-            preprocess.preprocess_frame(
-                preprocess.read_frame(p, pp["frame_size"]),
-                pp["crop_fraction"],
-                pp["invert_centre"],
-                angles,
-                pp["image_size"],
-            )
-            for p in manifest["path"]
-        ]
+        [pp.apply(preprocess.read_frame(p, pp.frame_size), angles) for p in manifest["path"]]
     )[..., None]
     y = np.repeat(manifest["cells"].to_numpy() - 1, len(angles))
     import keras

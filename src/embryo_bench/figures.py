@@ -24,7 +24,6 @@ as "not measured", never filled in.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import matplotlib
@@ -33,19 +32,22 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from PIL import Image, ImageOps  # noqa: E402
 
 from . import paper, preprocess, summary  # noqa: E402
-from .errors import DataError  # noqa: E402
-from .io import atomic_path, read_json  # noqa: E402
+from .io import atomic_path  # noqa: E402
+from .layout import FIGURE_FORMATS, FIGURE_NAMES, TABLE_NAMES, utilisation_name  # noqa: E402
+from .spec import Preprocessing  # noqa: E402
 from .stages import read_selection  # noqa: E402
+from .summary import Run  # noqa: E402
 
 COLORS = {"tensorflow": "tab:blue", "jax": "tab:orange", "torch": "tab:red"}
 
 
 def _save(
-    fig: plt.Figure, out_dir: Path, name: str, footer: str, exts: tuple = ("png", "pdf")
+    fig: plt.Figure, out_dir: Path, name: str, footer: str, exts: tuple = FIGURE_FORMATS
 ) -> None:
+    if name not in FIGURE_NAMES and not name.startswith("utilisation/"):
+        raise ValueError(f"figure {name!r} is not in embryo_bench.layout.FIGURE_NAMES")
     fig.text(0.01, -0.06, footer, fontsize=7, color="dimgray", ha="left", va="top")
     for ext in exts:
         path = out_dir / f"{name}.{ext}"
@@ -70,28 +72,6 @@ def _empty(ax, text: str) -> None:
     ax.set_yticks([])
 
 
-def load_runs(run_dirs: list[str]) -> list[dict]:
-    """Read each run folder's metrics.json, history.csv and (if present) telemetry.csv.
-
-    Returns a list of dicts with ``dir``, ``metrics`` (dict), ``history`` and ``telemetry``
-    (DataFrames; telemetry None when absent).
-
-    Raises:
-        DataError: metrics.json or history.csv is missing or unreadable.
-    """
-    runs = []
-    for d in run_dirs:
-        metrics = read_json(Path(d) / "metrics.json")
-        try:
-            history = pd.read_csv(Path(d) / "history.csv")
-        except FileNotFoundError as exc:
-            raise DataError(f"{d}/history.csv: not found") from exc
-        tel = Path(d) / "telemetry.csv"
-        telemetry = pd.read_csv(tel) if tel.is_file() else None
-        runs.append({"dir": d, "metrics": metrics, "history": history, "telemetry": telemetry})
-    return runs
-
-
 def _errorbars(df: pd.DataFrame, col: str, scale: float = 1.0):
     med = df[f"{col}_median"].to_numpy(float) * scale
     lo = med - df[f"{col}_min"].to_numpy(float) * scale
@@ -99,30 +79,26 @@ def _errorbars(df: pd.DataFrame, col: str, scale: float = 1.0):
     return med, np.vstack([lo, hi])
 
 
-def fig_preprocessing(selection: str, pp: dict, out_dir: Path, footer: str) -> None:
-    """Paper figure 1: the first selected frame through every preprocessing step."""
-    rows = read_selection(selection)
-    row = rows.iloc[0]
-    frame = preprocess.read_frame(row["path"], pp["frame_size"])
-    crop = preprocess.centre_crop(frame, pp["crop_fraction"])
-    eq = np.asarray(ImageOps.equalize(Image.fromarray(crop, mode="L")))
-    inv = preprocess.equalize_invert(crop, pp["invert_centre"])
-    angles = preprocess.rotation_angles(pp["rotation_step"])
+def fig_preprocessing(selection: str, pp: Preprocessing, out_dir: Path, footer: str) -> None:
+    """Paper figure 1: the first selected frame through every preprocessing step (the
+    stages' own functions, :mod:`embryo_bench.preprocess`)."""
+    row = read_selection(selection).iloc[0]
+    frame = preprocess.read_frame(row["path"], pp.frame_size)
+    crop = preprocess.centre_crop(frame, pp.crop_fraction)
+    eq = preprocess.equalize(crop)
+    inv = preprocess.invert(eq, pp.invert_centre)
+    angles = pp.angles()
     angle = angles[1] if len(angles) > 1 else angles[0]
-    rot = np.asarray(
-        Image.fromarray(inv, mode="L").rotate(
-            float(angle), resample=Image.Resampling.BILINEAR, fillcolor=0
-        )
-    )
-    small = preprocess.rotate_resize(inv, np.array([angle]), pp["image_size"])[0]
-    inv_max = max(pp["invert_centre"], 255 - pp["invert_centre"])  # range after inversion
+    rot = preprocess.rotate(inv, angle)
+    small = preprocess.resize(rot, pp.image_size)
+    inv_max = max(pp.invert_centre, 255 - pp.invert_centre)  # range after inversion
     panels = [
         (frame, f"original {frame.shape[0]} px", 255),
         (crop, f"centre crop {crop.shape[0]} px", 255),
         (eq, "histogram equalised", 255),
-        (inv, f"inverted |p - {pp['invert_centre']}|", inv_max),
+        (inv, f"inverted |p - {pp.invert_centre}|", inv_max),
         (rot, f"rotated {angle:g} deg", inv_max),
-        (small, f"downsized {pp['image_size']} px", inv_max),
+        (small, f"downsized {pp.image_size} px", inv_max),
     ]
     fig, axes = plt.subplots(1, len(panels), figsize=(2.2 * len(panels), 2.6))
     for ax, (img, title, vmax) in zip(axes, panels, strict=True):
@@ -135,12 +111,12 @@ def fig_preprocessing(selection: str, pp: dict, out_dir: Path, footer: str) -> N
     _save(fig, out_dir, "fig1_preprocessing", footer)
 
 
-def fig_accuracy(runs: list[dict], main: list[str], out_dir: Path, footer: str) -> None:
+def fig_accuracy(runs: list[Run], main: list[str], out_dir: Path, footer: str) -> None:
     """Paper figure 4: test accuracy per epoch of each main target, median over repeats with
     the min-max band."""
     fig, ax = plt.subplots(figsize=(6, 4))
     for name in main:
-        hs = [r["history"] for r in runs if r["metrics"]["target"] == name]
+        hs = [r.history for r in runs if r.name == name]
         if not hs:
             continue
         acc = pd.concat([h.set_index("epoch")["test_accuracy"] for h in hs], axis=1)
@@ -151,7 +127,7 @@ def fig_accuracy(runs: list[dict], main: list[str], out_dir: Path, footer: str) 
             ax.fill_between(
                 acc.index, acc.min(axis=1), acc.max(axis=1), alpha=0.2, color=line.get_color()
             )
-    target = runs[0]["metrics"]["accuracy_target"]
+    target = runs[0].metrics["accuracy_target"]
     ax.axhline(target, ls="--", color="gray", lw=0.8, label=f"accuracy target {target:g}")
     ax.axhline(0.25, ls=":", color="lightgray", lw=0.8, label="chance (4 classes)")
     ax.set_xlabel("epoch")
@@ -345,11 +321,11 @@ def fig_paper_vs_ours(comparison: pd.DataFrame, out_dir: Path, footer: str) -> N
     _save(fig, out_dir, "paper_vs_ours", footer)
 
 
-def fig_utilisation(run: dict, out_dir: Path, name: str, footer: str) -> None:
+def fig_utilisation(run: Run, out_dir: Path, name: str, footer: str) -> None:
     """CPU %, memory, GPU utilisation and GPU memory of one run over time (its
     telemetry.csv); panels without readings say "not measured"."""
-    tel = run["telemetry"]
-    m = run["metrics"]
+    tel = run.telemetry
+    m = run.metrics
     fig, axes = plt.subplots(1, 4, figsize=(14, 3))
     panels = [
         ("cpu_percent", "CPU % (100 = one core)"),
@@ -380,36 +356,9 @@ def fig_utilisation(run: dict, out_dir: Path, name: str, footer: str) -> None:
     _save(fig, out_dir, name, footer, exts=("png",))
 
 
-def provenance_table(runs: list[dict]) -> pd.DataFrame:
-    """Per run: git commit, container image (id), Keras/backend versions, CPU model, GPU
-    names and driver, Python, dataset identity (sha256 or "synthetic"), Slurm job."""
-    rows = []
-    for r in runs:
-        m, p = r["metrics"], r["metrics"]["provenance"]
-        ds = p.get("dataset", {})
-        versions = p.get("versions", {})
-        sched = p.get("scheduler") or {}
-        rows.append(
-            {
-                "target": m["target"],
-                "repeat": m.get("repeat", 1),
-                "git_commit": p.get("git_commit"),
-                "container_image": p.get("container_image") or "host",
-                "backend": m.get("backend", p.get("keras_backend")),
-                "versions": ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
-                "python": p.get("python"),
-                "cpu_model": p.get("cpu_model"),
-                "gpus": ", ".join(p.get("gpus") or []) or "none",
-                "gpu_driver": p.get("gpu_driver", "not recorded"),
-                "dataset": ds.get("label", ds.get("name", "")),
-                "dataset_sha256": "synthetic" if ds.get("synthetic") else ds.get("sha256", ""),
-                "slurm_job": sched.get("job_id", ""),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
 def _write_table(table: pd.DataFrame, out_dir: Path, name: str, label: str) -> None:
+    if name not in TABLE_NAMES:
+        raise ValueError(f"table {name!r} is not in embryo_bench.layout.TABLE_NAMES")
     with atomic_path(out_dir / f"{name}.csv") as tmp:
         table.to_csv(tmp, index=False)
     with atomic_path(out_dir / f"{name}.md") as tmp:
@@ -417,59 +366,57 @@ def _write_table(table: pd.DataFrame, out_dir: Path, name: str, label: str) -> N
         tmp.write_text(f"Data: **{label}**\n\n{text}\n")
 
 
-def utilisation_name(metrics: dict) -> str:
-    """File name (without extension) of a run's utilisation figure."""
-    return f"utilisation/{metrics['target']}-repeat-{metrics.get('repeat', 1)}"
-
-
-def make_all(args) -> None:
+def make_all(
+    runs: list[Run],
+    targets: dict[str, dict],
+    source: dict,
+    preprocessing: Preprocessing,
+    selection: str,
+    out_dir: str | Path,
+    cost_base: str = "",
+    cost_note: str = "",
+) -> None:
     """Write every figure and table (the ``figures`` rule).
 
-    ``args`` carries runs (run folders), targets (JSON list: targets and sweep points),
-    cost_base (a target name or ""), selection (selected.csv), source_info (source.json),
-    preprocessing (JSON) and out_dir.
+    Args:
+        runs: every run (:func:`embryo_bench.summary.load_runs`).
+        targets: target name -> report fields (price, paper system, sweep point).
+        source: the index stage's ``source.json`` (the data's label, synthetic or not).
+        preprocessing: the settings the training data was made with (figure 1).
+        selection: ``selected.csv`` (figure 1's frame).
+        out_dir: the figures folder.
+        cost_base, cost_note: as :func:`embryo_bench.plan.cost_base`.
 
     Raises:
-        DataError: a run's files are missing. ConfigError: the cost base target is unknown
-            or unpriced.
+        ConfigError: the cost base target did not run or is unpriced.
     """
-    out_dir = Path(args.out_dir)
+    out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    targets = json.loads(args.targets)
-    pp = json.loads(args.preprocessing)
-    source = read_json(args.source_info)
     label = source["label"]
-    runs = load_runs(args.runs)
     footer = f"data: {label}"
     if source.get("synthetic"):
         footer = "SYNTHETIC DATA - " + footer
     table = summary.run_table(runs, targets, label)
     summ = summary.target_summary(table)
-    main_names = [t["name"] for t in targets if not t.get("sweep")]
+    main_names = [n for n, t in targets.items() if not t.get("sweep")]
     main = summ[summ["sweep"] == ""]
-    fig_preprocessing(args.selection, pp, out_dir, footer)
+    fig_preprocessing(selection, preprocessing, out_dir, footer)
     fig_accuracy(runs, main_names, out_dir, footer)
     fig_training_time(main, out_dir, footer)
     fig_epoch_times(main, out_dir, footer)
     fig_throughput(main, out_dir, footer)
     fig_backends(main, out_dir, footer)
     fig_sweeps(summ, out_dir, footer)
-    norm, why = None, "no hourly_usd in the config: cost not computed"
-    if getattr(args, "cost_base", ""):
-        norm = summary.normalised_cost(main, args.cost_base)
-    elif getattr(args, "cost_note", ""):
-        why = args.cost_note
-    elif main["hourly_usd"].notna().any():
-        why = "set cost.base_target in the config to normalise"
-    fig_cost(norm, getattr(args, "cost_base", "") or None, why, out_dir, footer)
+    norm, why = summary.cost_summary(main, cost_base, cost_note)
+    fig_cost(norm, cost_base or None, why, out_dir, footer)
     comparison = summary.paper_comparison(main, table, targets)
     fig_paper_vs_ours(comparison, out_dir, footer)
     for r in runs:
-        fig_utilisation(r, out_dir, utilisation_name(r["metrics"]), footer)
+        fig_utilisation(r, out_dir, utilisation_name(r.name, r.metrics["repeat"]), footer)
     _write_table(table, out_dir, "results_table", label)
     _write_table(summ, out_dir, "summary_table", label)
     _write_table(
         norm if norm is not None else pd.DataFrame({"cost": [why]}), out_dir, "cost_table", label
     )
     _write_table(comparison, out_dir, "paper_comparison", label)
-    _write_table(provenance_table(runs), out_dir, "provenance", label)
+    _write_table(summary.provenance_table(runs), out_dir, "provenance", label)

@@ -1,30 +1,133 @@
-"""Whether each hardware target can run, checked before any job starts.
+"""The machines runs happen on: facts about this host, and whether a target can run where the
+jobs run.
 
-Where the jobs run decides what is checked (config ``hardware_check``):
+Where the jobs run decides what is checked before any job starts (config ``hardware_check``,
+the policy in :mod:`embryo_bench.plan`):
 
 - ``local``: this host (the cores this process may use, NVML GPUs) and, for docker
-  targets, the Docker daemon the target names (ping, its ``NCPU``).
+  targets, the Docker daemon the target names (ping, its ``NCPU``): :class:`LocalProbe`.
 - ``slurm``: the cluster's nodes as ``sinfo`` reports them (CPUs, memory, GPU GRES). A
-  target runs if one node has all it asks for. The submitting host's own cores, GPUs and
-  Docker daemon do not matter there; a docker target's daemon is checked on the node when
-  its job starts (:func:`embryo_bench.docker_runner.check_hardware`).
+  target runs if one node has all it asks for: :class:`SlurmProbe`. A docker target's daemon
+  is checked on the node when its job starts, with the same :func:`why_not`.
 - ``none``: nothing is checked (the scheduler or the job reports what is missing).
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import re
 import shutil
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
-from .errors import ConfigError, EmbryoBenchError
+from .errors import ConfigError, DockerError, EmbryoBenchError
 
-#: Memory a docker target's container gets when the target sets none (``mem_limit``).
-DEFAULT_CONTAINER_MEMORY = "4g"
-#: Memory a cluster reserves for a host-runner training job whose target sets none.
-DEFAULT_HOST_MEMORY = "8g"
+
+class Needs(Protocol):
+    """What a check needs of a target or run spec."""
+
+    name: str
+    runner: str
+    cpus: int
+    gpus: int
+    docker_host: str
+    memory_mib: int
+
+
+# --- facts about this host -----------------------------------------------------------------
+
+
+def cpu_model() -> str:
+    """CPU model name from /proc/cpuinfo (Linux), else :func:`platform.processor`."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def visible_cores() -> int:
+    """Cores this process may run on (scheduler affinity), not the host's total."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 0
+
+
+def cpu_quota() -> float | None:
+    """The cgroup CPU quota of this process in cores (quota / period), or None when
+    unlimited or unreadable (cgroup v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``)."""
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        base = Path("/sys/fs/cgroup/cpu")
+        quota = int((base / "cpu.cfs_quota_us").read_text())
+        period = int((base / "cpu.cfs_period_us").read_text())
+        return None if quota <= 0 else quota / period
+    except (OSError, ValueError):
+        return None
+
+
+def memory_mib() -> int | None:
+    """Physical memory of this host in MiB (/proc/meminfo), None where unreadable."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return None
+
+
+def _nvml(query, fallback):
+    """``query(pynvml)`` between nvmlInit and nvmlShutdown; ``fallback`` without pynvml or a
+    driver."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # no library, no driver
+        return fallback
+    try:
+        return query(pynvml)
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def gpu_names() -> list[str]:
+    """Names of the NVIDIA GPUs visible through NVML; [] without a driver or pynvml."""
+    return _nvml(
+        lambda nv: [
+            _text(nv.nvmlDeviceGetName(nv.nvmlDeviceGetHandleByIndex(i)))
+            for i in range(nv.nvmlDeviceGetCount())
+        ],
+        [],
+    )
+
+
+def gpu_driver() -> str:
+    """NVIDIA driver version from NVML, or "none" without a driver or pynvml."""
+
+    def query(nv):
+        try:
+            return _text(nv.nvmlSystemGetDriverVersion())
+        except Exception:
+            return "unknown"
+
+    return _nvml(query, "none")
 
 
 def size_mib(size: str) -> int:
@@ -44,14 +147,6 @@ def size_mib(size: str) -> int:
     if value < 0:
         raise ConfigError(f"size {size!r}: expected a Docker memory size such as 512m or 4g")
     return -(-int(value) // (1024 * 1024))
-
-
-def target_memory_mib(target: dict) -> int:
-    """Memory a target's training job needs, MiB: its ``memory`` (the container limit of
-    docker targets), else 4 GiB for docker targets (the runner's default ``mem_limit``) and
-    8 GiB for host targets."""
-    default = DEFAULT_CONTAINER_MEMORY if target["runner"] == "docker" else DEFAULT_HOST_MEMORY
-    return size_mib(target.get("memory", default))
 
 
 @dataclass(frozen=True)
@@ -141,55 +236,100 @@ def slurm_nodes(sinfo: str = "sinfo") -> list[Node]:
 
 def local_node() -> Node:
     """This host as a :class:`Node`: the cores this process may use (affinity), physical
-    memory (/proc/meminfo, None elsewhere) and NVML's GPU count."""
-    from .provenance import gpu_names
-
-    memory = None
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemTotal:"):
-                    memory = int(line.split()[1]) // 1024
-    except OSError:
-        pass
-    return Node(
-        name="this host",
-        cpus=len(os.sched_getaffinity(0)),
-        memory_mib=memory,
-        gpus=len(gpu_names()),
-    )
+    memory and NVML's GPU count."""
+    return Node("this host", visible_cores(), memory_mib(), len(gpu_names()))
 
 
-def why_not_on_nodes(target: dict, nodes: list[Node]) -> str | None:
+def why_not_on_nodes(target: Needs, nodes: list[Node]) -> str | None:
     """Why no Slurm node can hold ``target`` (its cpus, memory and GPUs together), or None
     if one can."""
-    need_mem = target_memory_mib(target)
-    need_gpus = int(target.get("gpus", 0))
+    need_mem = target.memory_mib
     for node in nodes:
         if (
-            node.cpus >= target["cpus"]
+            node.cpus >= target.cpus
             and (node.memory_mib is None or node.memory_mib >= need_mem)
-            and node.gpus >= need_gpus
+            and node.gpus >= target.gpus
         ):
             return None
     biggest = ", ".join(
         f"{n.name}: {n.cpus} cpus, {n.memory_mib} MiB, {n.gpus} GPUs" for n in nodes[:5]
     )
     return (
-        f"asks for {target['cpus']} cpus, {need_mem} MiB and {need_gpus} GPUs on one node; "
+        f"asks for {target.cpus} cpus, {need_mem} MiB and {target.gpus} GPUs on one node; "
         f"no Slurm node has that (sinfo: {biggest}{', ...' if len(nodes) > 5 else ''})"
     )
 
 
-def why_not_here(target: dict, host: Node, daemon_info: dict | None) -> str | None:
-    """Why ``target`` cannot run on this host, or None if it can. ``daemon_info`` is the
-    Docker daemon's ``info()`` for docker targets (reachability is checked by the caller)."""
-    if target["runner"] == "docker":
+def why_not(target: Needs, host: Node, daemon_info: dict | None = None) -> str | None:
+    """Why ``target`` cannot run here, or None if it can: checked before any job (planning)
+    and again by the docker runner right before it starts a container.
+
+    Args:
+        target: a :class:`embryo_bench.plan.Target` or :class:`embryo_bench.spec.RunSpec`.
+        host: this host (:func:`local_node`).
+        daemon_info: the Docker daemon's ``info()`` (docker targets; reachability is
+            checked by the caller).
+
+    Cores: a docker target's daemon must have its cpus (``NCPU``), a host target this
+    process's visible cores. GPUs: this host's NVML GPUs, or for a remote daemon
+    (``docker_host``) an ``nvidia`` runtime there.
+    """
+    if target.runner == "docker":
         cores, where = (daemon_info or {}).get("NCPU", 0), "the Docker daemon has"
     else:
         cores, where = host.cpus, "this host has"
-    if target["cpus"] > cores:
-        return f"asks for {target['cpus']} cpus, {where} {cores}"
-    if target.get("gpus", 0) > host.gpus and not target.get("docker_host"):
-        return f"asks for {target['gpus']} GPUs, this host has {host.gpus} (NVML)"
+    if target.cpus > cores:
+        return f"asks for {target.cpus} cpus, {where} {cores}"
+    if target.gpus > 0:
+        if target.runner == "docker" and target.docker_host:
+            if "nvidia" not in (daemon_info or {}).get("Runtimes", {}):
+                return (
+                    f"asks for {target.gpus} GPUs; the Docker daemon at {target.docker_host} "
+                    "has no nvidia runtime"
+                )
+        elif target.gpus > host.gpus:
+            return f"asks for {target.gpus} GPUs, this host has {host.gpus} (NVML)"
     return None
+
+
+class LocalProbe:
+    """The ``local`` hardware check: :func:`why_not` against this host and, for docker
+    targets, the daemon each names (asked once per address)."""
+
+    def __init__(self, host: Node | None = None, daemon_info=None):
+        self.host = host or local_node()
+        self._daemon_info = daemon_info or _daemon_info
+        self._daemons: dict[str, tuple[dict | None, str | None]] = {}
+
+    def daemon(self, address: str) -> tuple[dict | None, str | None]:
+        """(the daemon's info, None), or (None, why it does not answer)."""
+        if address not in self._daemons:
+            try:
+                self._daemons[address] = (self._daemon_info(address), None)
+            except DockerError as exc:
+                self._daemons[address] = (None, str(exc))
+        return self._daemons[address]
+
+    def __call__(self, target: Needs) -> str | None:
+        info = None
+        if target.runner == "docker":
+            info, error = self.daemon(target.docker_host)
+            if error:
+                return error
+        return why_not(target, self.host, info)
+
+
+class SlurmProbe:
+    """The ``slurm`` hardware check: :func:`why_not_on_nodes` against the cluster's nodes."""
+
+    def __init__(self, nodes: list[Node]):
+        self.nodes = nodes
+
+    def __call__(self, target: Needs) -> str | None:
+        return why_not_on_nodes(target, self.nodes)
+
+
+def _daemon_info(address: str) -> dict:
+    from .containers import docker_client
+
+    return docker_client(address or None, timeout=20).info()

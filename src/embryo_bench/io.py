@@ -112,6 +112,30 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def sha256_tree(root: str | os.PathLike, paths: list[str] | None = None) -> str:
+    """Hex sha256 identifying file contents: over each file's path relative to ``root`` and
+    the sha256 of its bytes, sorted by path. ``paths`` (files or folders, relative to
+    ``root``) limits it to those; default every file under ``root``. ``__pycache__`` folders
+    are skipped. Identifies a local database copy (provenance) and what an image is built
+    from.
+
+    Raises:
+        FileNotFoundError: a path in ``paths`` does not exist. OSError: a file is unreadable.
+    """
+    root = Path(root)
+    files = []
+    for rel in paths if paths is not None else ["."]:
+        base = root / rel
+        if not base.exists():
+            raise FileNotFoundError(f"{base}: not found")
+        files += [base] if base.is_file() else [p for p in base.rglob("*") if p.is_file()]
+    h = hashlib.sha256()
+    for p in sorted({f for f in files if "__pycache__" not in f.parts}):
+        h.update(str(p.relative_to(root)).encode() + b"\0")
+        h.update(sha256_file(p).encode())
+    return h.hexdigest()
+
+
 def tree_stamp(directory: str | os.PathLike) -> str:
     """Cheap identity of a folder's contents: sha256 over every file's relative path, size
     and modification time (ns), sorted. Changes when a file is added, removed, resized or

@@ -63,8 +63,24 @@ def centre_crop(frame: np.ndarray, fraction: float) -> np.ndarray:
     return frame[top:bottom, left:right]
 
 
+def equalize(image: np.ndarray) -> np.ndarray:
+    """Histogram equalisation (Pillow ``ImageOps.equalize``) of a uint8 array (H, W); returns
+    uint8 (H, W)."""
+    return np.asarray(ImageOps.equalize(Image.fromarray(image, mode="L")), dtype=np.uint8)
+
+
+def invert(image: np.ndarray, centre: int = 128) -> np.ndarray:
+    """Shadow inversion p -> |p - centre| of a uint8 array (H, W) (paper: centre 128).
+
+    Returns:
+        uint8 array (H, W) with values in [0, max(centre, 255 - centre)].
+    """
+    return np.abs(image.astype(np.int16) - centre).astype(np.uint8)
+
+
 def equalize_invert(image: np.ndarray, centre: int = 128) -> np.ndarray:
-    """Histogram-equalise (Pillow ``ImageOps.equalize``) then invert shadows, p -> |p - centre|.
+    """Histogram-equalise then invert shadows (:func:`equalize`, :func:`invert`): the invert
+    stage.
 
     Args:
         image: uint8 array (H, W).
@@ -73,8 +89,7 @@ def equalize_invert(image: np.ndarray, centre: int = 128) -> np.ndarray:
     Returns:
         uint8 array (H, W) with values in [0, max(centre, 255 - centre)].
     """
-    eq = np.asarray(ImageOps.equalize(Image.fromarray(image, mode="L")), dtype=np.int16)
-    return np.abs(eq - centre).astype(np.uint8)
+    return invert(equalize(image), centre)
 
 
 def rotation_angles(step: float) -> np.ndarray:
@@ -88,9 +103,23 @@ def rotation_angles(step: float) -> np.ndarray:
     return np.arange(int(np.floor(360.0 / step + 1e-9))) * float(step)
 
 
+def rotate(image: np.ndarray, angle: float) -> np.ndarray:
+    """Rotate a uint8 array (H, W) counter-clockwise about its centre by ``angle`` degrees
+    (bilinear, corners filled with 0); returns uint8 (H, W)."""
+    im = Image.fromarray(image, mode="L")
+    return np.asarray(im.rotate(float(angle), resample=Image.Resampling.BILINEAR, fillcolor=0))
+
+
+def resize(image: np.ndarray, size: int) -> np.ndarray:
+    """Resize a uint8 array (H, W) to (size, size) with Pillow's antialiasing Lanczos filter
+    (paper: 64 px)."""
+    im = Image.fromarray(image, mode="L")
+    return np.asarray(im.resize((size, size), Image.Resampling.LANCZOS))
+
+
 def rotate_resize(image: np.ndarray, angles: np.ndarray, size: int) -> np.ndarray:
-    """Rotate counter-clockwise about the centre by each angle (bilinear, fill 0), then resize
-    to ``size`` x ``size`` with Pillow's antialiasing Lanczos filter.
+    """Each rotation of ``image`` (:func:`rotate`), resized (:func:`resize`): the augment
+    stage.
 
     Args:
         image: uint8 array (H, H).
@@ -100,11 +129,9 @@ def rotate_resize(image: np.ndarray, angles: np.ndarray, size: int) -> np.ndarra
     Returns:
         uint8 array (R, size, size).
     """
-    im = Image.fromarray(image, mode="L")
     out = np.empty((len(angles), size, size), dtype=np.uint8)
     for i, angle in enumerate(angles):
-        rot = im.rotate(float(angle), resample=Image.Resampling.BILINEAR, fillcolor=0)
-        out[i] = np.asarray(rot.resize((size, size), Image.Resampling.LANCZOS))
+        out[i] = resize(rotate(image, angle), size)
     return out
 
 

@@ -1,4 +1,5 @@
-"""What a measurement was taken on: CPU, cores, GPUs, library versions, commit, dataset."""
+"""What a measurement was taken on: CPU, cores, GPUs (facts from :mod:`embryo_bench.hardware`),
+library versions, commit, dataset, the batch scheduler's job."""
 
 from __future__ import annotations
 
@@ -9,77 +10,7 @@ import sys
 from pathlib import Path
 
 from .backend import backend_name, framework_versions
-
-
-def cpu_model() -> str:
-    """CPU model name from /proc/cpuinfo (Linux), else :func:`platform.processor`."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def visible_cores() -> int:
-    """Cores this process may run on (scheduler affinity), not the host's total."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 0
-
-
-def cpu_quota() -> float | None:
-    """The cgroup CPU quota of this process in cores (quota / period), or None when
-    unlimited or unreadable (cgroup v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``)."""
-    try:
-        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()
-        return None if quota == "max" else int(quota) / int(period)
-    except (OSError, ValueError):
-        pass
-    try:
-        base = Path("/sys/fs/cgroup/cpu")
-        quota = int((base / "cpu.cfs_quota_us").read_text())
-        period = int((base / "cpu.cfs_period_us").read_text())
-        return None if quota <= 0 else quota / period
-    except (OSError, ValueError):
-        return None
-
-
-def gpu_names() -> list[str]:
-    """Names of the NVIDIA GPUs visible through NVML; [] without a driver or pynvml."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:  # no library, no driver: no GPUs
-        return []
-    try:
-        names = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i))
-            names.append(name.decode() if isinstance(name, bytes) else name)
-        return names
-    finally:
-        pynvml.nvmlShutdown()
-
-
-def gpu_driver() -> str:
-    """NVIDIA driver version from NVML, or "none" without a driver or pynvml."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:  # no library, no driver
-        return "none"
-    try:
-        version = pynvml.nvmlSystemGetDriverVersion()
-        return version.decode() if isinstance(version, bytes) else str(version)
-    except Exception:
-        return "unknown"
-    finally:
-        pynvml.nvmlShutdown()
+from .hardware import cpu_model, cpu_quota, gpu_driver, gpu_names, visible_cores
 
 
 def git_commit(cwd: str | Path | None = None) -> str:

@@ -15,6 +15,31 @@ from .errors import DataError
 CLASSES = (1, 2, 3, 4)
 
 
+def select_frames(manifest_path: str, seed: int, shards: int) -> tuple[pd.DataFrame, dict]:
+    """The ``select`` stage: read a manifest, keep 1-4 cell frames balanced to the rarest
+    class (:func:`balance`), assign shards (:func:`assign_shards`).
+
+    Returns:
+        (selected rows with a ``shard`` column, :func:`summary` counts).
+
+    Raises:
+        DataError: the manifest is missing, a class is empty, fewer frames than shards, or a
+            split has no frame after selection.
+    """
+    try:
+        manifest = pd.read_csv(
+            manifest_path, dtype={"embryo": str, "frame": str}, keep_default_na=False
+        )
+    except FileNotFoundError as exc:
+        raise DataError(f"{manifest_path}: manifest not found") from exc
+    selected = assign_shards(balance(manifest, seed), shards)
+    counts = summary(selected)
+    for split in ("train", "test"):
+        if split not in counts:
+            raise DataError(f"{manifest_path}: no {split} frames after selection")
+    return selected, counts
+
+
 def balance(manifest: pd.DataFrame, seed: int, classes: tuple[int, ...] = CLASSES) -> pd.DataFrame:
     """Keep frames whose cell count is in ``classes`` and balance them to the rarest class.
 

@@ -249,3 +249,59 @@ def index_imagefolder(directory: str | Path, frame_size: int) -> tuple[pd.DataFr
     if manifest.empty:
         raise DataError(f"{root}: no images found under <split>/<class>/")
     return manifest, {"root": str(root.resolve()), "frames": len(manifest)}
+
+
+def index_source(
+    layout: str,
+    root: str | Path,
+    frame_size: int,
+    *,
+    test_mod: int = 5,
+    test_remainder: int = 0,
+    dataset: str,
+    label: str,
+    synthetic: bool = False,
+    download_info: str | Path | None = None,
+    checksum_of: str | Path | None = None,
+) -> tuple[pd.DataFrame, dict]:
+    """Index a source and describe it for provenance (the ``index`` stage).
+
+    Args:
+        layout: "db" (:func:`index_db`) or "imagefolder" (:func:`index_imagefolder`).
+        root: the folder to index.
+        frame_size, test_mod, test_remainder: as :func:`index_db`.
+        dataset: the config's ``dataset.kind``; label: how figures name the data.
+        synthetic: generated frames (their identity is "synthetic", not a checksum).
+        download_info: the download record whose sha256 identifies the data.
+        checksum_of: the archive or folder whose sha256 identifies the data (default
+            ``root``): a file's sha256, or :func:`embryo_bench.io.sha256_tree` of a folder.
+
+    Returns:
+        (manifest, source): source holds dataset, label, synthetic, root, the index's counts
+        and sha256 ("synthetic" for generated data) with, when computed here, sha256_of.
+
+    Raises:
+        DataError: as the index functions, or an unreadable download record.
+    """
+    from .io import read_json, sha256_file, sha256_tree
+
+    if layout == "imagefolder":
+        manifest, stats = index_imagefolder(root, frame_size)
+    else:
+        manifest, stats = index_db(root, frame_size, test_mod, test_remainder)
+    source = {
+        "dataset": dataset,
+        "label": label,
+        "synthetic": synthetic,
+        "root": str(Path(root).resolve()),
+        **stats,
+    }
+    if synthetic:
+        source["sha256"] = "synthetic"
+    elif download_info:
+        source["sha256"] = read_json(download_info)["sha256"]
+    else:
+        ident = Path(checksum_of or root)
+        source["sha256"] = sha256_file(ident) if ident.is_file() else sha256_tree(ident)
+        source["sha256_of"] = str(ident)
+    return manifest, source

@@ -7,11 +7,16 @@ Every shard file holds:
     split:  str (N,)        -- "train" | "test"
     embryo: str (N,)        -- "E07", or "" where the source has no embryo ids
     frame:  str (N,)        -- frame id within the source
-augment shards add ``angle`` (float32 (N,), degrees).
+    settings: str ()        -- JSON {"stage": "crop" | "invert" | "augment", "preprocessing":
+                               the settings that made it, cumulative over the stages}
+augment shards add ``angle`` (float32 (N,), degrees). The ``settings`` record travels with
+the data: training takes its :class:`embryo_bench.spec.Preprocessing` from the shards it
+trains on, not from the configuration.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +25,52 @@ import pandas as pd
 from . import preprocess
 from .errors import DataError
 from .io import load_arrays, save_arrays
+from .spec import Preprocessing
 
 META = ("cells", "split", "embryo", "frame")
+STAGES = ("crop", "invert", "augment")
+
+
+def _record(stage: str, preprocessing: dict) -> np.ndarray:
+    return np.array(json.dumps({"stage": stage, "preprocessing": preprocessing}, sort_keys=True))
+
+
+def shard_settings(path: str | Path, data: dict | None = None) -> dict:
+    """The ``settings`` record of a stage shard: {"stage": ..., "preprocessing": {...}}.
+
+    Args:
+        path: the shard (read lazily: only its settings array, unless ``data`` is given).
+        data: the shard's arrays, when already loaded.
+
+    Raises:
+        DataError: missing or unreadable shard, or no settings record (a shard made by an
+            older embryo-bench: rerun its stage).
+    """
+    if data is None:
+        try:
+            with np.load(path, allow_pickle=False) as npz:
+                data = {"settings": npz["settings"]} if "settings" in npz.files else {}
+        except FileNotFoundError as exc:
+            raise DataError(f"{path}: file not found") from exc
+        except (OSError, ValueError) as exc:
+            raise DataError(f"{path}: not a readable .npz array file ({exc})") from exc
+    if "settings" not in data:
+        raise DataError(
+            f"{path}: no settings record (made by an older embryo-bench?); rerun its stage"
+        )
+    try:
+        record = json.loads(str(data["settings"]))
+        assert record["stage"] in STAGES and isinstance(record["preprocessing"], dict)
+    except (ValueError, KeyError, AssertionError) as exc:
+        raise DataError(f"{path}: garbled settings record {str(data['settings'])!r}") from exc
+    return record
+
+
+def _input_settings(path: str | Path, data: dict, stage: str) -> dict:
+    record = shard_settings(path, data)
+    if record["stage"] != stage:
+        raise DataError(f"{path}: a {record['stage']} shard; expected the {stage} stage's")
+    return record["preprocessing"]
 
 
 def read_selection(path: str | Path, shard: int | None = None) -> pd.DataFrame:
@@ -82,6 +131,7 @@ def crop_shard(
         split=rows["split"].to_numpy(str),
         embryo=rows["embryo"].to_numpy(str),
         frame=rows["frame"].to_numpy(str),
+        settings=_record("crop", {"frame_size": frame_size, "crop_fraction": fraction}),
     )
     return len(rows)
 
@@ -98,11 +148,14 @@ def invert_shard(cropped: str | Path, centre: int, out: str | Path) -> int:
     Returns the number of images N.
 
     Raises:
-        DataError: ``cropped`` missing, unreadable or lacking an array.
+        DataError: ``cropped`` missing, unreadable, lacking an array, or not a crop shard.
     """
     data = load_arrays(cropped, required=("images", *META))
+    settings = {**_input_settings(cropped, data, "crop"), "invert_centre": centre}
     images = np.stack([preprocess.equalize_invert(img, centre) for img in data["images"]])
-    save_arrays(out, images=images, **{k: data[k] for k in META})
+    save_arrays(
+        out, images=images, settings=_record("invert", settings), **{k: data[k] for k in META}
+    )
     return len(images)
 
 
@@ -122,10 +175,15 @@ def augment_shard(
     Returns the number of samples N*R.
 
     Raises:
-        DataError: ``inverted`` missing, unreadable or lacking an array.
+        DataError: ``inverted`` missing, unreadable, lacking an array, or not an invert shard.
         ConfigError: rotation_step outside (0, 360].
     """
     data = load_arrays(inverted, required=("images", *META))
+    settings = {
+        **_input_settings(inverted, data, "invert"),
+        "rotation_step": rotation_step,
+        "image_size": image_size,
+    }
     angles = preprocess.rotation_angles(rotation_step)
     images = np.concatenate(
         [preprocess.rotate_resize(img, angles, image_size) for img in data["images"]]
@@ -135,22 +193,51 @@ def augment_shard(
         out,
         images=images,
         angle=np.tile(angles, len(data["images"])).astype(np.float32),
+        settings=_record("augment", settings),
         **{k: np.repeat(data[k], reps) for k in META},
     )
     return len(images)
 
 
-def load_dataset(shards: list[str | Path]) -> dict[str, np.ndarray]:
-    """Concatenate augmented shards into train and test arrays for the model.
+def load_dataset(
+    shards: list[str | Path], expected: Preprocessing | None = None
+) -> tuple[dict[str, np.ndarray], Preprocessing]:
+    """Concatenate augmented shards into train and test arrays for the model, with the
+    preprocessing settings that made them (their ``settings`` records).
+
+    Args:
+        shards: augment-stage ``.npz`` shards.
+        expected: the settings the run asks for (its spec); None: accept the shards'.
 
     Returns:
-        dict with ``x_train`` uint8 (N, S, S, 1), ``y_train`` int32 (N,) class index
-        (cells - 1), ``x_test``, ``y_test`` likewise.
+        (data, preprocessing): data has ``x_train`` uint8 (N, S, S, 1), ``y_train`` int32
+        (N,) class index (cells - 1), ``x_test``, ``y_test`` likewise.
 
     Raises:
-        DataError: a shard is missing or malformed, or a split is empty.
+        DataError: a shard is missing, malformed or not from the augment stage; shards made
+            with different settings; settings other than ``expected`` (naming the setting
+            and both values); or an empty split.
     """
     parts = [load_arrays(p, required=("images", "cells", "split")) for p in shards]
+    records = [_input_settings(p, d, "augment") for p, d in zip(shards, parts, strict=True)]
+    pp = Preprocessing.from_dict(records[0], str(shards[0]))
+    for path, rec in zip(shards[1:], records[1:], strict=True):
+        if Preprocessing.from_dict(rec, str(path)) != pp:
+            raise DataError(
+                f"{path}: made with preprocessing {rec}, {shards[0]} with {records[0]}; "
+                "rerun the stages so every shard has the same settings"
+            )
+    if expected is not None and pp != expected:
+        diff = {
+            k: (v, expected.to_dict()[k])
+            for k, v in pp.to_dict().items()
+            if v != expected.to_dict()[k]
+        }
+        raise DataError(
+            f"{shards[0]}: the shards were made with "
+            + ", ".join(f"{k}={a} but the run asks for {k}={b}" for k, (a, b) in diff.items())
+            + "; rerun the stages (snakemake reruns them when the config changes)"
+        )
     images = np.concatenate([p["images"] for p in parts])
     cells = np.concatenate([p["cells"] for p in parts]).astype(np.int32)
     split = np.concatenate([p["split"] for p in parts])
@@ -161,4 +248,4 @@ def load_dataset(shards: list[str | Path]) -> dict[str, np.ndarray]:
             raise DataError(f"no {name} samples in {len(shards)} augmented shards")
         out[f"x_{name}"] = images[mask][..., None]
         out[f"y_{name}"] = cells[mask] - 1
-    return out
+    return out, pp

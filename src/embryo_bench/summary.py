@@ -1,20 +1,66 @@
-"""Tables of measured results: one row per run, one per target (median and min-max over
-repeats), cost, and the paper-vs-reproduction comparison.
+"""Tables of measured results: the runs read back, one row per run, one per target (median
+and min-max over repeats), cost (and whether it can be normalised), provenance, and the
+paper-vs-reproduction comparison.
 
-Every number here comes from a run's ``metrics.json`` or from the config (prices the user
-gave, with their source); the paper's values come from :mod:`embryo_bench.paper` and are
-always labelled as the paper's.
+Every number here comes from a run's files or from the config (prices the user gave, with
+their source); the paper's values come from :mod:`embryo_bench.paper` and are always labelled
+as the paper's.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from . import paper
-from .errors import ConfigError
+from .errors import ConfigError, DataError
+from .io import read_json
 
 NOT_MEASURED = "not measured"
+
+
+@dataclass
+class Run:
+    """One finished run, as read back from its folder.
+
+    Attributes:
+        dir: the run folder. metrics: ``metrics.json``. history: ``history.csv``.
+        telemetry: ``telemetry.csv`` (None when absent). spec: ``run.json`` (dict).
+    """
+
+    dir: str
+    metrics: dict
+    history: pd.DataFrame
+    telemetry: pd.DataFrame | None = None
+    spec: dict | None = None
+
+    @property
+    def name(self) -> str:
+        """The run's target."""
+        return self.metrics["target"]
+
+
+def load_runs(run_dirs: list[str]) -> list[Run]:
+    """Read each run folder's metrics.json, history.csv, run.json and (if present)
+    telemetry.csv.
+
+    Raises:
+        DataError: metrics.json, history.csv or run.json is missing or unreadable.
+    """
+    runs = []
+    for d in run_dirs:
+        metrics = read_json(Path(d) / "metrics.json")
+        try:
+            history = pd.read_csv(Path(d) / "history.csv")
+        except FileNotFoundError as exc:
+            raise DataError(f"{d}/history.csv: not found") from exc
+        tel = Path(d) / "telemetry.csv"
+        telemetry = pd.read_csv(tel) if tel.is_file() else None
+        runs.append(Run(str(d), metrics, history, telemetry, read_json(Path(d) / "run.json")))
+    return runs
 
 
 def cost_usd(training_seconds: float, hourly_usd: float | None) -> float | None:
@@ -32,12 +78,13 @@ def _number(value) -> float | None:
     return None
 
 
-def run_table(runs: list[dict], targets: list[dict], label: str) -> pd.DataFrame:
+def run_table(runs: list[Run], targets: dict[str, dict], label: str) -> pd.DataFrame:
     """One row per run (target x repeat).
 
     Args:
-        runs: dicts with ``metrics`` (metrics.json) and ``history`` (history.csv frame).
-        targets: the config's targets (and sweep points) by which runs are described.
+        runs: the runs (their metrics; cpus and gpus as the run recorded them).
+        targets: target name -> hourly_usd, price_source, paper_system, sweep
+            (:meth:`embryo_bench.plan.Plan.report_targets`).
         label: the dataset label (e.g. "SYNTHETIC frames ...") for the ``data`` column.
 
     Columns: target, repeat, seed, runner, backend, cpus, threads, gpus, batch_size, sweep
@@ -48,18 +95,16 @@ def run_table(runs: list[dict], targets: list[dict], label: str) -> pd.DataFrame
     gpu_energy_j, cpu_energy_j (J; "not measured" where no reading), images_per_joule,
     parameters, cpu_model.
     """
-    by_name = {t["name"]: t for t in targets}
     rows = []
     for r in runs:
-        m = r["metrics"]
-        t = by_name.get(m["target"], {})
+        m = r.metrics
+        t = targets.get(m["target"], {})
+        gpus = m["gpus"]
         tel = m.get("telemetry", {})
         gpu_energy = tel.get("energy_j", NOT_MEASURED)
         cpu_energy = tel.get("cpu_energy_j", NOT_MEASURED)
         per_joule = (
-            tel.get("images_per_joule")
-            if t.get("gpus", 0)
-            else tel.get("cpu_images_per_joule", NOT_MEASURED)
+            tel.get("images_per_joule") if gpus else tel.get("cpu_images_per_joule", NOT_MEASURED)
         )
         rows.append(
             {
@@ -68,11 +113,11 @@ def run_table(runs: list[dict], targets: list[dict], label: str) -> pd.DataFrame
                 "seed": m.get("seed"),
                 "runner": m.get("runner", "host"),
                 "backend": m.get("backend", m["provenance"].get("keras_backend")),
-                "cpus": t.get("cpus"),
+                "cpus": m["cpus"],
                 "threads": m.get("threads"),
-                "gpus": t.get("gpus", 0),
+                "gpus": gpus,
                 "batch_size": m["batch_size"],
-                "sweep": t.get("sweep", {}).get("base", ""),
+                "sweep": (t.get("sweep") or {}).get("base", ""),
                 "data": label,
                 "train_images": m["n_train"],
                 "test_images": m["n_test"],
@@ -90,7 +135,7 @@ def run_table(runs: list[dict], targets: list[dict], label: str) -> pd.DataFrame
                 "cost_usd": cost_usd(m["training_seconds"], t.get("hourly_usd")),
                 "cpu_percent_mean": tel.get("cpu_percent_mean", NOT_MEASURED),
                 "memory_mib_peak": tel.get("memory_mib_peak", NOT_MEASURED),
-                "gpu_energy_j": gpu_energy if t.get("gpus", 0) else "no GPU",
+                "gpu_energy_j": gpu_energy if gpus else "no GPU",
                 "cpu_energy_j": cpu_energy,
                 "images_per_joule": per_joule,
                 "parameters": m["parameter_count"],
@@ -179,7 +224,7 @@ def normalised_cost(summary: pd.DataFrame, base_target: str) -> pd.DataFrame:
 
 
 def paper_comparison(
-    summary: pd.DataFrame, runs: pd.DataFrame, targets: list[dict]
+    summary: pd.DataFrame, runs: pd.DataFrame, targets: dict[str, dict]
 ) -> pd.DataFrame:
     """The paper's values beside ours (``paper vs reproduction``).
 
@@ -194,9 +239,9 @@ def paper_comparison(
     """
     rows = []
     by_system = {
-        t["paper_system"]: t["name"]
-        for t in targets
-        if t.get("paper_system") and not t.get("sweep") and t["name"] in set(summary["target"])
+        t["paper_system"]: name
+        for name, t in targets.items()
+        if t.get("paper_system") and not t.get("sweep") and name in set(summary["target"])
     }
     for system, minutes in paper.TRAINING_MINUTES.items():
         paper_ms = minutes * 60_000 / (paper.TRAIN_IMAGES * paper.EPOCHS)
@@ -278,4 +323,58 @@ def paper_comparison(
             "note": "ours: median over runs of peak training-process memory / batch size",
         }
     )
+    return pd.DataFrame(rows)
+
+
+def cost_summary(
+    main: pd.DataFrame, cost_base: str, cost_note: str = ""
+) -> tuple[pd.DataFrame | None, str]:
+    """The cost policy: normalise to the base target when there is one, else say why not.
+
+    Args:
+        main: :func:`target_summary` rows of the main targets (no sweep points).
+        cost_base: ``cost.base_target`` when it ran, else "".
+        cost_note: why the base target could not be used (it was skipped), if so.
+
+    Returns:
+        (:func:`normalised_cost` table, "") or (None, why cost is not normalised).
+
+    Raises:
+        ConfigError: as :func:`normalised_cost`.
+    """
+    if cost_base:
+        return normalised_cost(main, cost_base), ""
+    if cost_note:
+        return None, cost_note
+    if main["hourly_usd"].notna().any():
+        return None, "set cost.base_target in the config to normalise"
+    return None, "no hourly_usd in the config: cost not computed"
+
+
+def provenance_table(runs: list[Run]) -> pd.DataFrame:
+    """Per run: git commit, container image (id), Keras/backend versions, CPU model, GPU
+    names and driver, Python, dataset identity (sha256 or "synthetic"), Slurm job."""
+    rows = []
+    for r in runs:
+        m, p = r.metrics, r.metrics["provenance"]
+        ds = p.get("dataset", {})
+        versions = p.get("versions", {})
+        sched = p.get("scheduler") or {}
+        rows.append(
+            {
+                "target": m["target"],
+                "repeat": m.get("repeat", 1),
+                "git_commit": p.get("git_commit"),
+                "container_image": p.get("container_image") or "host",
+                "backend": m.get("backend", p.get("keras_backend")),
+                "versions": ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
+                "python": p.get("python"),
+                "cpu_model": p.get("cpu_model"),
+                "gpus": ", ".join(p.get("gpus") or []) or "none",
+                "gpu_driver": p.get("gpu_driver", "not recorded"),
+                "dataset": ds.get("label", ds.get("name", "")),
+                "dataset_sha256": "synthetic" if ds.get("synthetic") else ds.get("sha256", ""),
+                "slurm_job": sched.get("job_id", ""),
+            }
+        )
     return pd.DataFrame(rows)

@@ -196,6 +196,7 @@ class ProcessSampler(threading.Thread):
     def __init__(self, cpus: float, gpu_indices: list[int], interval: float = 1.0):
         super().__init__(daemon=True)
         self.cpus, self.interval = cpus, interval
+        self.gpu_indices = list(gpu_indices)
         self.gpus = NvmlGpus(gpu_indices)
         self.rows: list[dict] = []
         self._halt = threading.Event()
@@ -241,6 +242,7 @@ class ContainerSampler(threading.Thread):
     def __init__(self, container, cpus: float, gpu_indices: list[int], interval: float = 1.0):
         super().__init__(daemon=True)
         self.container, self.cpus, self.interval = container, cpus, interval
+        self.gpu_indices = list(gpu_indices)
         self.gpus = NvmlGpus(gpu_indices)
         self.rows: list[dict] = []
         self._halt = threading.Event()
@@ -282,6 +284,37 @@ class ContainerSampler(threading.Thread):
     def frame(self) -> pd.DataFrame:
         """The samples as a DataFrame with :data:`COLUMNS`."""
         return pd.DataFrame(self.rows, columns=COLUMNS)
+
+
+class Measurement:
+    """Telemetry and CPU energy of a training run, as one context: ``with Measurement(s) as
+    m:`` starts RAPL (:class:`RaplMeter`) and the sampler (:class:`ProcessSampler` for host
+    runs, :class:`ContainerSampler` for docker runs) and stops both on exit, success or not.
+
+    Attributes:
+        gpus: GPUs assigned to the run, which the sampler reads through NVML.
+        cpu_energy_j: RAPL package energy in J after exit, or why it was not measured.
+    """
+
+    def __init__(self, sampler: ProcessSampler | ContainerSampler):
+        self.sampler = sampler
+        self.gpus = len(sampler.gpu_indices)
+        self.rapl = RaplMeter()
+        self.cpu_energy_j: float | str = "not measured (RAPL not read)"
+
+    def __enter__(self) -> Measurement:
+        self.rapl.start()
+        self.sampler.start()
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.sampler.stop()
+        self.cpu_energy_j = self.rapl.stop()
+        return False
+
+    def frame(self) -> pd.DataFrame:
+        """The samples (:data:`COLUMNS`)."""
+        return self.sampler.frame()
 
 
 def summarise(
@@ -353,6 +386,7 @@ def summarise(
 __all__ = [
     "COLUMNS",
     "ContainerSampler",
+    "Measurement",
     "NvmlGpus",
     "ProcessSampler",
     "RaplMeter",

@@ -2,21 +2,26 @@
 
 Training uses only the Keras 3 API (any backend). One ``fit`` call per epoch, so each epoch's
 wall time is measured on its own and the test set is scored between epochs without being
-counted as training time. Outputs (all written atomically):
+counted as training time. A run has three steps: :func:`setup` (threads, seed, provenance,
+data, model), :func:`train_epochs`, :func:`write_outputs`; :func:`run_training` does all
+three from a :class:`embryo_bench.spec.RunSpec`. Outputs (all written atomically):
 
 * ``history.csv``: epoch, epoch_seconds, train_loss, train_accuracy, test_loss, test_accuracy,
   images_per_s (training images / epoch_seconds), eval_seconds;
 * ``metrics.json``: totals, first-epoch vs steady-state times, time to accuracy, telemetry
-  summary (CPU %, memory, GPU, energy), provenance;
+  summary (CPU %, memory, GPU, energy), provenance (:func:`embryo_bench.record.finish_run`);
 * ``telemetry.csv``: one sample a second of the training process (:mod:`embryo_bench.telemetry`);
-* ``model.keras`` and ``settings.json`` (preprocessing and training settings, read back by
-  ``embryo-bench evaluate``).
+* ``model.keras`` and ``settings.json`` (the preprocessing the training data was made with,
+  read from the shards, and the classes: what ``embryo-bench evaluate`` needs).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,10 +29,12 @@ import pandas as pd
 
 from . import provenance
 from .backend import distribution_scope, limit_threads
+from .errors import ConfigError
 from .io import atomic_path, write_json
+from .record import finish_run
+from .spec import Preprocessing, RunSpec
 from .stages import load_dataset
-from .telemetry import ProcessSampler, RaplMeter
-from .telemetry import summarise as summarise_telemetry
+from .telemetry import Measurement, ProcessSampler
 
 log = logging.getLogger(__name__)
 
@@ -89,187 +96,223 @@ def fit_epoch(model, x: np.ndarray, y: np.ndarray, batch_size: int) -> tuple[flo
     return time.perf_counter() - t0, {k: float(v[-1]) for k, v in fit.history.items()}
 
 
-def _train_epochs(model, data: dict, epochs: int, batch_size: int, n_train: int, rows: list):
-    """One ``fit`` call per epoch, then the test split scored; appends a history row
-    (:data:`HISTORY_COLUMNS`) per epoch to ``rows``."""
-    for epoch in range(1, epochs + 1):
-        t0 = time.perf_counter()
-        fit = model.fit(
-            data["x_train"],
-            data["y_train"],
-            batch_size=batch_size,
-            epochs=1,
-            shuffle=True,
-            verbose=0,
+@dataclass
+class Session:
+    """A run ready to train (:func:`setup`).
+
+    Attributes:
+        spec: the run's settings. model: the compiled Keras model.
+        data: x_train, y_train, x_test, y_test (see :func:`embryo_bench.stages.load_dataset`).
+        preprocessing: the settings the shards were made with.
+        provenance: :func:`embryo_bench.provenance.collect`, taken before training.
+        cores: the cores the process is pinned to. replicas_in_sync: devices training.
+        backend: the Keras backend loaded. setup_seconds: wall time of the setup (s).
+    """
+
+    spec: RunSpec
+    model: object
+    data: dict
+    preprocessing: Preprocessing
+    provenance: dict
+    cores: list[int]
+    replicas_in_sync: int
+    backend: str
+    setup_seconds: float
+
+    @property
+    def n_train(self) -> int:
+        """Training images per epoch."""
+        return len(self.data["y_train"])
+
+
+def select_backend(backend: str) -> None:
+    """Make ``import keras`` load ``backend`` (``KERAS_BACKEND``); call before Keras is
+    imported.
+
+    Raises:
+        ConfigError: Keras is already loaded on another backend in this process.
+    """
+    if "keras" in sys.modules:
+        loaded = sys.modules["keras"].backend.backend()
+        if loaded != backend:
+            raise ConfigError(f"run asks for Keras backend {backend}; {loaded} is loaded")
+        return
+    os.environ["KERAS_BACKEND"] = backend
+
+
+def setup(spec: RunSpec, shards: list[str], dataset: dict) -> Session:
+    """Prepare a run: choose the backend, pin to ``spec.cpus`` cores with ``spec.threads``
+    threads, record provenance, seed everything, load the shards (checked against
+    ``spec.preprocessing``), build and compile the model (in the distribution strategy's
+    scope).
+
+    Args:
+        spec: the run.
+        shards: augmented ``.npz`` shards (see :mod:`embryo_bench.stages`).
+        dataset: the index stage's source description (provenance).
+
+    Raises:
+        DataError: a shard is missing or malformed, made with other settings than the
+            spec's, or a split is empty.
+        ConfigError: another backend is already loaded, or a strategy the backend or the
+            devices cannot give.
+    """
+    t_setup = time.perf_counter()
+    select_backend(spec.backend)
+    cores = limit_threads(spec.threads, spec.cpus)
+    # Provenance before training: the commit and environment the run started from.
+    prov = provenance.collect(spec.seed, dataset)
+    import keras
+
+    from .model import build_model, compile_model
+
+    scope, replicas_in_sync = distribution_scope(spec.strategy, spec.replicas)
+    keras.utils.set_random_seed(spec.seed)
+    data, pp = load_dataset(shards, spec.preprocessing)
+    with scope:
+        model = compile_model(
+            build_model(pp.image_size, classes=4, dropout=spec.dropout), spec.learning_rate
         )
+    session = Session(
+        spec=spec,
+        model=model,
+        data=data,
+        preprocessing=pp,
+        provenance=prov,
+        cores=cores,
+        replicas_in_sync=replicas_in_sync,
+        backend=keras.backend.backend(),
+        setup_seconds=time.perf_counter() - t_setup,
+    )
+    log.info(
+        "target %s: %d train / %d test images, %d parameters, %d threads, backend %s",
+        spec.target,
+        session.n_train,
+        len(data["y_test"]),
+        model.count_params(),
+        spec.threads,
+        session.backend,
+    )
+    return session
+
+
+def train_epochs(session: Session) -> pd.DataFrame:
+    """Train ``spec.epochs`` epochs, one ``fit`` call per epoch, scoring the test split after
+    each (not counted as training time).
+
+    Returns:
+        the history (:data:`HISTORY_COLUMNS`, one row per epoch; seconds, images/s).
+    """
+    spec, model, data, n_train = session.spec, session.model, session.data, session.n_train
+    rows = []
+    for epoch in range(1, spec.epochs + 1):
+        seconds, logs = fit_epoch(model, data["x_train"], data["y_train"], spec.batch_size)
         t1 = time.perf_counter()
         ev = model.evaluate(
-            data["x_test"], data["y_test"], batch_size=batch_size, verbose=0, return_dict=True
+            data["x_test"], data["y_test"], batch_size=spec.batch_size, verbose=0, return_dict=True
         )
-        t2 = time.perf_counter()
         rows.append(
             {
                 "epoch": epoch,
-                "epoch_seconds": t1 - t0,
-                "train_loss": float(fit.history["loss"][-1]),
-                "train_accuracy": float(fit.history["accuracy"][-1]),
+                "epoch_seconds": seconds,
+                "train_loss": logs["loss"],
+                "train_accuracy": logs["accuracy"],
                 "test_loss": float(ev["loss"]),
                 "test_accuracy": float(ev["accuracy"]),
-                "images_per_s": n_train / (t1 - t0),
-                "eval_seconds": t2 - t1,
+                "images_per_s": n_train / seconds,
+                "eval_seconds": time.perf_counter() - t1,
             }
         )
         log.info(
             "epoch %d/%d: %.1f s, %.0f images/s, train acc %.4f, test acc %.4f",
             epoch,
-            epochs,
-            t1 - t0,
-            n_train / (t1 - t0),
+            spec.epochs,
+            seconds,
+            n_train / seconds,
             rows[-1]["train_accuracy"],
             rows[-1]["test_accuracy"],
         )
+    return pd.DataFrame(rows, columns=HISTORY_COLUMNS)
 
 
-def run_training(
-    shards: list[str],
-    out_dir: str | Path,
-    *,
-    target: str,
-    threads: int,
-    epochs: int,
-    batch_size: int,
-    learning_rate: float,
-    dropout: float,
-    seed: int,
-    accuracy_target: float,
-    preprocessing: dict,
-    dataset: dict,
-    runner: str = "host",
-    strategy: str = "none",
-    replicas: int = 1,
-    repeat: int = 1,
-    cpus: int | None = None,
-    gpus: int = 0,
-    telemetry: bool = True,
-) -> dict:
-    """Train one run and write history.csv, metrics.json, model.keras, settings.json.
-
-    Args:
-        shards: augmented ``.npz`` shards (see :mod:`embryo_bench.stages`).
-        out_dir: run folder.
-        target: hardware target name (recorded).
-        threads: CPU threads for the backend's pools (the target's threads, default cpus).
-        cpus: cores the process is pinned to (the target's cpus; default ``threads``).
-        repeat: repeat number (1-based), recorded; the caller derives ``seed`` from it.
-        gpus: GPUs assigned to the run (0..gpus-1 sampled through NVML).
-        telemetry: sample this process (off inside a container: the docker runner samples
-            the container from outside and writes telemetry.csv itself).
-        epochs, batch_size, learning_rate, dropout: paper: 20, 480, 1e-4, 0.5.
-        seed: seeds Python, NumPy and the backend (``keras.utils.set_random_seed``).
-        accuracy_target: test accuracy for time-to-accuracy (paper: ~0.85).
-        preprocessing: the settings that produced the shards (frame_size, crop_fraction,
-            invert_centre, rotation_step, image_size), saved for ``evaluate``.
-        dataset: source description (name, synthetic flag, sha256) for provenance.
-        runner: recorded in metrics.json ("host", or "docker" inside a container).
-        strategy, replicas: "none", or "mirrored" over ``replicas`` devices
-            (:func:`embryo_bench.backend.distribution_scope`); global batch = batch_size.
+def write_outputs(session: Session, history: pd.DataFrame, out_dir: str | Path) -> dict:
+    """Write ``history.csv``, ``model.keras`` and ``settings.json``; return the run's metrics
+    (without telemetry, which :func:`embryo_bench.record.finish_run` adds and writes).
 
     Returns:
-        the metrics dict written to ``metrics.json`` (times in s, throughput in images/s),
-        with ``telemetry`` from the run's own samples (``telemetry.csv``, see
-        :mod:`embryo_bench.telemetry`) and RAPL CPU energy where the host exposes it.
-
-    Raises:
-        DataError: a shard is missing or malformed, or a split is empty.
-        KeyError: ``preprocessing`` lacks ``image_size``.
+        dict: target, repeat, seed, backend (as loaded), runner, cpus, gpus, n_train, n_test,
+        batch_size, parameter_count, setup_seconds, :func:`summarise`'s times (s) and
+        throughput (images/s), eval_seconds_total, label counts, threads, cpu_affinity,
+        strategy, replicas_in_sync, provenance.
     """
-    t_setup = time.perf_counter()
-    cores = limit_threads(threads, cpus)
-    # Provenance before training: the commit and environment the run started from.
-    prov = provenance.collect(seed, dataset)
-    import keras
-
-    from .model import build_model, compile_model
-
-    scope, replicas_in_sync = distribution_scope(strategy, replicas)
-    keras.utils.set_random_seed(seed)
-    data = load_dataset(shards)
-    n_train, n_test = len(data["y_train"]), len(data["y_test"])
-    with scope:
-        model = compile_model(
-            build_model(preprocessing["image_size"], classes=4, dropout=dropout), learning_rate
-        )
-    setup_seconds = time.perf_counter() - t_setup
-    log.info(
-        "target %s: %d train / %d test images, %d parameters, %d threads, backend %s",
-        target,
-        n_train,
-        n_test,
-        model.count_params(),
-        threads,
-        keras.backend.backend(),
-    )
-    rows = []
-    sampler = ProcessSampler(float(cpus or threads), list(range(gpus))) if telemetry else None
-    rapl = RaplMeter()
-    if sampler:
-        rapl.start()
-        sampler.start()
-    try:
-        _train_epochs(model, data, epochs, batch_size, n_train, rows)
-    finally:
-        if sampler:
-            sampler.stop()
-    cpu_energy = rapl.stop() if sampler else None
-    history = pd.DataFrame(rows, columns=HISTORY_COLUMNS)
-    out = Path(out_dir)
+    spec, data, out = session.spec, session.data, Path(out_dir)
     with atomic_path(out / "history.csv") as tmp:
         history.to_csv(tmp, index=False)
-    if sampler:
-        frame = sampler.frame()
-        with atomic_path(out / "telemetry.csv") as tmp:
-            frame.to_csv(tmp, index=False)
     with atomic_path(out / "model.keras", suffix=".keras") as tmp:
-        model.save(tmp)
-    settings = {
-        "target": target,
-        "preprocessing": preprocessing,
-        "training": {
-            "epochs": epochs,
-            "batch_size": batch_size,
-            "learning_rate": learning_rate,
-            "dropout": dropout,
-            "seed": seed,
-            "threads": threads,
-            "cpus": cpus or threads,
-            "repeat": repeat,
-            "backend": keras.backend.backend(),
+        session.model.save(tmp)
+    write_json(
+        out / "settings.json",
+        {
+            "preprocessing": session.preprocessing.to_dict(),
+            "classes": {str(k): k + 1 for k in range(4)},
+            "backend": session.backend,
         },
-        "classes": {str(k): k + 1 for k in range(4)},
-    }
-    write_json(out / "settings.json", settings)
-    metrics = {
-        "target": target,
-        "repeat": repeat,
-        "seed": seed,
-        "backend": keras.backend.backend(),
-        "runner": runner,
-        "n_train": n_train,
-        "n_test": n_test,
-        "batch_size": batch_size,
-        "parameter_count": int(model.count_params()),
-        "setup_seconds": setup_seconds,
-        **summarise(history, n_train, accuracy_target),
+    )
+    return {
+        "target": spec.target,
+        "repeat": spec.repeat,
+        "seed": spec.seed,
+        "backend": session.backend,
+        "runner": spec.runner,
+        "cpus": spec.cpus,
+        "gpus": spec.gpus,
+        "n_train": session.n_train,
+        "n_test": int(len(data["y_test"])),
+        "batch_size": spec.batch_size,
+        "parameter_count": int(session.model.count_params()),
+        "setup_seconds": session.setup_seconds,
+        **summarise(history, session.n_train, spec.accuracy_target),
         "eval_seconds_total": float(history["eval_seconds"].sum()),
         "label_counts_train": np.bincount(data["y_train"], minlength=4).tolist(),
         "label_counts_test": np.bincount(data["y_test"], minlength=4).tolist(),
-        "threads": threads,
-        "cpu_affinity": cores,
-        "strategy": strategy,
-        "replicas_in_sync": replicas_in_sync,
-        "provenance": prov,
+        "threads": spec.threads,
+        "cpu_affinity": session.cores,
+        "strategy": spec.strategy,
+        "replicas_in_sync": session.replicas_in_sync,
+        "provenance": session.provenance,
     }
-    if sampler:
-        metrics["telemetry"] = summarise_telemetry(frame, n_train * len(history), gpus, cpu_energy)
-    write_json(out / "metrics.json", metrics)
-    return metrics
+
+
+def run_training(
+    spec: RunSpec,
+    shards: list[str],
+    dataset: dict,
+    out_dir: str | Path,
+    *,
+    measure: bool = True,
+) -> dict:
+    """Train one run and write its outputs (:func:`setup`, :func:`train_epochs`,
+    :func:`write_outputs`, :func:`embryo_bench.record.finish_run`).
+
+    Args:
+        spec: the run's settings (``run.json``).
+        shards: augmented ``.npz`` shards.
+        dataset: the index stage's source description (provenance).
+        out_dir: the run folder.
+        measure: sample this process (telemetry.csv, RAPL energy); off inside a container,
+            where the docker runner samples the container from outside and finishes the
+            metrics itself.
+
+    Returns:
+        the metrics written to ``metrics.json`` (times in s, throughput in images/s).
+
+    Raises:
+        DataError, ConfigError: as :func:`setup`.
+    """
+    session = setup(spec, shards, dataset)
+    if not measure:
+        history = train_epochs(session)
+        return finish_run(out_dir, write_outputs(session, history, out_dir))
+    with Measurement(ProcessSampler(float(spec.cpus), list(range(spec.gpus)))) as m:
+        history = train_epochs(session)
+    return finish_run(out_dir, write_outputs(session, history, out_dir), m)

@@ -8,14 +8,12 @@ rule augment:
         f"{OUT}/augment/shard-{{shard}}.npz",
     log:
         f"{LOGS}/augment/shard-{{shard}}.log",
-    wildcard_constraints:
-        shard=r"\d+",
     conda:
         "../../envs/embryo-bench.yaml"
     params:
         rotation_step=PP["rotation_step"],
         image_size=PP["image_size"],
-        code=code_hash("preprocess", "stages", "io"),
+        code=code("augment"),
     shell:
         "python3 -m embryo_bench.cli augment --input {input:q} --rotation-step {params.rotation_step} "
         "--image-size {params.image_size} --out {output:q} > {log:q} 2>&1"

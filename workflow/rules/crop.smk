@@ -8,14 +8,12 @@ rule crop:
         f"{OUT}/crop/shard-{{shard}}.npz",
     log:
         f"{LOGS}/crop/shard-{{shard}}.log",
-    wildcard_constraints:
-        shard=r"\d+",
     conda:
         "../../envs/embryo-bench.yaml"
     params:
         frame_size=DATASET["frame_size"],
         fraction=PP["crop_fraction"],
-        code=code_hash("preprocess", "stages", "io"),
+        code=code("crop"),
     shell:
         "python3 -m embryo_bench.cli crop --selection {input:q} --shard {wildcards.shard} "
         "--frame-size {params.frame_size} --fraction {params.fraction} --out {output:q} "

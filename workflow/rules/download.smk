@@ -4,7 +4,7 @@
 
 rule download:
     output:
-        archive=ARCHIVE,
+        archive=PLAN.download_path,
         info=f"{OUT}/data/download.json",
     log:
         f"{LOGS}/download.log",
@@ -12,10 +12,10 @@ rule download:
         "../../envs/embryo-bench.yaml"
     params:
         url=DATASET.get("url", ""),
-        sha256=DATASET.get("sha256", ""),
+        sha256=DATASET["sha256"],
         retries=DATASET["retries"],
         timeout=DATASET["timeout_s"],
-        code=code_hash("download", "io"),
+        code=code("download"),
     shell:
         "python3 -m embryo_bench.cli download --url {params.url:q} --out {output.archive:q} "
         "--info {output.info:q} --sha256 '{params.sha256}' --retries {params.retries} "
@@ -24,15 +24,15 @@ rule download:
 
 rule extract:
     input:
-        archive_input,
+        PLAN.archive,
     output:
-        directory(DB_DIR),
+        directory(PLAN.db_dir),
     log:
         f"{LOGS}/extract.log",
     conda:
         "../../envs/embryo-bench.yaml"
     params:
-        code=code_hash("download", "sources"),
+        code=code("extract"),
     shell:
         "python3 -m embryo_bench.cli extract --archive {input:q} --out {output:q} > {log:q} 2>&1"
 
@@ -46,11 +46,11 @@ rule synthesize:
     conda:
         "../../envs/embryo-bench.yaml"
     params:
-        embryos=DATASET.get("synthetic", {}).get("embryos", 10),
-        frames=DATASET.get("synthetic", {}).get("frames_per_embryo", 40),
-        seed=DATASET.get("synthetic", {}).get("seed", 0),
+        embryos=DATASET["synthetic"]["embryos"],
+        frames=DATASET["synthetic"]["frames_per_embryo"],
+        seed=DATASET["synthetic"]["seed"],
         frame_size=DATASET["frame_size"],
-        code=code_hash("synthetic"),
+        code=code("synthesize"),
     shell:
         "python3 -m embryo_bench.cli synthesize --out {output.db:q} --info {output.info:q} "
         "--embryos {params.embryos} --frames-per-embryo {params.frames} "

@@ -4,11 +4,13 @@
 
 rule figures:
     input:
-        runs=[f"{d}/metrics.json" for d in run_dirs()],
-        histories=[f"{d}/history.csv" for d in run_dirs()],
-        telemetry=[f"{d}/telemetry.csv" for d in run_dirs()],
+        specs=[f"{d}/{layout.RUN_SPEC}" for d in RUN_DIRS],
+        runs=[f"{d}/metrics.json" for d in RUN_DIRS],
+        histories=[f"{d}/history.csv" for d in RUN_DIRS],
+        telemetry=[f"{d}/telemetry.csv" for d in RUN_DIRS],
         selection=rules.select.output.selection,
         source=rules.index.output.source,
+        shard=expand(rules.augment.output[0], shard=SHARDS[0]),
     output:
         **{
             f"{n}_{ext}": (
@@ -20,8 +22,8 @@ rule figures:
                 if ext == "png"
                 else f"{OUT}/figures/{n}.{ext}"
             )
-            for n in FIGURE_NAMES
-            for ext in ("png", "pdf")
+            for n in layout.FIGURE_NAMES
+            for ext in layout.FIGURE_FORMATS
         },
         **{
             f"{n}_{ext}": (
@@ -33,8 +35,8 @@ rule figures:
                 if ext == "csv"
                 else f"{OUT}/figures/{n}.{ext}"
             )
-            for n in TABLE_NAMES
-            for ext in ("csv", "md")
+            for n in layout.TABLE_NAMES
+            for ext in layout.TABLE_FORMATS
         },
         utilisation=[
             report(
@@ -43,29 +45,30 @@ rule figures:
                 category="Utilisation",
                 subcategory=os.path.basename(f).rsplit("-repeat-", 1)[0],
             )
-            for f in utilisation_figures()
+            for f in UTILISATION
         ],
     log:
         f"{LOGS}/figures.log",
     conda:
         "../../envs/embryo-bench.yaml"
     params:
-        run_dirs=lambda wc, input: [os.path.dirname(m) for m in input.runs],
-        targets=json.dumps(list(TARGETS.values())),
-        cost_base=COST_BASE,
-        cost_note=COST_NOTE,
-        preprocessing=preprocessing_json(),
+        run_dirs=RUN_DIRS,
+        # Prices, paper systems and sweep points: report fields only, so a price edit
+        # reruns this rule and nothing else.
+        targets=json.dumps(PLAN.report_targets(), sort_keys=True),
+        cost_base=PLAN.cost_base,
+        cost_note=PLAN.cost_note,
         out_dir=lambda wc, output: os.path.dirname(output.results_table_csv),
-        code=code_hash("figures", "summary", "preprocess", "stages", "paper", "io"),
+        code=code("figures"),
     shell:
         "python3 -m embryo_bench.cli figures --runs {params.run_dirs:q} "
         "--targets {params.targets:q} --cost-base={params.cost_base:q} "
-        "--cost-note={params.cost_note:q} "
-        "--selection {input.selection:q} --source-info {input.source:q} "
-        "--preprocessing {params.preprocessing:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+        "--cost-note={params.cost_note:q} --selection {input.selection:q} "
+        "--source-info {input.source:q} --shard {input.shard:q} "
+        "--out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
-# The configuration the run used (after defaults), for the report.
+# The configuration the run used (every default filled in), for the report.
 rule effective_config:
     output:
         report(
@@ -78,8 +81,8 @@ rule effective_config:
     conda:
         "../../envs/embryo-bench.yaml"
     params:
-        config=shlex.quote(json.dumps(config, sort_keys=True)),
-        code=code_hash("io"),
+        config=shlex.quote(json.dumps(CONFIG, sort_keys=True)),
+        code=code("config-record"),
     shell:
         "python3 -m embryo_bench.cli config-record --json {params.config} "
         "--out {output:q} > {log:q} 2>&1"

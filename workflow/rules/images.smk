@@ -1,5 +1,6 @@
 # Container images of the docker targets, built through the Docker SDK. Each rule writes a
 # small JSON record; it reruns only when what the image is built from changes.
+from embryo_bench.containers import image_content_hash, requirements_file
 
 
 rule base_image:
@@ -10,9 +11,9 @@ rule base_image:
     conda:
         "../../envs/embryo-bench.yaml"
     params:
-        tag=CONTAINERS.get("base_image", ""),
-        suite=CONTAINERS.get("debian_suite", "bookworm"),
-        code=code_hash("containers"),
+        tag=CONTAINERS["base_image"],
+        suite=CONTAINERS["debian_suite"],
+        code=code("base-image"),
     shell:
         "python3 -m embryo_bench.cli base-image --tag {params.tag:q} --suite {params.suite} "
         "--record {output:q} --reuse > {log:q} 2>&1"
@@ -26,37 +27,31 @@ rule wheelhouse:
     conda:
         "../../envs/embryo-bench.yaml"
     params:
-        requirements=lambda wc: os.path.join(
-            workflow.basedir, f"containers/requirements-{wc.image}.txt"
-        ),
-        requirements_hash=lambda wc: content_hash(
-            [f"containers/requirements-{wc.image}.txt"], workflow.basedir
-        )[:16],
-        out=os.path.join(workflow.basedir, "containers/wheelhouse"),
-        code=code_hash("containers"),
+        requirements=lambda wc: requirements_file(wc.image),
+        code=code("wheelhouse"),
     shell:
-        "python3 -m embryo_bench.cli wheelhouse --requirements {params.requirements:q} "
-        "--out {params.out:q} --record {output:q} > {log:q} 2>&1"
+        "python3 -m embryo_bench.cli wheelhouse "
+        '--requirements "$EMBRYO_BENCH_REPO"/{params.requirements:q} '
+        '--out "$EMBRYO_BENCH_REPO/containers/wheelhouse" --record {output:q} > {log:q} 2>&1'
 
 
 rule image:
     input:
-        unpack(image_inputs),
+        unpack(lambda wc: PLAN.image_inputs(wc.image)),
     output:
         f"{OUT}/images/{{image}}.json",
     log:
         f"{LOGS}/images/{{image}}.log",
-    wildcard_constraints:
-        image="cpu|gpu",
     conda:
         "../../envs/embryo-bench.yaml"
     params:
-        tag=lambda wc: image_tag(wc.image),
-        base=CONTAINERS.get("base_image", "python:3.11-slim-bookworm"),
-        pip_source=CONTAINERS.get("pip_source", "pypi"),
-        content=lambda wc: image_content_hash(wc.image),
-        context=workflow.basedir,
+        tag=lambda wc: PLAN.image_tag(wc.image),
+        base=CONTAINERS["base_image"],
+        pip_source=CONTAINERS["pip_source"],
+        # Dockerfile, requirements (by content) and the code the container runs (as code).
+        content=lambda wc: image_content_hash(workflow.basedir, wc.image)[:16],
+        code=code("build-image"),
     shell:
         "python3 -m embryo_bench.cli build-image --image {wildcards.image} "
         "--tag {params.tag:q} --base-image {params.base:q} --pip-source {params.pip_source} "
-        "--context {params.context:q} --record {output:q} > {log:q} 2>&1"
+        '--context "$EMBRYO_BENCH_REPO" --record {output:q} > {log:q} 2>&1'

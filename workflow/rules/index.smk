@@ -1,9 +1,10 @@
-# Stage 2: index the frames and their labels into manifest.csv (strict parsing).
+# Stage 2: index the frames and their labels into manifest.csv (strict parsing). Where the
+# frames come from (generated, extracted, or read in place) is decided by embryo_bench.plan.
 
 
 rule index:
     input:
-        **index_input(),
+        **PLAN.index_inputs(),
     output:
         manifest=f"{OUT}/manifest/manifest.csv",
         source=f"{OUT}/manifest/source.json",
@@ -12,16 +13,17 @@ rule index:
     conda:
         "../../envs/embryo-bench.yaml"
     params:
-        layout=INDEX_LAYOUT,
-        root=index_root,
+        layout="imagefolder" if DATASET["kind"] == "imagefolder" else "db",
+        root=lambda wc, input: input.db if "db" in input.keys() else DATASET["path"],
         frame_size=DATASET["frame_size"],
-        test_mod=config["split"]["test_mod"],
-        test_remainder=config["split"]["test_remainder"],
+        test_mod=CONFIG["split"]["test_mod"],
+        test_remainder=CONFIG["split"]["test_remainder"],
         dataset=DATASET["kind"],
-        label=dataset_label(),
-        flags=index_flags,
-        source_stamp=source_stamp(),
-        code=code_hash("sources", "download", "io"),
+        label=PLAN.dataset_label,
+        flags=shlex.join(PLAN.index_flags()),
+        # A source read in place: its files' names, sizes and times (changed images rerun).
+        source_stamp=PLAN.source_stamp(),
+        code=code("index"),
     shell:
         "python3 -m embryo_bench.cli index --layout {params.layout} --root {params.root:q} "
         "--frame-size {params.frame_size} --test-mod {params.test_mod} "

@@ -8,13 +8,11 @@ rule invert:
         f"{OUT}/invert/shard-{{shard}}.npz",
     log:
         f"{LOGS}/invert/shard-{{shard}}.log",
-    wildcard_constraints:
-        shard=r"\d+",
     conda:
         "../../envs/embryo-bench.yaml"
     params:
         centre=PP["invert_centre"],
-        code=code_hash("preprocess", "stages", "io"),
+        code=code("invert"),
     shell:
         "python3 -m embryo_bench.cli invert --input {input:q} --centre {params.centre} --out {output:q} "
         "> {log:q} 2>&1"

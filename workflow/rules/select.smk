@@ -12,9 +12,9 @@ rule select:
     conda:
         "../../envs/embryo-bench.yaml"
     params:
-        seed=config["select"]["seed"],
+        seed=CONFIG["select"]["seed"],
         shards=len(SHARDS),
-        code=code_hash("select", "io"),
+        code=code("select"),
     shell:
         "python3 -m embryo_bench.cli select --manifest {input:q} --seed {params.seed} "
         "--shards {params.shards} --out {output.selection:q} --summary {output.summary:q} "

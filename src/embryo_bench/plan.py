@@ -1,0 +1,558 @@
+"""Everything decided about a configuration before any job runs.
+
+:meth:`Plan.from_config` validates the configuration against ``config/schema.yaml`` and fills
+in the schema's defaults (once, here), resolves each hardware target into a :class:`Target`
+(the defaults that depend on other settings, such as ``threads`` = ``cpus``, are applied in
+:func:`resolve_target` and nowhere else), checks which targets can run where the jobs will run
+(the hardware policy, ``on_missing_hardware``), expands ``sweeps:`` into derived targets, and
+gives each run (target x repeat) its :class:`embryo_bench.spec.RunSpec`. The Snakemake
+workflow is a thin adapter over a :class:`Plan`; tests use it without Snakemake.
+
+A *run* is one training of the model: a target and a repeat number 1..N. Each run is its own
+cached job writing ``train/<target>/repeat-<k>/``; repeat k trains with seed
+``train.seed + k - 1`` (MLPerf-style repeated runs, reported as median and min-max).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ConfigError
+from .spec import Container, Preprocessing, RunSpec
+
+#: The schema every configuration is validated against (and the source of its defaults).
+SCHEMA = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
+#: Memory of a training job whose target sets none: a docker target's container limit, or
+#: what a cluster reserves for a host-runner job.
+DEFAULT_MEMORY = {"docker": "4g", "host": "8g"}
+#: Backends whose packages the project's container images install.
+IMAGE_BACKENDS = ("tensorflow",)
+#: How figures name each kind of data on their face, unless ``dataset.label`` says.
+DATASET_LABELS = {
+    "synthetic": "SYNTHETIC frames (generated, not real embryos)",
+    "imagefolder": "real images from {path}",
+    "local": "Mouse Embryo Tracking Database (local copy)",
+    "mouse-embryo-tracking-db": "Mouse Embryo Tracking Database (Cicconet et al. 2014)",
+}
+
+
+# --- configuration -------------------------------------------------------------------------
+
+
+def load_schema(path: str | Path | None = None) -> dict:
+    """The configuration schema (YAML), ``config/schema.yaml`` of this checkout by default.
+
+    Raises:
+        ConfigError: the schema file is missing (e.g. an installed package without the
+            repository).
+    """
+    import yaml
+
+    path = Path(path or SCHEMA)
+    try:
+        return yaml.safe_load(path.read_text())
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path}: configuration schema not found") from exc
+
+
+def _validator(schema: dict):
+    """A Draft 2020-12 validator that fills in each property's ``default`` as it validates
+    (the jsonschema FAQ's recipe, as Snakemake's ``validate`` does)."""
+    from jsonschema import Draft202012Validator, validators
+
+    properties = Draft202012Validator.VALIDATORS["properties"]
+
+    def set_defaults(validator, props, instance, subschema):
+        if isinstance(instance, dict):
+            for name, sub in props.items():
+                if "default" in sub:
+                    instance.setdefault(name, copy.deepcopy(sub["default"]))
+        yield from properties(validator, props, instance, subschema)
+
+    cls = validators.extend(Draft202012Validator, {"properties": set_defaults})
+    return cls(schema)
+
+
+def _where(error) -> str:
+    path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return path.lstrip(".") or "config"
+
+
+def apply_defaults(instance: dict, schema: dict) -> dict:
+    """A deep copy of ``instance`` validated against ``schema`` with every default filled in.
+
+    Raises:
+        ConfigError: the first validation error, naming the setting (e.g. ``targets[2].cpus``).
+    """
+    out = copy.deepcopy(instance)
+    errors = sorted(_validator(schema).iter_errors(out), key=lambda e: list(e.absolute_path))
+    if errors:
+        raise ConfigError(f"{_where(errors[0])}: {errors[0].message}")
+    return out
+
+
+def load_config(config: dict, schema: dict | None = None) -> dict:
+    """Validate a configuration and fill in the schema's defaults; checks across settings the
+    schema cannot express (the split rule, unique target names).
+
+    Returns:
+        a new dict: the configuration with every default.
+
+    Raises:
+        ConfigError: naming the setting and what was expected.
+    """
+    config = apply_defaults(config, schema or load_schema())
+    split = config["split"]
+    if split["test_remainder"] >= split["test_mod"]:
+        raise ConfigError(
+            f"split.test_remainder ({split['test_remainder']}) must be below "
+            f"split.test_mod ({split['test_mod']}): no embryo would be in the test split"
+        )
+    names = [t["name"] for t in config["targets"]]
+    if dup := sorted({n for n in names if names.count(n) > 1}):
+        raise ConfigError(f"targets: name {dup[0]!r} is used twice")
+    return config
+
+
+def dataset_label(dataset: dict) -> str:
+    """How figures and tables name the data on their face: ``dataset.label``, else one per
+    kind (:data:`DATASET_LABELS`)."""
+    if dataset.get("label"):
+        return dataset["label"]
+    return DATASET_LABELS[dataset["kind"]].format(path=dataset.get("path", ""))
+
+
+# --- targets -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """A hardware target (an entry of ``targets:``, or a sweep point derived from one) with
+    every default resolved. Field meanings: ``config/README.md``; sizes are Docker sizes
+    ("4g"), prices USD per hour."""
+
+    name: str
+    runner: str
+    cpus: int
+    threads: int
+    gpus: int
+    memory: str
+    backend: str
+    strategy: str
+    batch_size: int
+    repeats: int
+    image: str
+    shm_size: str
+    docker_host: str
+    gpu_model: str
+    runtime_min: int
+    hourly_usd: float | None
+    price_source: str
+    paper_system: str
+    description: str
+    sweep: dict | None = None
+
+    @property
+    def memory_mib(self) -> int:
+        """``memory`` in MiB (rounded up)."""
+        from .hardware import size_mib
+
+        return size_mib(self.memory)
+
+    @property
+    def replicas(self) -> int:
+        """Devices of a mirrored strategy: the GPUs, else the cpus as logical devices."""
+        return self.gpus or self.cpus
+
+    def spec(self, repeat: int, train: dict, preprocessing: Preprocessing) -> RunSpec:
+        """The run spec of repeat ``repeat`` of this target under the config's ``train``
+        section.
+
+        Raises:
+            ValueError: repeat < 1.
+        """
+        container = (
+            Container(self.image, self.memory, self.shm_size, self.docker_host)
+            if self.runner == "docker"
+            else None
+        )
+        return RunSpec(
+            target=self.name,
+            repeat=repeat,
+            runner=self.runner,
+            cpus=self.cpus,
+            threads=self.threads,
+            gpus=self.gpus,
+            backend=self.backend,
+            strategy=self.strategy,
+            replicas=self.replicas,
+            epochs=train["epochs"],
+            batch_size=self.batch_size,
+            learning_rate=train["learning_rate"],
+            dropout=train["dropout"],
+            seed=run_seed(train["seed"], repeat),
+            accuracy_target=train["accuracy_target"],
+            preprocessing=preprocessing,
+            container=container,
+            sweep=self.sweep,
+        )
+
+    def report_fields(self) -> dict:
+        """What the figures need of a target beyond its runs: price, its source, the paper's
+        system it stands for, description, sweep point."""
+        keys = ("hourly_usd", "price_source", "paper_system", "description", "sweep")
+        return {k: getattr(self, k) for k in keys}
+
+
+def resolve_target(entry: dict, train: dict) -> Target:
+    """A :class:`Target` from one ``targets:`` entry whose schema defaults are already filled
+    in (:func:`load_config`), applying the defaults that depend on other settings: threads =
+    cpus, memory by runner (:data:`DEFAULT_MEMORY`), batch size and repeats from ``train``.
+
+    Raises:
+        ConfigError: a docker target on a backend its image does not install.
+    """
+    t = Target(
+        name=entry["name"],
+        runner=entry["runner"],
+        cpus=entry["cpus"],
+        threads=entry.get("threads", entry["cpus"]),
+        gpus=entry["gpus"],
+        memory=entry.get("memory", DEFAULT_MEMORY[entry["runner"]]),
+        backend=entry["backend"],
+        strategy=entry["strategy"],
+        batch_size=train["batch_size"],
+        repeats=entry.get("repeats", train["repeats"]),
+        image=entry["image"],
+        shm_size=entry["shm_size"],
+        docker_host=entry.get("docker_host", ""),
+        gpu_model=entry.get("gpu_model", ""),
+        runtime_min=entry["runtime_min"],
+        hourly_usd=entry.get("hourly_usd"),
+        price_source=entry["price_source"],
+        paper_system=entry.get("paper_system", ""),
+        description=entry["description"],
+    )
+    if t.runner == "docker" and t.backend not in IMAGE_BACKENDS:
+        raise ConfigError(
+            f"target {t.name}: backend {t.backend} with runner docker: the images "
+            f"install {', '.join(IMAGE_BACKENDS)} only; use runner: host in an "
+            f"environment with {t.backend} installed"
+        )
+    return t
+
+
+def target_from_entry(entry: dict, train: dict | None = None, schema: dict | None = None):
+    """:func:`resolve_target` for a bare ``targets:`` entry: the schema's target defaults are
+    filled in first; ``train`` defaults to batch size 480, 1 repeat (for tests and tools).
+
+    Raises:
+        ConfigError: the entry does not match the schema, or as :func:`resolve_target`.
+    """
+    item = (schema or load_schema())["properties"]["targets"]["items"]
+    return resolve_target(apply_defaults(entry, item), train or {"batch_size": 480, "repeats": 1})
+
+
+def run_seed(base_seed: int, repeat: int) -> int:
+    """Seed of repeat ``repeat`` (1-based): ``base_seed + repeat - 1``.
+
+    Raises:
+        ValueError: repeat < 1.
+    """
+    if repeat < 1:
+        raise ValueError(f"repeat numbers start at 1, got {repeat}")
+    return base_seed + repeat - 1
+
+
+def sweep_point_name(base: str, batch_size: int, threads: int) -> str:
+    """Name of a sweep point's derived target, e.g. ``host-1cpu.bs64-t2``."""
+    return f"{base}.bs{batch_size}-t{threads}"
+
+
+def expand_sweeps(sweeps: list[dict], targets: dict[str, Target]) -> dict[str, Target]:
+    """The derived targets of every ``sweeps:`` entry (batch size and threads).
+
+    Each entry names a ``target`` and lists ``batch_size`` and/or ``threads`` values (each
+    defaulting to the target's own); every combination becomes a target named by
+    :func:`sweep_point_name`: a copy of the base target (pinned to its cpus) with that batch
+    size and thread count, the entry's ``repeats``, no ``paper_system``, and ``sweep`` =
+    {base, batch_size, threads}.
+
+    Raises:
+        ConfigError: an entry names a target that is not (or no longer, after the hardware
+            check) among ``targets``, or two entries produce the same point.
+    """
+    points: dict[str, Target] = {}
+    for i, entry in enumerate(sweeps):
+        base = entry["target"]
+        if base not in targets:
+            raise ConfigError(
+                f"sweeps[{i}].target {base!r}: no such target runs here "
+                f"(running: {', '.join(sorted(targets)) or 'none'})"
+            )
+        t = targets[base]
+        for b, n in itertools.product(
+            entry.get("batch_size", [t.batch_size]), entry.get("threads", [t.threads])
+        ):
+            name = sweep_point_name(base, b, n)
+            if name in points or name in targets:
+                raise ConfigError(f"sweeps[{i}]: point {name} is given twice")
+            points[name] = dataclasses.replace(
+                t,
+                name=name,
+                batch_size=int(b),
+                threads=int(n),
+                repeats=int(entry.get("repeats", 1)),
+                paper_system="",
+                sweep={"base": base, "batch_size": int(b), "threads": int(n)},
+            )
+    return points
+
+
+def cost_base(cost: dict, targets: list[dict], running: list[str]) -> tuple[str, str]:
+    """The target that time and cost are normalised to (``cost.base_target``), and a note
+    when it cannot be used here.
+
+    Args:
+        cost: the config's ``cost`` section.
+        targets: the config's targets, as written (before the hardware check).
+        running: names of the main targets that run here.
+
+    Returns:
+        (base target name or "", note): the note is non-empty when the base target exists
+        but was skipped on this host, in which case cost is not normalised.
+
+    Raises:
+        ConfigError: the base target is not among the targets, or has no ``hourly_usd``.
+    """
+    base = (cost or {}).get("base_target", "")
+    if not base:
+        return "", ""
+    configured = {t["name"]: t for t in targets}
+    if base not in configured:
+        raise ConfigError(
+            f"cost.base_target {base!r}: no such target (targets: {', '.join(configured)})"
+        )
+    if configured[base].get("hourly_usd") is None:
+        raise ConfigError(f"cost.base_target {base!r} has no hourly_usd")
+    if base not in running:
+        return "", f"cost not normalised: base target {base} does not run here (skipped)"
+    return base, ""
+
+
+# --- the plan ------------------------------------------------------------------------------
+
+#: Why a target cannot run where the jobs run, or None if it can (see :mod:`hardware`).
+Probe = Callable[[Target], "str | None"]
+
+
+def default_probe(mode: str) -> Probe | None:
+    """The hardware check of ``hardware_check`` mode: "local" (this host and the targets'
+    Docker daemons), "slurm" (the cluster's nodes from sinfo) or "none" (None: no check).
+
+    Raises:
+        ConfigError: the Slurm cluster cannot be asked for its nodes.
+    """
+    from . import hardware
+
+    if mode == "none":
+        return None
+    if mode == "slurm":
+        try:
+            return hardware.SlurmProbe(hardware.slurm_nodes())
+        except hardware.ClusterError as exc:
+            raise ConfigError(f"hardware_check: slurm: {exc}") from exc
+    return hardware.LocalProbe()
+
+
+@dataclass
+class Plan:
+    """What a configuration asks for, resolved.
+
+    Attributes:
+        config: the validated configuration with every default.
+        targets: every target that runs, main targets (config order) then sweep points.
+        skipped: target name -> why it cannot run here (``on_missing_hardware: skip``).
+        cost_base, cost_note: as :func:`cost_base`.
+    """
+
+    config: dict
+    targets: dict[str, Target]
+    skipped: dict[str, str]
+    cost_base: str
+    cost_note: str
+
+    @classmethod
+    def from_config(
+        cls,
+        config: dict,
+        *,
+        probe: Probe | None = None,
+        hardware_check: str | None = None,
+        schema: dict | None = None,
+    ) -> Plan:
+        """Resolve a configuration.
+
+        Args:
+            config: as loaded from YAML (defaults are filled in here).
+            probe: the hardware check to use (tests); default: the one ``hardware_check``
+                (argument, else the config's) names, :func:`default_probe`.
+            hardware_check: "local", "slurm" or "none"; overrides the config's (a job that
+                a cluster runs on a node passes "none": its allocation holds what it asked
+                for).
+            schema: the schema (default: :func:`load_schema`).
+
+        Raises:
+            ConfigError: an invalid configuration, a target that cannot run here with
+                ``on_missing_hardware: fail``, no target able to run, a sweep of a target
+                that does not run, or an unknown or unpriced cost base.
+        """
+        config = load_config(config, schema)
+        if probe is None:
+            probe = default_probe(hardware_check or config["hardware_check"])
+        targets, skipped = {}, {}
+        for entry in config["targets"]:
+            t = resolve_target(entry, config["train"])
+            why = probe(t) if probe else None
+            if why is None:
+                targets[t.name] = t
+            elif config["on_missing_hardware"] == "skip":
+                skipped[t.name] = why
+            else:
+                raise ConfigError(
+                    f"target {t.name}: {why}; set on_missing_hardware: skip to leave it out"
+                )
+        if not targets:
+            raise ConfigError(
+                "no target can run on this host: "
+                + "; ".join(f"{n}: {w}" for n, w in skipped.items())
+            )
+        main = list(targets)
+        targets.update(expand_sweeps(config["sweeps"], targets))
+        base, note = cost_base(config["cost"], config["targets"], main)
+        return cls(config, targets, skipped, base, note)
+
+    @property
+    def main_targets(self) -> list[str]:
+        """Targets of ``targets:`` that run (no sweep points)."""
+        return [n for n, t in self.targets.items() if t.sweep is None]
+
+    @property
+    def runs(self) -> list[tuple[str, int]]:
+        """Every run as (target, repeat): main targets first, then sweep points."""
+        return [(n, k) for n, t in self.targets.items() for k in range(1, t.repeats + 1)]
+
+    @property
+    def preprocessing(self) -> Preprocessing:
+        """The preprocessing settings the configuration asks for."""
+        return Preprocessing.from_config(self.config)
+
+    def spec(self, target: str, repeat: int) -> RunSpec:
+        """The run spec of one run.
+
+        Raises:
+            KeyError: no such target runs. ValueError: repeat < 1.
+        """
+        return self.targets[target].spec(repeat, self.config["train"], self.preprocessing)
+
+    @property
+    def dataset_label(self) -> str:
+        """How figures name the data (:func:`dataset_label`)."""
+        return dataset_label(self.config["dataset"])
+
+    @property
+    def images(self) -> list[str]:
+        """The container images ("cpu", "gpu") the docker targets that run need."""
+        return sorted({t.image for t in self.targets.values() if t.runner == "docker"})
+
+    def image_tag(self, image: str) -> str:
+        """The tag of a project image, e.g. ``embryo-bench/cpu:0.1.0``."""
+        c = self.config["containers"]
+        return f"{c['tag_prefix']}/{image}:{c['tag_version']}"
+
+    # --- where the data comes from (rules download, extract, synthesize, index) -----------
+
+    @property
+    def outdir(self) -> str:
+        """The configuration's output folder."""
+        return self.config["outdir"]
+
+    @property
+    def db_dir(self) -> str:
+        """Where an archive (downloaded or local) is extracted."""
+        return f"{self.outdir}/data/db"
+
+    @property
+    def download_path(self) -> str:
+        """Where the database archive is downloaded to (named after the URL)."""
+        return f"{self.outdir}/data/{Path(self.config['dataset'].get('url', '')).name or 'db.zip'}"
+
+    @property
+    def archive(self) -> str:
+        """The archive to extract: a local archive's path, else the download's."""
+        ds = self.config["dataset"]
+        return ds["path"] if ds["kind"] == "local" else self.download_path
+
+    @property
+    def reads_in_place(self) -> bool:
+        """The source is read where it is (an image folder, a local database folder), not
+        produced by the workflow."""
+        ds = self.config["dataset"]
+        return ds["kind"] == "imagefolder" or (ds["kind"] == "local" and Path(ds["path"]).is_dir())
+
+    def index_inputs(self) -> dict[str, str]:
+        """Files indexing waits for: the generated or extracted database (and the download
+        record); nothing for a source read in place."""
+        kind = self.config["dataset"]["kind"]
+        if kind == "synthetic":
+            return {"db": f"{self.outdir}/data/synthetic"}
+        if self.reads_in_place:
+            return {}
+        if kind == "local":
+            return {"db": self.db_dir}
+        return {"db": self.db_dir, "info": f"{self.outdir}/data/download.json"}
+
+    def index_flags(self) -> list[str]:
+        """Extra ``embryo-bench index`` options: the synthetic marker, the download record
+        (its sha256 identifies the data), or the local archive whose sha256 does."""
+        inputs = self.index_inputs()
+        if self.config["dataset"]["kind"] == "synthetic":
+            return ["--synthetic"]
+        if "info" in inputs:
+            return ["--download-info", inputs["info"]]
+        if "db" in inputs:
+            return ["--checksum-of", self.config["dataset"]["path"]]
+        return []
+
+    def source_stamp(self) -> str:
+        """Identity of a source read in place (names, sizes and times of its files), so that
+        changed images rerun indexing; "" for sources the workflow produces."""
+        from .io import tree_stamp
+
+        return tree_stamp(self.config["dataset"]["path"]) if self.reads_in_place else ""
+
+    # --- images and runs ---------------------------------------------------------------------
+
+    def image_inputs(self, image: str) -> dict[str, str]:
+        """Records an image build waits for: the base image (when built here) and the
+        wheelhouse (when installing from it)."""
+        c, out = self.config["containers"], {}
+        if c["build_base"]:
+            out["base"] = f"{self.outdir}/images/base.json"
+        if c["pip_source"] == "wheelhouse":
+            out["wheelhouse"] = f"{self.outdir}/images/wheelhouse-{image}.json"
+        return out
+
+    def image_record(self, target: str) -> list[str]:
+        """The image record a docker target's runs need ([] for host targets)."""
+        t = self.targets[target]
+        return [f"{self.outdir}/images/{t.image}.json"] if t.runner == "docker" else []
+
+    def report_targets(self) -> dict[str, dict]:
+        """Target name -> :meth:`Target.report_fields`, for the figures."""
+        return {n: t.report_fields() for n, t in self.targets.items()}

@@ -1,0 +1,247 @@
+"""The settings a training run is made from, resolved once and written down.
+
+* :class:`Preprocessing`: the five settings that turn a frame into the model's input (paper
+  section 3): frame size, crop fraction, inversion centre, rotation step and output size. The
+  stages record them in every shard they write; training reads them back from the shards,
+  and ``evaluate`` from the run's ``settings.json``.
+* :class:`RunSpec`: everything one training run needs (target, repeat, runner, container
+  limits, threads, backend, strategy, batch size, epochs, learning rate, seed, ...), every
+  default already applied by :mod:`embryo_bench.plan`. The workflow writes it as
+  ``train/<target>/repeat-<k>/run.json`` and both runners train from that file
+  (``embryo-bench train --spec run.json``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ConfigError, DataError
+
+
+@dataclass(frozen=True)
+class Preprocessing:
+    """The paper's preprocessing settings (section 3, figure 1).
+
+    Attributes:
+        frame_size: frame side in px (480 in the database).
+        crop_fraction: centre-crop side / frame side (paper: 2/3, 480 -> 320 px).
+        invert_centre: the grey level shadow inversion maps to 0 (p -> |p - centre|; 128).
+        rotation_step: degrees between rotations (paper: 18, i.e. 20 rotations).
+        image_size: model input side in px (paper: 64).
+    """
+
+    frame_size: int
+    crop_fraction: float
+    invert_centre: int
+    rotation_step: float
+    image_size: int
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "preprocessing") -> Preprocessing:
+        """From a dict with exactly these five keys (the config's, a shard's or
+        ``settings.json``'s); extra keys are ignored.
+
+        Raises:
+            DataError: a key is missing (the message names ``where`` and the keys).
+        """
+        names = [f.name for f in dataclasses.fields(cls)]
+        missing = [n for n in names if n not in d]
+        if missing:
+            raise DataError(f"{where}: preprocessing settings lack {missing}; expected {names}")
+        return cls(
+            frame_size=int(d["frame_size"]),
+            crop_fraction=float(d["crop_fraction"]),
+            invert_centre=int(d["invert_centre"]),
+            rotation_step=float(d["rotation_step"]),
+            image_size=int(d["image_size"]),
+        )
+
+    @classmethod
+    def from_config(cls, config: dict) -> Preprocessing:
+        """The settings a configuration asks for (``dataset.frame_size`` and
+        ``preprocess``)."""
+        return cls.from_dict(
+            {"frame_size": config["dataset"]["frame_size"], **config["preprocess"]}, "config"
+        )
+
+    @classmethod
+    def from_settings_file(cls, path: str | os.PathLike) -> Preprocessing:
+        """The settings a trained model was trained with: ``preprocessing`` of the
+        ``settings.json`` beside ``model.keras``.
+
+        Raises:
+            DataError: the file is missing, not JSON, or lacks a key.
+        """
+        from .io import read_json
+
+        return cls.from_dict(read_json(path).get("preprocessing", {}), str(path))
+
+    def to_dict(self) -> dict:
+        """The five settings as a plain dict."""
+        return dataclasses.asdict(self)
+
+    def angles(self) -> np.ndarray:
+        """Rotation angles in degrees, float64 (R,): 0, step, 2 step, ... below 360.
+
+        Raises:
+            ConfigError: rotation_step outside (0, 360].
+        """
+        from .preprocess import rotation_angles
+
+        return rotation_angles(self.rotation_step)
+
+    def apply(self, frame: np.ndarray, angles: np.ndarray | None = None) -> np.ndarray:
+        """The whole chain for one frame (uint8 (frame_size, frame_size)): crop, equalise +
+        invert, each rotation of ``angles`` (default: every training rotation), resize.
+
+        Returns:
+            uint8 array (R, image_size, image_size).
+        """
+        from .preprocess import preprocess_frame
+
+        return preprocess_frame(
+            frame,
+            self.crop_fraction,
+            self.invert_centre,
+            self.angles() if angles is None else angles,
+            self.image_size,
+        )
+
+
+#: Runners that can train a run.
+RUNNERS = ("host", "docker")
+
+
+@dataclass(frozen=True)
+class Container:
+    """A docker target's container: which image, its limits, and which daemon runs it.
+
+    Attributes:
+        image: the project image, "cpu" or "gpu".
+        memory: ``mem_limit`` = ``memswap_limit`` (no extra swap), a Docker size ("4g").
+        shm_size: /dev/shm size ("1g").
+        docker_host: the daemon's address (``tcp://``, ``ssh://``, ``unix://``), "" for the
+            environment's (``DOCKER_HOST`` or the local socket).
+    """
+
+    image: str
+    memory: str
+    shm_size: str
+    docker_host: str = ""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One training run, with every setting resolved (see :mod:`embryo_bench.plan`).
+
+    Attributes:
+        target: hardware target name (a sweep point's derived name for sweep points).
+        repeat: repeat number, 1-based.
+        runner: "host" (the job's own process) or "docker" (a container).
+        cpus: cores the trainer is pinned to (and the container's CPU quota).
+        threads: backend thread-pool size.
+        gpus: GPUs assigned, indices 0..gpus-1.
+        backend: Keras backend, "tensorflow", "jax" or "torch".
+        strategy: "none" or "mirrored" (``tf.distribute.MirroredStrategy``).
+        replicas: devices of a mirrored strategy (GPUs, else logical CPU devices).
+        epochs, batch_size, learning_rate, dropout: paper: 20, 480, 1e-4, 0.5.
+        seed: the run's seed (``train.seed + repeat - 1``).
+        accuracy_target: test accuracy for time to accuracy (paper: ~0.85).
+        preprocessing: the settings the training data must have been made with.
+        container: the container of a docker run; None for host runs.
+        sweep: for a sweep point, {"base": target, "batch_size": B, "threads": T}; else None.
+    """
+
+    target: str
+    repeat: int
+    runner: str
+    cpus: int
+    threads: int
+    gpus: int
+    backend: str
+    strategy: str
+    replicas: int
+    epochs: int
+    batch_size: int
+    learning_rate: float
+    dropout: float
+    seed: int
+    accuracy_target: float
+    preprocessing: Preprocessing
+    container: Container | None = None
+    sweep: dict | None = field(default=None)
+
+    def __post_init__(self):
+        if self.runner not in RUNNERS:
+            raise ConfigError(f"run {self.target}: runner {self.runner!r}; expected {RUNNERS}")
+        if (self.runner == "docker") != (self.container is not None):
+            raise ConfigError(f"run {self.target}: a docker run needs a container, others none")
+
+    @property
+    def name(self) -> str:
+        """The target's name (as :class:`embryo_bench.plan.Target` has it)."""
+        return self.target
+
+    @property
+    def docker_host(self) -> str:
+        """The container's daemon address, "" for the environment's (or a host run)."""
+        return self.container.docker_host if self.container else ""
+
+    def to_dict(self) -> dict:
+        """Plain, JSON-ready dict (nested dataclasses as dicts)."""
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        """Canonical JSON (sorted keys, no spaces): equal specs give equal text."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "run spec") -> RunSpec:
+        """The inverse of :meth:`to_dict`.
+
+        Raises:
+            ConfigError: a key is missing or unknown (the message names ``where``).
+        """
+        names = {f.name for f in dataclasses.fields(cls)}
+        required = {
+            f.name
+            for f in dataclasses.fields(cls)
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        }
+        if unknown := sorted(set(d) - names):
+            raise ConfigError(f"{where}: unknown keys {unknown}")
+        if missing := sorted(required - set(d)):
+            raise ConfigError(f"{where}: missing keys {missing}")
+        values = dict(d)
+        values["preprocessing"] = Preprocessing.from_dict(d["preprocessing"], where)
+        if d.get("container") is not None:
+            fields = {f.name for f in dataclasses.fields(Container)}
+            if set(d["container"]) != fields:
+                raise ConfigError(
+                    f"{where}: container keys {sorted(d['container'])}; expected {sorted(fields)}"
+                )
+            values["container"] = Container(**d["container"])
+        return cls(**values)
+
+    @classmethod
+    def read(cls, path: str | os.PathLike) -> RunSpec:
+        """Read a ``run.json``.
+
+        Raises:
+            DataError: the file is missing or not JSON. ConfigError: keys missing or unknown.
+        """
+        from .io import read_json
+
+        return cls.from_dict(read_json(path), str(path))
+
+    def write(self, path: str | os.PathLike) -> None:
+        """Write this spec as ``run.json`` (atomically)."""
+        from .io import write_json
+
+        write_json(Path(path), self.to_dict())

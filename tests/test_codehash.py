@@ -1,0 +1,115 @@
+"""Code hashes follow the import closure of each command and its code, not its text: a
+comment or docstring changes nothing, a code change changes the hash of exactly the commands
+that import the module."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from embryo_bench import codehash
+from embryo_bench.codehash import code_hash, module_closure
+
+PACKAGE = Path(codehash.__file__).resolve().parent
+
+
+@pytest.fixture
+def pkg(tmp_path) -> Path:
+    """A private copy of the package to edit."""
+    dst = tmp_path / "embryo_bench"
+    shutil.copytree(PACKAGE, dst, ignore=shutil.ignore_patterns("__pycache__"))
+    return dst
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path.name}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def _hashes(root: Path) -> dict[str, str]:
+    return {c: code_hash(f"cli:{c}", root=root) for c in ("crop", "augment", "train", "figures")}
+
+
+def test_a_copy_hashes_like_the_original(pkg):
+    assert _hashes(pkg) == _hashes(PACKAGE)
+
+
+def test_comments_docstrings_and_formatting_change_nothing(pkg):
+    before = _hashes(pkg)
+    _edit(pkg / "preprocess.py", "from __future__ import annotations\n",
+          "from __future__ import annotations  # a comment\n\n\n# and another\n")  # fmt: skip
+    _edit(pkg / "preprocess.py", '"""Rotate a uint8 array', '"""Turn a uint8 array')
+    signature = "def compile_model(model: keras.Model, learning_rate: float = 1e-4)"
+    reflowed = "def compile_model(\n    model: keras.Model,\n    learning_rate: float = 1e-4,\n)"
+    _edit(pkg / "model.py", signature, reflowed)
+    assert _hashes(pkg) == before
+
+
+def test_a_code_change_reruns_exactly_the_commands_that_import_it(pkg):
+    before = _hashes(pkg)
+    _edit(pkg / "model.py", 'name="paper_cnn"', 'name="paper_cnn_v2"')
+    after = _hashes(pkg)
+    assert after["train"] != before["train"]
+    assert after["augment"] == before["augment"] and after["crop"] == before["crop"]
+    assert after["figures"] == before["figures"]
+    _edit(pkg / "preprocess.py", "fillcolor=0", "fillcolor=1")
+    again = _hashes(pkg)
+    assert again["augment"] != after["augment"] and again["train"] != after["train"]
+
+
+def test_hardware_is_part_of_training_and_of_nothing_upstream(pkg):
+    before = _hashes(pkg)
+    _edit(pkg / "hardware.py", '"this host has"', '"this machine has"')
+    after = _hashes(pkg)
+    assert after["train"] != before["train"] and after["augment"] == before["augment"]
+
+
+def test_another_commands_code_in_cli_does_not_count(pkg):
+    before = _hashes(pkg)
+    _edit(pkg / "cli.py", 'log.info("augmented to %d samples", n)', 'log.info("%d samples", n)')
+    after = _hashes(pkg)
+    assert after["augment"] != before["augment"]
+    assert after["crop"] == before["crop"] and after["train"] == before["train"]
+
+
+def test_closures_are_the_real_imports():
+    """The drifts the hand-kept lists had: training uses hardware and preprocess, downloading
+    uses sources; and augmenting does not need the model."""
+    train = module_closure("cli:train")
+    assert {"embryo_bench.hardware", "embryo_bench.preprocess", "embryo_bench.model"} <= set(train)
+    assert "embryo_bench.sources" in module_closure("cli:download")
+    augment = set(module_closure("cli:augment"))
+    assert not augment & {"embryo_bench.model", "embryo_bench.train", "embryo_bench.figures"}
+
+
+def test_unknown_command_or_module_is_named():
+    with pytest.raises(FileNotFoundError, match="no command 'nope'"):
+        code_hash("cli:nope")
+    with pytest.raises(FileNotFoundError, match="embryo_bench.nope"):
+        code_hash("embryo_bench.nope")
+
+
+def test_image_hash_follows_its_build_files_and_code_not_comments(tmp_path):
+    """What an image is built from: its build files and the code the container runs."""
+    from embryo_bench.containers import image_content_hash
+
+    repo = PACKAGE.parents[1]
+    assert image_content_hash(repo, "cpu") != image_content_hash(repo, "gpu")
+    ctx = tmp_path / "repo"
+    for rel in ("containers", "src"):
+        shutil.copytree(repo / rel, ctx / rel, ignore=shutil.ignore_patterns("__pycache__"))
+    for rel in (".dockerignore", "pyproject.toml"):
+        shutil.copy(repo / rel, ctx / rel)
+    original = image_content_hash(repo, "cpu")
+    assert image_content_hash(ctx, "cpu") == original
+    _edit(ctx / "src/embryo_bench/train.py", "import logging\n", "import logging  # note\n")
+    assert image_content_hash(ctx, "cpu") == original
+    _edit(ctx / "src/embryo_bench/train.py", "verbose=0", "verbose=2")
+    changed = image_content_hash(ctx, "cpu")
+    assert changed != original
+    dockerfile = ctx / "containers/Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "\nENV X=1\n")
+    assert image_content_hash(ctx, "cpu") not in (original, changed)

@@ -1,0 +1,188 @@
+"""The plan: a configuration resolved into targets, runs and run specs without Snakemake -
+schema defaults applied once, derived defaults, the hardware policy, sweeps, run.json, and
+where the data comes from."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from embryo_bench.errors import ConfigError, DataError
+from embryo_bench.plan import DEFAULT_MEMORY, Plan, load_config, load_schema
+from embryo_bench.spec import Preprocessing, RunSpec
+
+REPO = Path(__file__).resolve().parents[1]
+OFFLINE = yaml.safe_load((REPO / "config" / "offline.yaml").read_text())
+PAPER = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+
+def everything_runs(target):
+    return None
+
+
+def plan(config=OFFLINE, probe=everything_runs) -> Plan:
+    return Plan.from_config(copy.deepcopy(config), probe=probe)
+
+
+def test_schema_defaults_are_filled_in_once_and_the_input_is_not_changed():
+    raw = copy.deepcopy(OFFLINE)
+    config = load_config(raw)
+    assert raw == OFFLINE  # a new dict; the caller's is untouched
+    docker = next(t for t in config["targets"] if t["runner"] == "docker")
+    assert (docker["backend"], docker["strategy"], docker["gpus"]) == ("tensorflow", "none", 0)
+    assert (docker["shm_size"], docker["runtime_min"]) == ("1g", 120)
+    assert config["hardware_check"] == "local" and config["dataset"]["retries"] == 5
+    paper = load_config(PAPER)
+    assert paper["containers"]["tag_prefix"] == "embryo-bench"  # nested in an optional object
+    assert paper["sweeps"] == [] and paper["cost"]["base_target"] == "cloud-1gpu-1vcpu"
+    assert load_config({**PAPER, "cost": {}})["cost"] == {"base_target": ""}
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (("targets", 0, "cpus"), 0, "targets[0].cpus: 0 is less than the minimum of 1"),
+        (("train", "batch_size"), "big", "train.batch_size: 'big' is not of type 'integer'"),
+        (("split", "test_remainder"), 5, "split.test_remainder (5) must be below"),
+        (("targets", 1, "name"), "host-1cpu", "targets: name 'host-1cpu' is used twice"),
+    ],
+)
+def test_bad_settings_are_named(path, value, message):
+    config = copy.deepcopy(OFFLINE)
+    node = config
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    with pytest.raises(ConfigError) as err:
+        load_config(config)
+    assert message in str(err.value)
+
+
+def test_derived_defaults_are_resolved_in_one_place():
+    p = plan()
+    host, docker = p.targets["host-1cpu"], p.targets["docker-1cpu"]
+    assert host.threads == host.cpus == 1  # threads default to cpus
+    assert host.memory == DEFAULT_MEMORY["host"] and docker.memory == "3g"  # its own
+    assert host.batch_size == OFFLINE["train"]["batch_size"] and host.repeats == 1
+    assert host.replicas == 1 and host.docker_host == "" and host.gpu_model == ""
+
+
+def test_runs_and_their_specs():
+    p = plan()
+    assert p.main_targets == ["host-1cpu", "host-1cpu-jax", "docker-1cpu"]
+    assert p.runs[:3] == [("host-1cpu", 1), ("host-1cpu-jax", 1), ("docker-1cpu", 1)]
+    assert len(p.runs) == 3 + 4  # and the 2 x 2 sweep points
+    spec = p.spec("docker-1cpu", 1)
+    assert spec.runner == "docker" and spec.container.memory == "3g"
+    assert spec.container.image == "cpu" and spec.container.shm_size == "1g"
+    assert spec.preprocessing == Preprocessing(96, 0.6666666667, 128, 18.0, 64)
+    assert p.spec("host-1cpu", 1).container is None
+    point = p.spec("host-1cpu.bs120-t2", 1)
+    assert (point.batch_size, point.threads, point.cpus) == (120, 2, 1)
+    assert point.sweep == {"base": "host-1cpu", "batch_size": 120, "threads": 2}
+    repeats = {**OFFLINE, "train": {**OFFLINE["train"], "repeats": 3, "seed": 10}}
+    assert [plan(repeats).spec("host-1cpu", k).seed for k in (1, 2, 3)] == [10, 11, 12]
+
+
+def test_run_json_round_trip_and_strict_reading(tmp_path):
+    spec = plan().spec("docker-1cpu", 1)
+    spec.write(tmp_path / "run.json")
+    assert RunSpec.read(tmp_path / "run.json") == spec
+    assert json.loads(spec.to_json()) == json.loads((tmp_path / "run.json").read_text())
+    d = spec.to_dict()
+    with pytest.raises(ConfigError, match=r"x: unknown keys \['cores'\]"):
+        RunSpec.from_dict({**d, "cores": 2}, "x")
+    with pytest.raises(ConfigError, match=r"x: missing keys \['epochs'\]"):
+        RunSpec.from_dict({k: v for k, v in d.items() if k != "epochs"}, "x")
+    with pytest.raises(DataError, match=r"x: preprocessing settings lack \['crop_fraction'"):
+        RunSpec.from_dict({**d, "preprocessing": {"frame_size": 96}}, "x")
+    with pytest.raises(ConfigError, match="a docker run needs a container"):
+        RunSpec.from_dict({**d, "container": None}, "x")
+    with pytest.raises(ConfigError, match=r"x: container keys \['gpu'"):
+        RunSpec.from_dict({**d, "container": {"gpu": 1}}, "x")
+
+
+def test_a_price_edit_changes_no_run_spec_but_a_training_setting_does():
+    """Prices are report fields: run.json (what a training job depends on) does not hold
+    them, so a price edit reruns the figures only."""
+    base = plan()
+    priced = copy.deepcopy(OFFLINE)
+    priced["targets"][0]["hourly_usd"] = 9.99
+    repriced = plan(priced)
+    assert repriced.spec("host-1cpu", 1) == base.spec("host-1cpu", 1)
+    assert repriced.report_targets()["host-1cpu"]["hourly_usd"] == 9.99
+    faster = copy.deepcopy(OFFLINE)
+    faster["train"]["learning_rate"] = 1e-3
+    assert plan(faster).spec("host-1cpu", 1) != base.spec("host-1cpu", 1)
+
+
+def test_hardware_policy_skip_fail_and_nothing_left():
+    def no_docker(target):
+        return "no Docker daemon answers at x" if target.runner == "docker" else None
+
+    p = plan(probe=no_docker)  # offline: on_missing_hardware skip
+    assert "docker-1cpu" not in p.targets
+    assert p.skipped == {"docker-1cpu": "no Docker daemon answers at x"}
+    strict = {**OFFLINE, "on_missing_hardware": "fail"}
+    with pytest.raises(ConfigError, match="target docker-1cpu: no Docker daemon answers at x; set"):
+        plan(strict, probe=no_docker)
+    with pytest.raises(ConfigError, match="no target can run on this host: host-1cpu: nope"):
+        plan(probe=lambda t: "nope")
+    # The base of a sweep skipped: the sweep names it.
+    with pytest.raises(ConfigError, match=r"sweeps\[0\].target 'host-1cpu': no such target"):
+        plan(probe=lambda t: "gone" if t.name == "host-1cpu" else None)
+
+
+def test_cost_base_skipped_gives_a_note():
+    p = plan(probe=lambda t: "gone" if t.name == "host-1cpu" else None, config={
+        **OFFLINE, "sweeps": []})  # fmt: skip
+    assert p.cost_base == "" and "base target host-1cpu does not run here" in p.cost_note
+
+
+def test_where_the_data_comes_from(tmp_path):
+    out = OFFLINE["outdir"]
+    synthetic = plan()
+    assert synthetic.index_inputs() == {"db": f"{out}/data/synthetic"}
+    assert synthetic.index_flags() == ["--synthetic"] and synthetic.source_stamp() == ""
+    db = {"kind": "mouse-embryo-tracking-db", "url": "http://h/x/Mou.zip", "frame_size": 48}
+    download = plan({**OFFLINE, "dataset": db})
+    assert download.download_path == download.archive == f"{out}/data/Mou.zip"
+    assert download.index_inputs() == {"db": f"{out}/data/db", "info": f"{out}/data/download.json"}
+    assert download.index_flags() == ["--download-info", f"{out}/data/download.json"]
+    archive = plan({**OFFLINE, "dataset": {"kind": "local", "path": "m.zip", "frame_size": 48}})
+    assert archive.archive == "m.zip" and archive.index_flags() == ["--checksum-of", "m.zip"]
+    (tmp_path / "Train").mkdir()
+    folder = {"kind": "imagefolder", "path": str(tmp_path), "frame_size": 28}
+    images = plan({**OFFLINE, "dataset": folder})
+    assert images.index_inputs() == {} and images.reads_in_place
+    assert images.dataset_label == f"real images from {tmp_path}"
+    stamp = images.source_stamp()
+    (tmp_path / "Train" / "new.png").write_bytes(b"x")
+    assert images.source_stamp() != stamp  # changed images rerun indexing
+
+
+def test_images_and_their_inputs():
+    p = plan()
+    assert p.images == ["cpu"] and p.image_tag("cpu") == "embryo-bench/cpu:0.1.0"
+    assert p.image_record("docker-1cpu") == [f"{OFFLINE['outdir']}/images/cpu.json"]
+    assert p.image_record("host-1cpu") == []
+    assert set(p.image_inputs("cpu")) == {"base", "wheelhouse"}  # offline builds both here
+
+
+def test_paper_config_plans_every_system_when_hardware_allows():
+    p = plan(PAPER)
+    assert len(p.targets) == 7 and len(p.runs) == 21  # 3 repeats each
+    assert p.spec("cloud-2gpu-mirrored", 2).replicas == 2
+    assert p.targets["laptop-2cpu"].memory_mib == 8192
+    assert p.cost_base == "cloud-1gpu-1vcpu"
+
+
+def test_schema_is_where_the_defaults_come_from():
+    """Every static default the plan relies on is written in the schema (not in code)."""
+    item = load_schema()["properties"]["targets"]["items"]["properties"]
+    for key in ("image", "gpus", "backend", "strategy", "shm_size", "runtime_min"):
+        assert "default" in item[key], key

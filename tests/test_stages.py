@@ -1,0 +1,88 @@
+"""The data carries its settings: every stage shard records the preprocessing that made it;
+training takes its settings from the shards and refuses shards that disagree with each other
+or with the run's spec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from embryo_bench import stages
+from embryo_bench.errors import DataError
+from embryo_bench.select import assign_shards
+from embryo_bench.sources import index_db
+from embryo_bench.spec import Preprocessing
+
+PP = Preprocessing(frame_size=48, crop_fraction=0.5, invert_centre=128, rotation_step=90.0,
+                   image_size=16)  # fmt: skip
+
+
+def _chain(small_db, work: Path, pp: Preprocessing = PP, name: str = "a") -> Path:
+    manifest, _ = index_db(small_db, 48)
+    sel = work / "selected.csv"
+    assign_shards(manifest, 1).to_csv(sel, index=False)
+    stages.crop_shard(sel, 0, pp.frame_size, pp.crop_fraction, work / f"c-{name}.npz")
+    stages.invert_shard(work / f"c-{name}.npz", pp.invert_centre, work / f"i-{name}.npz")
+    stages.augment_shard(
+        work / f"i-{name}.npz", pp.rotation_step, pp.image_size, work / f"{name}.npz"
+    )
+    return work / f"{name}.npz"
+
+
+def test_each_stage_records_what_made_it(small_db, tmp_path):
+    shard = _chain(small_db, tmp_path)
+    assert stages.shard_settings(tmp_path / "c-a.npz") == {
+        "stage": "crop",
+        "preprocessing": {"frame_size": 48, "crop_fraction": 0.5},
+    }
+    assert stages.shard_settings(tmp_path / "i-a.npz")["preprocessing"]["invert_centre"] == 128
+    record = stages.shard_settings(shard)
+    assert record["stage"] == "augment"
+    assert Preprocessing.from_dict(record["preprocessing"]) == PP
+
+
+def test_training_takes_the_settings_from_the_shards(small_db, tmp_path):
+    shard = _chain(small_db, tmp_path)
+    data, pp = stages.load_dataset([shard])
+    assert pp == PP and data["x_train"].shape[1:] == (16, 16, 1)
+    assert stages.load_dataset([shard], PP)[1] == PP
+
+
+def test_shards_other_than_the_spec_asks_for_are_refused(small_db, tmp_path):
+    shard = _chain(small_db, tmp_path)
+    wanted = Preprocessing(48, 0.5, 128, 18.0, 16)
+    with pytest.raises(DataError) as err:
+        stages.load_dataset([shard], wanted)
+    assert "rotation_step=90.0 but the run asks for rotation_step=18.0" in str(err.value)
+    assert str(shard) in str(err.value)
+
+
+def test_shards_that_disagree_are_refused(small_db, tmp_path):
+    a = _chain(small_db, tmp_path, PP, "a")
+    b = _chain(small_db, tmp_path, Preprocessing(48, 0.5, 100, 90.0, 16), "b")
+    with pytest.raises(DataError, match=r"b\.npz: made with preprocessing .*invert_centre"):
+        stages.load_dataset([a, b])
+
+
+def test_a_shard_without_a_record_or_from_another_stage_is_refused(small_db, tmp_path):
+    shard = _chain(small_db, tmp_path)
+    with pytest.raises(DataError, match=r"c-a\.npz: a crop shard; expected the augment"):
+        stages.load_dataset([tmp_path / "c-a.npz"])
+    with pytest.raises(DataError, match=r"a\.npz: a augment shard; expected the crop"):
+        stages.invert_shard(shard, 128, tmp_path / "x.npz")
+    old = dict(np.load(shard))
+    del old["settings"]
+    np.savez(tmp_path / "old.npz", **old)
+    with pytest.raises(DataError, match=r"old\.npz: no settings record .* rerun its stage"):
+        stages.load_dataset([tmp_path / "old.npz"])
+    assert not (tmp_path / "x.npz").exists()
+
+
+def test_settings_file_is_read_back_strictly(tmp_path):
+    (tmp_path / "settings.json").write_text('{"preprocessing": {"frame_size": 96}}')
+    with pytest.raises(DataError, match=r"settings\.json: preprocessing settings lack"):
+        Preprocessing.from_settings_file(tmp_path / "settings.json")
+    with pytest.raises(DataError, match="file not found"):
+        Preprocessing.from_settings_file(tmp_path / "none.json")
