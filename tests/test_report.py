@@ -40,14 +40,15 @@ def test_sweep_points_are_derived_targets():
         {"name": "t", "runner": "host", "cpus": 2, "paper_system": "2-core laptop"}
     )
     targets = {"t": base}
-    points = expand_sweeps([{"target": "t", "batch_size": [64, 128], "threads": [1, 2]}], targets)
+    entry = {"target": "t", "batch_size": [64, 128], "threads": [1, 2], "repeats": 1}
+    points = expand_sweeps([entry], targets)
     assert list(points) == [sweep_point_name("t", b, n) for b in (64, 128) for n in (1, 2)]
     p = points["t.bs128-t1"]
     assert (p.batch_size, p.threads, p.cpus, p.repeats) == (128, 1, 2, 1)
     assert p.sweep == {"base": "t", "batch_size": 128, "threads": 1}
     assert p.paper_system == ""  # a sweep point does not stand for the paper's system
-    only_threads = expand_sweeps([{"target": "t", "threads": [1]}], targets)
-    assert list(only_threads) == ["t.bs480-t1"]
+    only_threads = expand_sweeps([{"target": "t", "threads": [1], "repeats": 2}], targets)
+    assert list(only_threads) == ["t.bs480-t1"] and only_threads["t.bs480-t1"].repeats == 2
 
 
 def test_sweep_of_unknown_target_is_rejected():

@@ -277,11 +277,11 @@ def sweep_point_name(base: str, batch_size: int, threads: int) -> str:
 def expand_sweeps(sweeps: list[dict], targets: dict[str, Target]) -> dict[str, Target]:
     """The derived targets of every ``sweeps:`` entry (batch size and threads).
 
-    Each entry names a ``target`` and lists ``batch_size`` and/or ``threads`` values (each
-    defaulting to the target's own); every combination becomes a target named by
-    :func:`sweep_point_name`: a copy of the base target (pinned to its cpus) with that batch
-    size and thread count, the entry's ``repeats``, no ``paper_system``, and ``sweep`` =
-    {base, batch_size, threads}.
+    Each entry (schema defaults filled in) names a ``target`` and lists ``batch_size`` and/or
+    ``threads`` values (each defaulting to the target's own); every combination becomes a
+    target named by :func:`sweep_point_name`: a copy of the base target (pinned to its cpus)
+    with that batch size and thread count, the entry's ``repeats``, no ``paper_system``, and
+    ``sweep`` = {base, batch_size, threads}.
 
     Raises:
         ConfigError: an entry names a target that is not (or no longer, after the hardware
@@ -307,7 +307,7 @@ def expand_sweeps(sweeps: list[dict], targets: dict[str, Target]) -> dict[str, T
                 name=name,
                 batch_size=int(b),
                 threads=int(n),
-                repeats=int(entry.get("repeats", 1)),
+                repeats=int(entry["repeats"]),
                 paper_system="",
                 sweep={"base": base, "batch_size": int(b), "threads": int(n)},
             )
