@@ -1,0 +1,67 @@
+"""config/README.md describes every configuration key: it is rendered from the schema and
+must equal the rendering; the renderer itself covers every key and default."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+from embryo_bench.configdoc import render
+from embryo_bench.plan import load_schema
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _keys(node: dict, path: str = ""):
+    """(dotted key path, subschema) of every key, ``[]`` for list entries."""
+    for key, sub in node.get("properties", {}).items():
+        full = f"{path}.{key}" if path else key
+        yield full, sub
+        if sub.get("type") == "object":
+            yield from _keys(sub, full)
+        elif sub.get("type") == "array" and sub.get("items", {}).get("type") == "object":
+            yield from _keys(sub["items"], f"{full}[]")
+
+
+def test_config_readme_is_the_schema_rendered():
+    written = (REPO / "config" / "README.md").read_text()
+    assert written == render(load_schema()), (
+        "config/README.md differs from config/schema.yaml; regenerate it with "
+        "`python -m embryo_bench.configdoc > config/README.md`"
+    )
+
+
+def _default_cell(value) -> str:
+    """How the reference writes a default: strings as they are ("" when empty), everything
+    else as JSON."""
+    return f"`{value}`" if isinstance(value, str) and value else f"`{json.dumps(value)}`"
+
+
+def test_every_key_has_a_row_with_its_default_and_meaning():
+    schema = load_schema()
+    rows = {}
+    for line in render(schema).splitlines():
+        if line.startswith("| `"):
+            cells = [c.strip() for c in line.strip("|").split(" | ")]
+            rows[cells[0].strip("`")] = cells
+    keys = dict(_keys(schema))
+    assert not set(keys) - set(rows), f"keys without a row: {sorted(set(keys) - set(rows))}"
+    assert not set(rows) - set(keys), f"rows without a key: {sorted(set(rows) - set(keys))}"
+    for key, sub in keys.items():
+        assert sub.get("description"), f"{key}: no description in the schema"
+        expected = _default_cell(sub["default"]) if "default" in sub else ""
+        assert rows[key][3] == expected, (key, rows[key][3], expected)
+
+
+def test_a_new_schema_key_changes_the_reference():
+    schema = load_schema()
+    grown = copy.deepcopy(schema)
+    grown["properties"]["train"]["properties"]["warmup"] = {
+        "type": "integer",
+        "default": 2,
+        "description": "epochs of warm-up",
+    }
+    text = render(grown)
+    assert text != render(schema)
+    assert "| `train.warmup` | integer | no | `2` |  | epochs of warm-up |" in text
