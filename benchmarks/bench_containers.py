@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 TRAIN = {"learning_rate": 1e-4, "dropout": 0.5, "seed": 0, "accuracy_target": 0.85,
-         "batch_size": 480, "repeats": 1}  # fmt: skip
+         "batch_size": 480, "repeats": 1, "probe_seconds": 2}  # fmt: skip
 
 
 def make_shards(work: Path, embryos: int) -> tuple[list[str], str]:

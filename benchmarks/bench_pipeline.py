@@ -87,7 +87,8 @@ def _pipeline_ips(work: Path, shard_files: list[str], threads: int, epochs: int,
     from embryo_bench.train import run_training
 
     train = {"epochs": epochs, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0,
-             "accuracy_target": 0.85, "batch_size": 480, "repeats": 1}  # fmt: skip
+             "accuracy_target": 0.85, "batch_size": 480, "repeats": 1,
+             "probe_seconds": 2}  # fmt: skip
     target = target_from_entry({"name": "bench", "runner": "host", "cpus": threads}, train)
     spec = target.spec(1, train, Preprocessing(480, 2 / 3, 128, 18.0, 64))
     metrics = run_training(
@@ -101,14 +102,15 @@ def _random_ips(n: int, epochs: int):
     import keras  # initialised, with the thread limits, by run_training
 
     from embryo_bench.model import build_model, compile_model
-    from embryo_bench.train import fit_epoch
+    from embryo_bench.train import fit_epochs
 
     rng = np.random.default_rng(0)
     x = rng.integers(0, 129, (n, 64, 64, 1), dtype=np.uint8)
     y = rng.integers(0, 4, n).astype(np.int32)
     keras.utils.set_random_seed(0)
     model = compile_model(build_model(64))
-    seconds = [fit_epoch(model, x, y, 480)[0] for _ in range(epochs)]
+    rows = fit_epochs(model, (x, y), (x[:480], y[:480]), batch_size=480, epochs=epochs)
+    seconds = [r["epoch_seconds"] for r in rows]
     return n / float(np.mean(seconds[1:])), seconds[0]
 
 

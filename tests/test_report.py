@@ -103,7 +103,7 @@ def test_energy_not_measured_without_rapl_or_nvml():
 
 
 def test_process_sampler_samples_this_process():
-    sampler = ProcessSampler(cpus=1.0, gpu_indices=[], interval=0.1)
+    sampler = ProcessSampler(cpus=1.0, gpu_indices=[], cores=[0], interval=0.1)
     sampler.start()
     t0 = time.monotonic()
     while time.monotonic() - t0 < 0.6:  # keep one core busy

@@ -94,7 +94,8 @@ def _spec(**entry):
     from embryo_bench.plan import target_from_entry
     from embryo_bench.spec import Preprocessing
 
-    train = {"epochs": 1, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0, "accuracy_target": 0.8}
+    train = {"epochs": 1, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0, "accuracy_target": 0.8,
+             "probe_seconds": 0.2}  # fmt: skip
     pp = Preprocessing(96, 2 / 3, 128, 18.0, 64)
     return target_from_entry({"runner": "docker", **entry}).spec(1, train, pp)
 
@@ -110,3 +111,89 @@ def test_container_kwargs_cpu_and_gpu_targets():
     (req,) = gpu["device_requests"]
     assert req["DeviceIDs"] == ["0", "1"] and req["Capabilities"] == [["gpu"]]
     assert gpu["environment"]["KERAS_BACKEND"] == "tensorflow"
+
+
+def test_interference_finds_the_longest_stall_and_other_cpu():
+    from embryo_bench.telemetry import COLUMNS, interference
+
+    cpu = [95, 98, 2, 1, 0.5, 97, 3, 99]  # a 3-sample stall, then a 1-sample dip
+    df = pd.DataFrame(
+        {
+            "time_s": range(8),
+            "cpu_percent": cpu,
+            "other_cpu_percent": [20.0] * 8,
+            "steal_percent": [1.0] * 8,
+            "machine_cpu_percent": [120.0] * 8,
+        },  # fmt: skip
+        columns=COLUMNS,
+    )
+    seen = interference(df, cores=2)
+    assert seen["stall_samples"] == 4 and seen["longest_stall_s"] == 3.0
+    assert seen["other_cpu_share_mean"] == pytest.approx(0.10)  # 20 % of one core of 2
+    assert seen["steal_percent_mean"] == 1.0
+    # A GPU run whose CPU idles while its GPU works is not stalled.
+    df["gpu_index"], df["gpu_util_percent"] = 0, 90.0
+    assert interference(df, cores=2)["stall_samples"] == 0
+    # Not sampled (a remote daemon's machine): said so, not zero.
+    remote = interference(df.assign(other_cpu_percent=None, steal_percent=None), cores=None)
+    assert remote["other_cpu_share_mean"].startswith("not measured")
+
+
+def test_stability_verdict_names_each_reason():
+    from embryo_bench.stability import assess, thresholds
+
+    limits = thresholds()
+    assert limits == {"probe_change": 0.10, "other_cpu_share": 0.10, "steal_percent": 5,
+                      "stall_seconds": 3}  # fmt: skip
+    clean = {
+        "flops": {"probe_change": 0.02},
+        "calibration": {"before": {"gflops": 40.0}, "after": {"gflops": 39.2}},
+        "telemetry": {
+            "interference": {
+                "other_cpu_share_mean": 0.01,
+                "steal_percent_mean": 0.5,
+                "longest_stall_s": 1.0,
+            }
+        },  # fmt: skip
+    }
+    assert assess(clean, limits) == {"stable": True, "reasons": [], "unchecked": []}
+    bad = {
+        "flops": {"probe_change": 0.25},
+        "calibration": {"before": {"gflops": 40.0}, "after": {"gflops": 30.0}},
+        "telemetry": {
+            "interference": {
+                "other_cpu_share_mean": 0.4,
+                "steal_percent_mean": 9.0,
+                "longest_stall_s": 12.0,
+            }
+        },  # fmt: skip
+    }
+    verdict = assess(bad, limits)
+    assert not verdict["stable"] and len(verdict["reasons"]) == 4
+    assert verdict["reasons"][0].startswith("calibration probes differ by 25% (40.0 -> 30.0")
+    assert "other processes used 40% of its cores" in verdict["reasons"][1]
+    assert "stalled 12 s idle" in verdict["reasons"][3]
+    # Thresholds come from the config; missing evidence is listed, not counted against it.
+    loose = {"probe_change": 0.5, "other_cpu_share": 0.5, "steal_percent": 10, "stall_seconds": 20}
+    assert assess(bad, thresholds(loose))["stable"]
+    assert assess({}, limits)["unchecked"] == [
+        "calibration probes", "other processes' CPU", "steal time", "stalls"]  # fmt: skip
+
+
+def test_matmul_probe_and_model_flops():
+    from embryo_bench.calibrate import efficiency, matmul_probe, training_flops_per_image
+    from embryo_bench.model import build_model
+
+    flops = training_flops_per_image(build_model(64))
+    # conv1 2*5*5*1*32*64*64, conv2 2*5*5*32*64*32*32, fc1 2*16384*1024, logits 2*1024*4
+    assert flops["per_layer"] == {"conv1": 6_553_600, "conv2": 104_857_600,
+                                  "fc1": 33_554_432, "logits": 8_192}  # fmt: skip
+    assert flops["training_flops"] == 3 * 144_973_824
+    probe = matmul_probe(0.2, n=256)
+    assert probe["gflops"] > 0 and probe["seconds"] >= 0.2 and probe["products"] >= 1
+    eff = efficiency(flops["training_flops"], 100.0, {"gflops": 50.0}, {"gflops": 40.0})
+    assert eff["achieved_gflops"] == pytest.approx(43.49, abs=0.01)
+    assert eff["efficiency"] == pytest.approx(43.49 / 45.0, abs=1e-3)
+    assert eff["probe_change"] == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="seconds must be >= 0"):
+        matmul_probe(-1)

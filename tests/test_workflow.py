@@ -7,6 +7,7 @@ import functools
 import hashlib
 import http.server
 import json
+import re
 import shutil
 import subprocess
 import threading
@@ -15,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from workflow_helpers import (
     copy_repo,
     edit,
@@ -396,3 +398,69 @@ def test_mirrored_strategy_on_two_logical_cpus(offline_run, tmp_path):
     metrics = json.loads((tmp_path / "run/metrics.json").read_text())
     assert metrics["strategy"] == "mirrored" and metrics["replicas_in_sync"] == 2
     assert metrics["parameter_count"] == 16_834_436 and metrics["epochs"] == 1
+
+
+def test_nothing_heavy_runs_beside_a_training(tmp_path):
+    """Every training job takes all of the profile's bench slots and every other job one,
+    so Snakemake can never start an image build, preprocessing or figures job (or a second
+    training) while a run is timed (issue 10)."""
+    profile = yaml.safe_load((REPO / "profiles/default/config.yaml").read_text())
+    capacity = dict(r.split("=") for r in profile["resources"])["bench_slot"]
+    config = offline_config(tmp_path / "out", docker=True)
+    config["hardware_check"] = "none"  # plan the docker jobs without asking a daemon
+    out = snakemake(tmp_path, config, "-n").stdout
+    jobs = re.findall(r"^(?:local)?rule (\w+):\n(?:    .*\n)*?    resources: (.*)$", out, re.M)
+    slots = {}
+    for rule, resources in jobs:
+        slots.setdefault(rule, set()).add(re.search(r"bench_slot=(\d+)", resources).group(1))
+    assert slots["train"] == {capacity}
+    assert {"image", "base_image", "augment", "crop", "figures"} <= set(slots)
+    assert all(s == {"1"} for rule, s in slots.items() if rule != "train"), slots
+
+
+def _train_host(config, out, run_dir, spec_file):
+    proc = subprocess.run(train_command(spec_file, out, run_dir), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads((run_dir / "metrics.json").read_text()), proc.stderr
+
+
+def test_a_cpu_hog_on_the_runs_core_marks_it_unstable(offline_run, tmp_path):
+    """Done-means of issue 10: the same 1-cpu run, without and then with a busy process
+    pinned to its core; the first is stable, the second unstable, naming the other
+    processes' share of its core. Both carry the probes, efficiency and three timings."""
+    import os
+    import sys
+
+    from embryo_bench.hardware import run_cores
+    from embryo_bench.stability import assess, thresholds
+
+    _, config, out, _ = offline_run
+    target = {"name": "host-1cpu", "runner": "host", "cpus": 1}
+    write_spec(tmp_path / "run.json", config, target)
+    quiet, log = _train_host(config, out, tmp_path / "quiet", tmp_path / "run.json")
+    core = run_cores(1)[0]
+    hog = subprocess.Popen(
+        [sys.executable, "-c", f"import os; os.sched_setaffinity(0, [{core}])\nwhile True: pass"]
+    )
+    try:
+        noisy, _ = _train_host(config, out, tmp_path / "noisy", tmp_path / "run.json")
+    finally:
+        hog.kill()
+        hog.wait()
+    limits = thresholds()
+    calm, busy = assess(quiet, limits), assess(noisy, limits)
+    assert calm["stable"], calm["reasons"]
+    assert not busy["stable"]
+    assert any(r.startswith("other processes used") for r in busy["reasons"]), busy
+    share = noisy["telemetry"]["interference"]["other_cpu_share_mean"]
+    assert 0.2 < share <= 1.0  # the hog got a large part of the one core
+    for m in (quiet, noisy):
+        assert m["calibration"]["before"]["gflops"] > 0 and m["calibration"]["after"]["gflops"] > 0
+        assert 0 < m["flops"]["efficiency"] < 1.5
+        assert m["flops"]["training_flops_per_image"] == 434_921_472
+        assert m["wall_seconds"] >= m["training_seconds"] > 0 and m["eval_seconds_total"] > 0
+        assert m["provenance"]["compute"]["jit_compile"] in (True, False)
+    # One progress line per epoch in the log; progress.csv is gone once history.csv is there.
+    assert len(re.findall(r"epoch \d+/\d+: .* images/s, ETA", log)) == quiet["epochs"]
+    assert not (tmp_path / "quiet/progress.csv").exists()
+    assert os.path.getsize(tmp_path / "quiet/history.csv") > 0

@@ -75,10 +75,10 @@ def offline_config(outdir: Path, docker: bool = False, full: bool = False) -> di
 def write_spec(path: Path, config: dict, target: dict, epochs: int | None = None, repeat=1):
     """Write the run.json of ``target`` (a bare ``targets:`` entry) under ``config``'s train
     and preprocessing settings, as the workflow's run_spec rule would; returns the RunSpec."""
-    from embryo_bench.plan import target_from_entry
+    from embryo_bench.plan import load_config, target_from_entry
     from embryo_bench.spec import Preprocessing
 
-    train = {**config["train"], **({"epochs": epochs} if epochs else {})}
+    train = {**load_config(config)["train"], **({"epochs": epochs} if epochs else {})}
     spec = target_from_entry(target, train).spec(repeat, train, Preprocessing.from_config(config))
     spec.write(path)
     return spec

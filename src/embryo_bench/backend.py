@@ -1,8 +1,9 @@
 """Backend-specific runtime setup kept out of the model and training code.
 
-Keras 3 runs the same model on TensorFlow, JAX or PyTorch (``KERAS_BACKEND``); only the size
-of each framework's thread pools has to be set through the framework itself. Call
-:func:`limit_threads` before the first Keras operation.
+Keras 3 runs the same model on TensorFlow, JAX or PyTorch (``KERAS_BACKEND``); the size of
+each framework's thread pools (:func:`limit_threads`, before the first Keras operation) and
+the way batches are fed to ``fit`` (:func:`input_pipeline`) are set through the framework
+itself, here and nowhere else.
 """
 
 from __future__ import annotations
@@ -10,8 +11,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from dataclasses import dataclass
+
+import numpy as np
 
 from .errors import ConfigError
+from .hardware import run_cores
 
 
 def backend_name() -> str:
@@ -51,9 +56,8 @@ def limit_threads(threads: int, cores: int | None = None) -> list[int]:
         raise ValueError(f"threads and cores must be >= 1, got {threads} and {cores_wanted}")
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = str(threads)
-    pinned = sorted(os.sched_getaffinity(0))
-    if len(pinned) > cores_wanted:
-        pinned = pinned[:cores_wanted]
+    pinned = run_cores(cores_wanted)
+    if len(pinned) < len(os.sched_getaffinity(0)):
         os.sched_setaffinity(0, pinned)
     backend = backend_name()
     if backend == "tensorflow":
@@ -70,6 +74,72 @@ def limit_threads(threads: int, cores: int | None = None) -> list[int]:
         torch.set_num_threads(threads)
         torch.set_num_interop_threads(threads)
     return pinned
+
+
+@dataclass(frozen=True)
+class Feed:
+    """Batches for Keras ``fit``/``evaluate`` (:func:`input_pipeline`).
+
+    Attributes:
+        data: a ``tf.data.Dataset`` of (images, labels) batches, or the arrays ``(x, y)``.
+        batch_size: images per batch for arrays; None for a dataset (it is batched).
+    """
+
+    data: object
+    batch_size: int | None
+
+    def fit_kwargs(self) -> dict:
+        """Keyword arguments of ``fit``/``evaluate`` for these batches."""
+        if isinstance(self.data, tuple):
+            return {"x": self.data[0], "y": self.data[1], "batch_size": self.batch_size}
+        return {"x": self.data}
+
+    def validation_kwargs(self) -> dict:
+        """Keyword arguments of ``fit`` that score these batches after each epoch."""
+        return {"validation_data": self.data, "validation_batch_size": self.batch_size}
+
+
+def input_pipeline(
+    x: np.ndarray, y: np.ndarray, batch_size: int, *, shuffle: bool, seed: int = 0
+) -> Feed:
+    """Feed in-memory images and labels to Keras in batches, reshuffled every epoch when
+    ``shuffle``.
+
+    Args:
+        x: images, uint8 (N, S, S, 1). y: labels, int32 (N,).
+        batch_size: images per batch (the last batch may be smaller).
+        shuffle: a new order every epoch (training); the stored order otherwise (scoring).
+        seed: the shuffle's seed (the run's seed).
+
+    TensorFlow: a ``tf.data`` pipeline built once per run (indices shuffled, batched, then
+    the images gathered from one in-memory tensor) with tf.data autotuning switched off.
+    With autotuning on (as in the pipeline Keras builds itself from numpy arrays) every
+    iterator starts a model-optimisation thread that sleeps in doubling timed waits
+    (10 ms, 20 ms, ... 10.24 s, 20.48 s ...); when an iterator is destroyed at the end of an
+    epoch or of an evaluation, the destructor can wait out that sleep, which showed as
+    10-20 s at 0 % CPU per epoch in our runs (issue 10). Nothing here needs autotuning:
+    the batches are gathered from memory. JAX and PyTorch: the arrays themselves (Keras
+    feeds numpy arrays to those backends without tf.data).
+
+    Returns:
+        a :class:`Feed`.
+    """
+    if backend_name() != "tensorflow":
+        return Feed((x, y), batch_size)
+    import tensorflow as tf
+
+    images, labels = tf.constant(x), tf.constant(y)
+    order = tf.data.Dataset.range(len(y))
+    if shuffle:
+        order = order.shuffle(len(y), seed=seed, reshuffle_each_iteration=True)
+    batches = (
+        order.batch(batch_size)
+        .map(lambda i: (tf.gather(images, i), tf.gather(labels, i)))
+        .prefetch(1)
+    )
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return Feed(batches.with_options(options), None)
 
 
 def distribution_scope(strategy: str, replicas: int):
@@ -110,6 +180,26 @@ def distribution_scope(strategy: str, replicas: int):
         devices = [f"/cpu:{i}" for i in range(replicas)]
     mirrored = tf.distribute.MirroredStrategy(devices)
     return mirrored.scope(), mirrored.num_replicas_in_sync
+
+
+def compute_settings(model=None) -> dict:
+    """The settings that change which kernels run, for provenance: ``jit_compile`` of a
+    compiled Keras ``model`` (Keras 3 compiles train steps with XLA by default where the
+    backend supports it), ``XLA_FLAGS``, ``TF_ENABLE_ONEDNN_OPTS`` ("default": TensorFlow's
+    own default, oneDNN on for x86 Linux builds), and TensorFlow's build info (CUDA/cuDNN
+    versions when a CUDA build) when TensorFlow is loaded."""
+    import sys
+
+    out = {
+        "jit_compile": None if model is None else getattr(model, "jit_compile", None),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "tf_enable_onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default"),
+    }
+    if "tensorflow" in sys.modules:
+        info = dict(sys.modules["tensorflow"].sysconfig.get_build_info())
+        keys = ("is_cuda_build", "is_rocm_build", "cuda_version", "cudnn_version")
+        out["tensorflow_build"] = {k: info[k] for k in keys if k in info}
+    return out
 
 
 def framework_versions() -> dict[str, str]:

@@ -249,6 +249,7 @@ def cmd_figures(p):
     p.add_argument("--targets", required=True, help="JSON: target -> price, paper system, sweep")
     p.add_argument("--cost-base", default="", help="target that cost is normalised to")
     p.add_argument("--cost-note", default="", help="why cost is not normalised, if it is not")
+    p.add_argument("--stability", default="{}", help="JSON: the config's stability thresholds")
     p.add_argument("--selection", required=True)
     p.add_argument("--source-info", required=True)
     p.add_argument("--shard", required=True, help="an augment shard (its preprocessing settings)")
@@ -258,6 +259,7 @@ def cmd_figures(p):
         from . import figures
         from .io import read_json
         from .spec import Preprocessing
+        from .stability import thresholds
         from .stages import shard_settings
         from .summary import load_runs
 
@@ -270,6 +272,7 @@ def cmd_figures(p):
             a.out_dir,
             cost_base=a.cost_base,
             cost_note=a.cost_note,
+            stability=thresholds(json.loads(a.stability)),
         )
 
     return run

@@ -29,8 +29,9 @@ from pathlib import Path
 
 from .containers import docker_client
 from .errors import DockerError, Interrupted
-from .hardware import local_node, why_not
+from .hardware import local_node, run_cores, why_not
 from .io import atomic_path, read_json
+from .layout import PROGRESS
 from .provenance import SLURM_ENV, git_commit
 from .record import finish_run
 from .spec import RunSpec
@@ -59,6 +60,18 @@ def _tar_inputs(files: dict[str, Path], fh) -> None:
             info.uname = info.gname = ""
             with open(path, "rb") as src:
                 tar.addfile(info, src)
+
+
+def daemon_is_here(address: str) -> bool:
+    """Whether the Docker daemon at ``address`` runs on this machine (so this process can
+    sample the machine around its containers): the default socket, a ``unix://`` socket or
+    TCP on a loopback address."""
+    from urllib.parse import urlparse
+
+    if not address or address.startswith(("unix://", "npipe://")):
+        return True
+    url = urlparse(address)
+    return url.scheme == "tcp" and url.hostname in ("127.0.0.1", "localhost", "::1")
 
 
 def check_image(client, spec: RunSpec, image: dict) -> None:
@@ -160,11 +173,38 @@ def start(box, log) -> deque[str]:
     return tail
 
 
+def copy_progress(box, out_dir: Path) -> bool:
+    """Copy the trainer's ``progress.csv`` (the epochs measured so far) out of the running
+    container into ``out_dir``, atomically; False when there is none yet."""
+    import docker.errors
+
+    try:
+        stream, _ = box.get_archive(f"{WORK}/out/{PROGRESS}")
+        with tempfile.TemporaryFile() as buf:
+            for chunk in stream:
+                buf.write(chunk)
+            buf.seek(0)
+            with tarfile.open(fileobj=buf) as tar:
+                data = tar.extractfile(PROGRESS).read()
+    except (docker.errors.NotFound, docker.errors.APIError, KeyError, tarfile.TarError):
+        return False
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out_dir / PROGRESS, suffix=".csv") as tmp:
+        tmp.write_bytes(data)
+    return True
+
+
 def wait(
-    box, spec: RunSpec, tail: deque[str], parent: int, stop_after_s: float | None = None
+    box,
+    spec: RunSpec,
+    tail: deque[str],
+    parent: int,
+    stop_after_s: float | None = None,
+    progress_to: Path | None = None,
 ) -> None:
     """Wait for the started container to exit, checking every second that ``parent`` (the
-    runner's parent process when it started) is still there.
+    runner's parent process when it started) is still there, and copying the trainer's
+    progress out (:func:`copy_progress`) into ``progress_to`` every 5 s.
 
     Raises:
         Interrupted: the parent process (Snakemake) went away, or ``stop_after_s`` (tests).
@@ -178,6 +218,8 @@ def wait(
             break
         except Exception:  # read timeout: still running
             waited += 1
+        if progress_to is not None and waited % 5 == 0:
+            copy_progress(box, progress_to)
         if os.getppid() != parent:
             raise Interrupted("the parent process went away")
         if stop_after_s is not None and waited >= stop_after_s:
@@ -278,10 +320,13 @@ def run(
     kwargs = container_kwargs(spec, image, command, uuid.uuid4().hex[:12])
     with container(client, kwargs, inputs, log) as box:
         tail = start(box, log)
-        sampler = ContainerSampler(box, float(spec.cpus), list(range(spec.gpus)))
+        here = daemon_is_here(spec.docker_host or os.environ.get("DOCKER_HOST", ""))
+        cores = run_cores(spec.cpus) if here else None
+        sampler = ContainerSampler(box, float(spec.cpus), list(range(spec.gpus)), cores)
         with Measurement(sampler) as measurement:
-            wait(box, spec, tail, parent, stop_after_s)
+            wait(box, spec, tail, parent, stop_after_s, progress_to=Path(out_dir))
         metrics = collect(box, Path(out_dir))
+    (Path(out_dir) / PROGRESS).unlink(missing_ok=True)  # history.csv now holds every epoch
     return finish_run(
         out_dir,
         metrics,

@@ -9,6 +9,8 @@
   134 min 4-core desktop) drawn beside ours and labelled with their workload (figures 5, 6);
 * epoch_times: first epoch (tracing/compilation) apart from the steady-state epoch;
 * throughput: steady-state training throughput (images/s) per target;
+* efficiency: achieved training GFLOP/s as a share of the calibration probe's (the
+  machine's measured limit on the run's cores and threads);
 * cost: training time and cost relative to a base target (minimaxir's normalisation);
 * backends: throughput and time to accuracy per Keras backend;
 * sweeps: throughput and final accuracy per sweep point (batch size x threads);
@@ -17,7 +19,9 @@
 * tables (CSV and Markdown): results_table (per run), summary_table (per target),
   cost_table, paper_comparison, provenance.
 
-Every figure carries the dataset's label (e.g. "SYNTHETIC frames") on its face. Only measured
+Every figure carries the dataset's label (e.g. "SYNTHETIC frames") on its face. Per-target
+statistics use the stable runs only (:mod:`embryo_bench.stability`) and titles say how many
+unstable runs were left out; a target without a stable run is drawn hatched grey. Only measured
 values are drawn; the paper's values are drawn as the paper's; missing readings are written
 as "not measured", never filled in.
 """
@@ -77,6 +81,33 @@ def _errorbars(df: pd.DataFrame, col: str, scale: float = 1.0):
     lo = med - df[f"{col}_min"].to_numpy(float) * scale
     hi = df[f"{col}_max"].to_numpy(float) * scale - med
     return med, np.vstack([lo, hi])
+
+
+#: How a target with no stable run is drawn (its statistics then use every run).
+UNSTABLE_HATCH = "//"
+UNSTABLE_NOTE = "hatched grey: no stable run (results_table: unstable_because)"
+
+
+def _mark_unstable(ax, bars, summ: pd.DataFrame) -> None:
+    """Draw the bars of targets without a stable run hatched and grey, with a legend note."""
+    marked = False
+    for bar, stable in zip(bars, summ["stable_repeats"], strict=True):
+        if stable == 0:
+            bar.set_hatch(UNSTABLE_HATCH)
+            bar.set_facecolor("lightgray")
+            bar.set_edgecolor("dimgray")
+            marked = True
+    if marked:
+        ax.bar([], [], color="lightgray", hatch=UNSTABLE_HATCH, edgecolor="dimgray",
+               label=UNSTABLE_NOTE)  # fmt: skip
+        ax.legend(fontsize=7)
+
+
+def _left_out(summ: pd.DataFrame) -> str:
+    """How many unstable runs the statistics left out, for a title."""
+    with_stable = summ[summ["stable_repeats"] > 0]
+    n = int((with_stable["repeats"] - with_stable["stable_repeats"]).sum())
+    return f"; {n} unstable run(s) left out" if n else ""
 
 
 def fig_preprocessing(selection: str, pp: Preprocessing, out_dir: Path, footer: str) -> None:
@@ -152,7 +183,7 @@ def fig_training_time(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
         for i, e in zip(cpu["train_images"], cpu["epochs"], strict=True)
     ]
     x = np.arange(len(names))
-    ax_cpu.bar(x, med, yerr=err, capsize=3, color="tab:blue")
+    _mark_unstable(ax_cpu, ax_cpu.bar(x, med, yerr=err, capsize=3, color="tab:blue"), cpu)
     paper_x = np.arange(len(names), len(names) + len(paper.TRAINING_MINUTES))
     paper_h = [m / 60 for m in paper.TRAINING_MINUTES.values()]
     ax_cpu.bar(paper_x, paper_h, color="tab:gray")
@@ -166,7 +197,8 @@ def fig_training_time(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
     ax_cpu.margins(y=0.25)
     if len(gpu):
         med, err = _errorbars(gpu, "training_s", 1 / 60)
-        ax_gpu.bar(range(len(gpu)), med, yerr=err, capsize=3, color="tab:green")
+        bars = ax_gpu.bar(range(len(gpu)), med, yerr=err, capsize=3, color="tab:green")
+        _mark_unstable(ax_gpu, bars, gpu)
         ax_gpu.set_xticks(range(len(gpu)), list(gpu["target"]), fontsize=7)
         ax_gpu.set_ylabel("training time (minutes)")
     else:
@@ -204,13 +236,41 @@ def fig_throughput(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
     fig, ax = plt.subplots(figsize=(7, 4))
     med, err = _errorbars(summ, "images_per_s")
     colors = [COLORS.get(b, "tab:gray") for b in summ["backend"]]
-    ax.bar(range(len(summ)), med, yerr=err, capsize=3, color=colors)
+    bars = ax.bar(range(len(summ)), med, yerr=err, capsize=3, color=colors)
+    _mark_unstable(ax, bars, summ)
     for i, v in enumerate(med):
         ax.annotate(f"{v:.0f}", (i, v), ha="center", va="bottom", fontsize=7)
     ax.set_xticks(range(len(summ)), list(summ["target"]), fontsize=7, rotation=20)
     ax.set_ylabel("training throughput (images/s)")
-    ax.set_title("Steady-state training throughput (epochs 2..; median, min-max)", fontsize=9)
+    ax.set_title(
+        f"Steady-state training throughput (epochs 2..; median, min-max{_left_out(summ)})",
+        fontsize=9,
+    )
     _save(fig, out_dir, "throughput", footer)
+
+
+def fig_efficiency(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
+    """Efficiency against the machine's limit: achieved GFLOP/s (training FLOPs per image x
+    images/s) as a fraction of the calibration probe's GFLOP/s on the same cores and
+    threads, per target (median, min-max)."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    if summ["efficiency_median"].isna().all():
+        _empty(ax, "not measured (no calibration probe in these runs)")
+    else:
+        med, err = _errorbars(summ, "efficiency", 100.0)
+        colors = [COLORS.get(b, "tab:gray") for b in summ["backend"]]
+        bars = ax.bar(range(len(summ)), med, yerr=err, capsize=3, color=colors)
+        _mark_unstable(ax, bars, summ)
+        for i, v in enumerate(med):
+            ax.annotate(f"{v:.0f} %", (i, v), ha="center", va="bottom", fontsize=7)
+        ax.set_xticks(range(len(summ)), list(summ["target"]), fontsize=7, rotation=20)
+        ax.set_ylabel("achieved / probe GFLOP/s (%)")
+    ax.set_title(
+        "Training FLOPs/s as a share of the matmul probe's (3 x forward FLOPs per image; "
+        f"median, min-max{_left_out(summ)})",
+        fontsize=8,
+    )
+    _save(fig, out_dir, "efficiency", footer)
 
 
 def fig_cost(
@@ -375,6 +435,7 @@ def make_all(
     out_dir: str | Path,
     cost_base: str = "",
     cost_note: str = "",
+    stability: dict | None = None,
 ) -> None:
     """Write every figure and table (the ``figures`` rule).
 
@@ -386,6 +447,7 @@ def make_all(
         selection: ``selected.csv`` (figure 1's frame).
         out_dir: the figures folder.
         cost_base, cost_note: as :func:`embryo_bench.plan.cost_base`.
+        stability: the config's stability thresholds (default: the schema's).
 
     Raises:
         ConfigError: the cost base target did not run or is unpriced.
@@ -396,7 +458,7 @@ def make_all(
     footer = f"data: {label}"
     if source.get("synthetic"):
         footer = "SYNTHETIC DATA - " + footer
-    table = summary.run_table(runs, targets, label)
+    table = summary.run_table(runs, targets, label, stability)
     summ = summary.target_summary(table)
     main_names = [n for n, t in targets.items() if not t.get("sweep")]
     main = summ[summ["sweep"] == ""]
@@ -405,6 +467,7 @@ def make_all(
     fig_training_time(main, out_dir, footer)
     fig_epoch_times(main, out_dir, footer)
     fig_throughput(main, out_dir, footer)
+    fig_efficiency(main, out_dir, footer)
     fig_backends(main, out_dir, footer)
     fig_sweeps(summ, out_dir, footer)
     norm, why = summary.cost_summary(main, cost_base, cost_note)

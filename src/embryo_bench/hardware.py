@@ -51,12 +51,38 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+#: CPU flags that decide which kernels the frameworks run (SIMD width, FMA, matrix units).
+SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx_vnni", "amx_tile", "amx_bf16")
+
+
+def cpu_flags() -> list[str]:
+    """The CPU's SIMD-relevant flags from /proc/cpuinfo (:data:`SIMD_FLAGS` and every
+    ``avx512*``), sorted; [] where /proc/cpuinfo is absent."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                have = line.split(":", 1)[1].split()
+                return sorted(f for f in have if f in SIMD_FLAGS or f.startswith("avx512"))
+    except OSError:
+        pass
+    return []
+
+
 def visible_cores() -> int:
     """Cores this process may run on (scheduler affinity), not the host's total."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 0
+
+
+def run_cores(cpus: float) -> list[int]:
+    """The cores a run of ``cpus`` CPUs is pinned to: the first ceil(cpus) cores this process
+    may run on (the trainer pins itself to these, :func:`embryo_bench.backend.limit_threads`;
+    a container on this machine sees the same cores, so its runner samples them)."""
+    import math
+
+    return sorted(os.sched_getaffinity(0))[: max(1, math.ceil(cpus))]
 
 
 def cpu_quota() -> float | None:

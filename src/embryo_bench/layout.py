@@ -9,6 +9,10 @@ from __future__ import annotations
 #: own rule; the rest by the training.
 RUN_SPEC = "run.json"
 RUN_FILES = ("metrics.json", "history.csv", "model.keras", "settings.json", "telemetry.csv")
+#: The epochs measured so far, appended after each epoch while a run trains; not a rule
+#: output (a stopped run keeps what it measured without looking complete), removed when the
+#: run finishes.
+PROGRESS = "progress.csv"
 
 #: Figures (PNG and PDF each) of the ``figures`` rule.
 FIGURE_NAMES = (
@@ -17,6 +21,7 @@ FIGURE_NAMES = (
     "fig5_6_training_time",
     "epoch_times",
     "throughput",
+    "efficiency",
     "cost",
     "backends",
     "sweeps",

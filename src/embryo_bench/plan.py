@@ -197,6 +197,7 @@ class Target:
             dropout=train["dropout"],
             seed=run_seed(train["seed"], repeat),
             accuracy_target=train["accuracy_target"],
+            probe_seconds=train["probe_seconds"],
             preprocessing=preprocessing,
             container=container,
             sweep=self.sweep,

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from .backend import backend_name, framework_versions
-from .hardware import cpu_model, cpu_quota, gpu_driver, gpu_names, visible_cores
+from .hardware import cpu_flags, cpu_model, cpu_quota, gpu_driver, gpu_names, visible_cores
 
 
 def git_commit(cwd: str | Path | None = None) -> str:
@@ -49,13 +49,14 @@ def collect(seed: int, dataset: dict) -> dict:
             sha256 or "synthetic").
 
     Returns:
-        dict with cpu_model, visible_cores (after pinning), host_cores, cpu_quota_cores
-        (cgroup quota in cores, None if unlimited), gpus (names), gpu_driver,
+        dict with cpu_model, cpu_flags (SIMD), visible_cores (after pinning), host_cores,
+        cpu_quota_cores (cgroup quota in cores, None if unlimited), gpus (names), gpu_driver,
         python, platform, keras_backend, versions (distribution -> version), seed,
         git_commit, dataset, container_image and scheduler (:func:`scheduler_job`).
     """
     return {
         "cpu_model": cpu_model(),
+        "cpu_flags": cpu_flags(),
         "visible_cores": visible_cores(),
         "host_cores": os.cpu_count(),
         "cpu_quota_cores": cpu_quota(),

@@ -45,6 +45,7 @@ def finish_run(
             metrics["n_train"] * metrics["epochs"],
             measurement.gpus,
             measurement.cpu_energy_j,
+            measurement.cores,
         )
     write_json(out / "metrics.json", metrics)
     return metrics

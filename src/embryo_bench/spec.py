@@ -153,6 +153,7 @@ class RunSpec:
         epochs, batch_size, learning_rate, dropout: paper: 20, 480, 1e-4, 0.5.
         seed: the run's seed (``train.seed + repeat - 1``).
         accuracy_target: test accuracy for time to accuracy (paper: ~0.85).
+        probe_seconds: length of each calibration probe around the run (s).
         preprocessing: the settings the training data must have been made with.
         container: the container of a docker run; None for host runs.
         sweep: for a sweep point, {"base": target, "batch_size": B, "threads": T}; else None.
@@ -173,6 +174,7 @@ class RunSpec:
     dropout: float
     seed: int
     accuracy_target: float
+    probe_seconds: float
     preprocessing: Preprocessing
     container: Container | None = None
     sweep: dict | None = field(default=None)

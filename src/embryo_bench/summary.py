@@ -78,7 +78,9 @@ def _number(value) -> float | None:
     return None
 
 
-def run_table(runs: list[Run], targets: dict[str, dict], label: str) -> pd.DataFrame:
+def run_table(
+    runs: list[Run], targets: dict[str, dict], label: str, limits: dict | None = None
+) -> pd.DataFrame:
     """One row per run (target x repeat).
 
     Args:
@@ -86,18 +88,30 @@ def run_table(runs: list[Run], targets: dict[str, dict], label: str) -> pd.DataF
         targets: target name -> hourly_usd, price_source, paper_system, sweep
             (:meth:`embryo_bench.plan.Plan.report_targets`).
         label: the dataset label (e.g. "SYNTHETIC frames ...") for the ``data`` column.
+        limits: the stability thresholds (:func:`embryo_bench.stability.thresholds`;
+            default: the schema's).
 
     Columns: target, repeat, seed, runner, backend, cpus, threads, gpus, batch_size, sweep
     (base target of a sweep point, else empty), data, train_images, test_images, epochs,
-    training_s, first_epoch_s, steady_epoch_s (s), images_per_s (steady state),
-    final_test_accuracy, best_test_accuracy, time_to_accuracy_s (s; empty if not reached),
-    hourly_usd (USD/h), price_source, cost_usd, cpu_percent_mean, memory_mib_peak (MiB),
+    stable (bool), unstable_because (the reasons, "; "-joined), training_s (fit only),
+    wall_s (training + per-epoch evaluation, the paper's clock), first_epoch_s,
+    steady_epoch_s (s), images_per_s (steady state), final_test_accuracy,
+    best_test_accuracy, time_to_accuracy_s (s, evaluation included, MLPerf; empty if not
+    reached), probe_gflops (the calibration probes' mean), achieved_gflops, efficiency
+    (achieved / probe), other_cpu_share, steal_percent, longest_stall_s, hourly_usd
+    (USD/h), price_source, cost_usd, cpu_percent_mean, memory_mib_peak (MiB),
     gpu_energy_j, cpu_energy_j (J; "not measured" where no reading), images_per_joule,
     parameters, cpu_model.
     """
+    from .stability import assess, thresholds
+
+    limits = limits or thresholds()
     rows = []
     for r in runs:
         m = r.metrics
+        verdict = assess(m, limits)
+        flops = m.get("flops", {})
+        seen = m.get("telemetry", {}).get("interference", {})
         t = targets.get(m["target"], {})
         gpus = m["gpus"]
         tel = m.get("telemetry", {})
@@ -122,7 +136,10 @@ def run_table(runs: list[Run], targets: dict[str, dict], label: str) -> pd.DataF
                 "train_images": m["n_train"],
                 "test_images": m["n_test"],
                 "epochs": m["epochs"],
+                "stable": verdict["stable"],
+                "unstable_because": "; ".join(verdict["reasons"]),
                 "training_s": m["training_seconds"],
+                "wall_s": m.get("wall_seconds", NOT_MEASURED),
                 "first_epoch_s": m["first_epoch_seconds"],
                 "steady_epoch_s": m["steady_epoch_seconds"],
                 "images_per_s": m["mean_images_per_s"],
@@ -130,6 +147,12 @@ def run_table(runs: list[Run], targets: dict[str, dict], label: str) -> pd.DataF
                 "best_test_accuracy": m["best_test_accuracy"],
                 "accuracy_target": m["accuracy_target"],
                 "time_to_accuracy_s": m["time_to_accuracy_seconds"],
+                "probe_gflops": flops.get("probe_gflops", NOT_MEASURED),
+                "achieved_gflops": flops.get("achieved_gflops", NOT_MEASURED),
+                "efficiency": flops.get("efficiency", NOT_MEASURED),
+                "other_cpu_share": seen.get("other_cpu_share_mean", NOT_MEASURED),
+                "steal_percent": seen.get("steal_percent_mean", NOT_MEASURED),
+                "longest_stall_s": seen.get("longest_stall_s", NOT_MEASURED),
                 "hourly_usd": t.get("hourly_usd"),
                 "price_source": t.get("price_source", ""),
                 "cost_usd": cost_usd(m["training_seconds"], t.get("hourly_usd")),
@@ -148,11 +171,13 @@ def run_table(runs: list[Run], targets: dict[str, dict], label: str) -> pd.DataF
 #: Columns summarised per target (median, min, max over repeats).
 SUMMARISED = [
     "training_s",
+    "wall_s",
     "first_epoch_s",
     "steady_epoch_s",
     "images_per_s",
     "final_test_accuracy",
     "time_to_accuracy_s",
+    "efficiency",
     "cost_usd",
     "memory_mib_peak",
     "cpu_energy_j",
@@ -160,13 +185,32 @@ SUMMARISED = [
 ]
 
 
+def olympic_mean(values) -> float | None:
+    """MLPerf's olympic mean: the mean after dropping the fastest and the slowest result;
+    None with fewer than 5 results (MLPerf's minimum for it)."""
+    vals = sorted(float(v) for v in values)
+    return float(np.mean(vals[1:-1])) if len(vals) >= 5 else None
+
+
 def target_summary(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per target: repeats and, for each :data:`SUMMARISED` column, ``<col>_median``,
-    ``<col>_min`` and ``<col>_max`` over its repeats (NaN where no repeat has a number;
-    a time to accuracy only counts the repeats that reached it, ``tta_reached`` says how
-    many). Targets keep the order of their first run."""
+    """Per target: repeats, stable_repeats, summarised (which runs the statistics use) and,
+    for each :data:`SUMMARISED` column, ``<col>_median``, ``<col>_min`` and ``<col>_max``
+    over its stable repeats, or over all of them when none is stable (``summarised`` says
+    which); NaN where no repeat has a number. A time to accuracy only counts the repeats
+    that reached it (``tta_reached`` says how many); ``time_to_accuracy_s_olympic`` is
+    MLPerf's olympic mean of it (5 or more repeats). Targets keep the order of their
+    first run."""
     rows = []
-    for name, g in runs.groupby("target", sort=False):
+    for name, all_runs in runs.groupby("target", sort=False):
+        stable = all_runs[all_runs["stable"].astype(bool)] if "stable" in all_runs else all_runs
+        g = stable if len(stable) else all_runs
+        left_out = len(all_runs) - len(stable)
+        if not len(stable):
+            summarised = f"all {len(all_runs)} runs: none is stable"
+        elif left_out:
+            summarised = f"{len(stable)} stable of {len(all_runs)} ({left_out} unstable left out)"
+        else:
+            summarised = f"all {len(all_runs)} runs (stable)"
         row = {
             "target": name,
             "runner": g["runner"].iloc[0],
@@ -176,12 +220,15 @@ def target_summary(runs: pd.DataFrame) -> pd.DataFrame:
             "batch_size": g["batch_size"].iloc[0],
             "threads": g["threads"].iloc[0],
             "sweep": g["sweep"].iloc[0],
-            "repeats": len(g),
+            "repeats": len(all_runs),
+            "stable_repeats": len(stable),
+            "summarised": summarised,
             "train_images": g["train_images"].iloc[0],
             "epochs": g["epochs"].iloc[0],
             "hourly_usd": g["hourly_usd"].iloc[0],
             "price_source": g["price_source"].iloc[0],
             "tta_reached": int(g["time_to_accuracy_s"].notna().sum()),
+            "time_to_accuracy_s_olympic": olympic_mean(g["time_to_accuracy_s"].dropna()),
         }
         for col in SUMMARISED:
             vals = np.array([v for v in map(_number, g[col]) if v is not None], dtype=float)

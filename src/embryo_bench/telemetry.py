@@ -9,11 +9,18 @@ run; CPU energy comes from RAPL (``/sys/class/powercap/intel-rapl:*``, :class:`R
 where the host exposes it. Without an NVIDIA driver or RAPL those values are "not
 measured"; nothing is estimated.
 
+Beside the run, the whole machine is sampled (:class:`SystemCpu`, psutil's reading of
+``/proc/stat``): CPU used by every process, CPU used on the run's cores by processes other
+than the run, and steal time (a hypervisor giving the run's cores to another guest). These
+are the evidence that a timing is clean (:mod:`embryo_bench.stability`).
+
 ``telemetry.csv`` columns: time_s (since the first sample), cpu_percent (Docker's formula:
 100 = one core busy), cpu_percent_of_target (cpu_percent / the target's cpus), memory_mib,
-gpu_index, gpu_util_percent, gpu_memory_mib, gpu_power_w, gpu_energy_j (NVML total-energy
-counter since the first sample). One row per sample and assigned GPU (one row per sample
-with empty GPU fields on CPU targets).
+machine_cpu_percent (all processes, all cores; 100 = one core), other_cpu_percent (busy time
+on the run's cores not used by the run; 100 = one core), steal_percent (steal time on the
+run's cores, % of their time), gpu_index, gpu_util_percent, gpu_memory_mib, gpu_power_w,
+gpu_energy_j (NVML total-energy counter since the first sample). One row per sample and
+assigned GPU (one row per sample with empty GPU fields on CPU targets).
 """
 
 from __future__ import annotations
@@ -29,6 +36,9 @@ COLUMNS = [
     "cpu_percent",
     "cpu_percent_of_target",
     "memory_mib",
+    "machine_cpu_percent",
+    "other_cpu_percent",
+    "steal_percent",
     "gpu_index",
     "gpu_util_percent",
     "gpu_memory_mib",
@@ -36,6 +46,55 @@ COLUMNS = [
     "gpu_energy_j",
 ]
 MIB = 1024 * 1024
+#: A sample with the run below this CPU % (and its GPUs below this utilisation) is idle; a
+#: run of idle samples in the middle of training is a stall.
+IDLE_PERCENT = 5.0
+
+
+class SystemCpu:
+    """Whole-machine CPU time between readings, from psutil (``/proc/stat`` on Linux).
+
+    Args:
+        cores: the cores the run is pinned to (indices into the machine's cores).
+
+    Each :meth:`read` returns, for the time since the previous one: machine_cpu_percent
+    (busy time of all cores: user, nice, system, irq, softirq; 100 = one core),
+    other_cpu_percent (busy time on the run's cores minus the run's own CPU %, floored at
+    0; 100 = one core) and steal_percent (steal time of the run's cores as % of their time).
+    """
+
+    BUSY = ("user", "nice", "system", "irq", "softirq")
+
+    def __init__(self, cores: list[int]):
+        import psutil
+
+        self.psutil = psutil
+        self.cores = list(cores)
+        self.last = psutil.cpu_times(percpu=True)
+
+    def read(self, run_cpu_percent: float | None) -> dict:
+        """Deltas since the last reading (see the class); ``run_cpu_percent`` is the run's own
+        CPU % over the same second (None: other_cpu_percent is not measured)."""
+        now = self.psutil.cpu_times(percpu=True)
+        last, self.last = self.last, now
+
+        def delta(core: int, fields) -> float:
+            return sum(getattr(now[core], f) - getattr(last[core], f) for f in fields)
+
+        fields = [f for f in now[0]._fields if f not in ("guest", "guest_nice")]  # in user
+        totals = [max(delta(c, fields), 1e-9) for c in range(len(now))]
+        wall = sum(totals) / len(totals)  # seconds per core
+        busy = [delta(c, self.BUSY) for c in range(len(now))]
+        mine = [c for c in self.cores if c < len(now)]
+        steal = sum(delta(c, ("steal",)) for c in mine if "steal" in fields)
+        on_run_cores = 100.0 * sum(busy[c] for c in mine) / wall
+        return {
+            "machine_cpu_percent": 100.0 * sum(busy) / wall,
+            "other_cpu_percent": (
+                max(on_run_cores - run_cpu_percent, 0.0) if run_cpu_percent is not None else None
+            ),
+            "steal_percent": 100.0 * steal / sum(totals[c] for c in mine) if mine else None,
+        }
 
 
 def cpu_percent(stats: dict) -> float | None:
@@ -191,11 +250,16 @@ def _rss_mib() -> float | None:
 class ProcessSampler(threading.Thread):
     """Samples the training process itself every ``interval`` s until :meth:`stop`: CPU %
     (user + system CPU seconds of every thread over wall seconds, 100 = one core), resident
-    memory (MiB) and NVML readings of the assigned GPUs; rows in :data:`COLUMNS`."""
+    memory (MiB), the machine around it on ``cores`` (:class:`SystemCpu`) and NVML readings
+    of the assigned GPUs; rows in :data:`COLUMNS`."""
 
-    def __init__(self, cpus: float, gpu_indices: list[int], interval: float = 1.0):
+    def __init__(
+        self, cpus: float, gpu_indices: list[int], cores: list[int], interval: float = 1.0
+    ):
         super().__init__(daemon=True)
         self.cpus, self.interval = cpus, interval
+        self.cores = list(cores)
+        self.system = SystemCpu(cores)
         self.gpu_indices = list(gpu_indices)
         self.gpus = NvmlGpus(gpu_indices)
         self.rows: list[dict] = []
@@ -219,6 +283,7 @@ class ProcessSampler(threading.Thread):
                     "cpu_percent": cpu,
                     "cpu_percent_of_target": cpu / self.cpus,
                     "memory_mib": _rss_mib(),
+                    **self.system.read(cpu),
                 }
                 self.rows.extend({**base, **g} for g in (self.gpus.read() or [{}]))
         finally:
@@ -237,11 +302,23 @@ class ProcessSampler(threading.Thread):
 
 class ContainerSampler(threading.Thread):
     """Samples a running container every ``interval`` s (Docker's stats stream delivers one
-    reading a second) until :meth:`stop`; rows accumulate in :attr:`rows`."""
+    reading a second) until :meth:`stop`; rows accumulate in :attr:`rows`. With ``cores``
+    (a container on this machine, whose trainer pins itself to those cores), the machine
+    around it is sampled too (:class:`SystemCpu`); None for a remote daemon, whose machine
+    this process cannot see (those columns stay empty: not measured)."""
 
-    def __init__(self, container, cpus: float, gpu_indices: list[int], interval: float = 1.0):
+    def __init__(
+        self,
+        container,
+        cpus: float,
+        gpu_indices: list[int],
+        cores: list[int] | None,
+        interval: float = 1.0,
+    ):
         super().__init__(daemon=True)
         self.container, self.cpus, self.interval = container, cpus, interval
+        self.cores = list(cores) if cores is not None else None
+        self.system = SystemCpu(cores) if cores is not None else None
         self.gpu_indices = list(gpu_indices)
         self.gpus = NvmlGpus(gpu_indices)
         self.rows: list[dict] = []
@@ -265,6 +342,7 @@ class ContainerSampler(threading.Thread):
                     "cpu_percent": cpu,
                     "cpu_percent_of_target": cpu / self.cpus if cpu is not None else None,
                     "memory_mib": memory_mib(stats),
+                    **(self.system.read(cpu) if self.system else {}),
                 }
                 if not stats.get("memory_stats") and not stats.get("cpu_stats", {}).get(
                     "system_cpu_usage"
@@ -293,12 +371,14 @@ class Measurement:
 
     Attributes:
         gpus: GPUs assigned to the run, which the sampler reads through NVML.
+        cores: how many cores the run is pinned to (None: the machine is not sampled).
         cpu_energy_j: RAPL package energy in J after exit, or why it was not measured.
     """
 
     def __init__(self, sampler: ProcessSampler | ContainerSampler):
         self.sampler = sampler
         self.gpus = len(sampler.gpu_indices)
+        self.cores = len(sampler.cores) if sampler.cores is not None else None
         self.rapl = RaplMeter()
         self.cpu_energy_j: float | str = "not measured (RAPL not read)"
 
@@ -317,11 +397,58 @@ class Measurement:
         return self.sampler.frame()
 
 
+def interference(df: pd.DataFrame, cores: int | None) -> dict:
+    """What else happened on the machine while the run trained, from its telemetry.
+
+    Args:
+        df: telemetry rows (:data:`COLUMNS`), one or more per sample.
+        cores: cores the run was pinned to (None: the machine was not sampled).
+
+    Returns:
+        dict: other_cpu_share_mean/peak (CPU time of other processes on the run's cores as
+        a fraction of those cores), steal_percent_mean/peak (%), machine_cpu_percent_mean
+        (100 = one core), stall_samples (samples with the run below :data:`IDLE_PERCENT` CPU
+        and its GPUs below it too), longest_stall_s (s, the longest run of such samples);
+        "not measured (...)" where a column has no readings.
+    """
+    per_sample = df.drop_duplicates("time_s")
+    out: dict = {"cores": cores}
+
+    def column(name):
+        return pd.to_numeric(per_sample[name], errors="coerce").dropna()
+
+    why = "not measured (the machine running the container is not this one)"
+    other, steal, machine = (
+        column(c) for c in ("other_cpu_percent", "steal_percent", "machine_cpu_percent")
+    )
+    if cores and len(other):
+        out["other_cpu_share_mean"] = float(other.mean()) / (100.0 * cores)
+        out["other_cpu_share_peak"] = float(other.max()) / (100.0 * cores)
+    else:
+        out["other_cpu_share_mean"] = out["other_cpu_share_peak"] = why
+    out["steal_percent_mean"] = float(steal.mean()) if len(steal) else why
+    out["steal_percent_peak"] = float(steal.max()) if len(steal) else why
+    out["machine_cpu_percent_mean"] = float(machine.mean()) if len(machine) else why
+    cpu = pd.to_numeric(per_sample["cpu_percent"], errors="coerce")
+    gpu = pd.to_numeric(df["gpu_util_percent"], errors="coerce").groupby(df["time_s"]).max()
+    gpu = gpu.reindex(per_sample["time_s"]).to_numpy()
+    idle = (cpu.to_numpy() < IDLE_PERCENT) & ~(gpu >= IDLE_PERCENT)
+    longest = current = 0
+    for flag in idle:
+        current = current + 1 if flag else 0
+        longest = max(longest, current)
+    interval = float(per_sample["time_s"].diff().median()) if len(per_sample) > 1 else 1.0
+    out["stall_samples"] = int(idle.sum())
+    out["longest_stall_s"] = longest * interval
+    return out
+
+
 def summarise(
     df: pd.DataFrame,
     images_trained: int,
     gpus_expected: int,
     cpu_energy_j: float | str = "not measured (RAPL not read)",
+    cores: int | None = None,
 ) -> dict:
     """Mean and peak of each telemetry column, energy per run (J) and images per joule.
 
@@ -331,15 +458,18 @@ def summarise(
         gpus_expected: GPUs assigned to the run (0 for CPU targets).
         cpu_energy_j: RAPL package energy of the run (J), or why it was not measured
             (:meth:`RaplMeter.stop`).
+        cores: the cores the run was pinned to (count), for :func:`interference`.
 
     Returns:
-        dict: samples, cpu_percent_mean/peak, cpu_percent_of_target_mean/peak,
-        memory_mib_mean/peak, per-GPU lists, energy_j and images_per_joule (GPU energy for
-        GPU targets), cpu_energy_j, cpu_energy_scope and cpu_images_per_joule (RAPL), or the
-        string "not measured (...)" where no reading exists.
+        dict: samples, interference (:func:`interference`), cpu_percent_mean/peak,
+        cpu_percent_of_target_mean/peak, memory_mib_mean/peak, per-GPU lists, energy_j and
+        images_per_joule (GPU energy for GPU targets), cpu_energy_j, cpu_energy_scope and
+        cpu_images_per_joule (RAPL), or the string "not measured (...)" where no reading
+        exists.
     """
     per_sample = df.drop_duplicates("time_s")
     out: dict = {"samples": int(len(per_sample)), "interval_s": 1.0}
+    out["interference"] = interference(df, cores)
     out["cpu_energy_j"] = cpu_energy_j
     out["cpu_energy_scope"] = RaplMeter.scope
     out["cpu_images_per_joule"] = (
@@ -390,7 +520,9 @@ __all__ = [
     "NvmlGpus",
     "ProcessSampler",
     "RaplMeter",
+    "SystemCpu",
     "cpu_percent",
+    "interference",
     "memory_mib",
     "summarise",
 ]

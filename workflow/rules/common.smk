@@ -27,6 +27,11 @@ shell.prefix(
 )
 
 
+# A training job takes all of the bench slots the profiles declare (resources: bench_slot=100;
+# default-resources: bench_slot=1), so no other job runs beside a timed run.
+BENCH_SLOTS = 100
+
+
 # Targets are checked once, before any job, by the process that plans the jobs; a job that
 # Slurm (or another executor) runs on a node parses this file again and does not check
 # again: its allocation holds what it asked for, and the docker runner checks its daemon.

@@ -58,12 +58,13 @@ rule figures:
         targets=json.dumps(PLAN.report_targets(), sort_keys=True),
         cost_base=PLAN.cost_base,
         cost_note=PLAN.cost_note,
+        stability=json.dumps(CONFIG["stability"], sort_keys=True),
         out_dir=lambda wc, output: os.path.dirname(output.results_table_csv),
         code=code("figures"),
     shell:
         "python3 -m embryo_bench.cli figures --runs {params.run_dirs:q} "
         "--targets {params.targets:q} --cost-base={params.cost_base:q} "
-        "--cost-note={params.cost_note:q} --selection {input.selection:q} "
+        "--cost-note={params.cost_note:q} --stability {params.stability:q} --selection {input.selection:q} "
         "--source-info {input.source:q} --shard {input.shard:q} "
         "--out-dir {params.out_dir:q} > {log:q} 2>&1"
 

@@ -1,7 +1,7 @@
 # Stage 7: train the paper CNN, once per run (target x repeat). A run's settings are resolved
 # by embryo_bench.plan and written as run.json (rule run_spec); one train rule trains from
-# it, on the host or in a container as its runner says. Runs never overlap (bench_slot), so
-# one run's timings are not corrupted by another. `exec` makes the trainer Snakemake's direct
+# it, on the host or in a container as its runner says. A run takes every bench slot (the
+# profiles give 100; every other job takes 1), so nothing heavy runs beside a timed run. `exec` makes the trainer Snakemake's direct
 # child, so signals reach it.
 
 
@@ -36,7 +36,7 @@ rule train:
         "../../envs/embryo-bench.yaml"
     threads: lambda wc: target(wc).cpus
     resources:
-        bench_slot=1,
+        bench_slot=BENCH_SLOTS,
         cpus_per_task=lambda wc: target(wc).cpus,
         mem_mb=lambda wc: target(wc).memory_mib,
         runtime=lambda wc: target(wc).runtime_min,
