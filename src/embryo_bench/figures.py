@@ -98,9 +98,10 @@ def _mark_unstable(ax, bars, summ: pd.DataFrame) -> None:
             bar.set_edgecolor("dimgray")
             marked = True
     if marked:
-        ax.bar([], [], color="lightgray", hatch=UNSTABLE_HATCH, edgecolor="dimgray",
-               label=UNSTABLE_NOTE)  # fmt: skip
-        ax.legend(fontsize=7)
+        from matplotlib.patches import Patch
+
+        swatch = Patch(facecolor="lightgray", hatch=UNSTABLE_HATCH, edgecolor="dimgray")
+        ax.legend([swatch], [UNSTABLE_NOTE], fontsize=7, loc="lower right")
 
 
 def _left_out(summ: pd.DataFrame) -> str:
@@ -108,6 +109,18 @@ def _left_out(summ: pd.DataFrame) -> str:
     with_stable = summ[summ["stable_repeats"] > 0]
     n = int((with_stable["repeats"] - with_stable["stable_repeats"]).sum())
     return f"; {n} unstable run(s) left out" if n else ""
+
+
+def _target_bars(ax, summ: pd.DataFrame, col: str, scale: float, label: str) -> None:
+    """One bar per target of ``col`` (median x ``scale``, min-max error bars), coloured by
+    backend, each labelled with ``label`` formatted with its value; targets without a
+    stable run hatched (:func:`_mark_unstable`)."""
+    med, err = _errorbars(summ, col, scale)
+    colors = [COLORS.get(b, "tab:gray") for b in summ["backend"]]
+    _mark_unstable(ax, ax.bar(range(len(summ)), med, yerr=err, capsize=3, color=colors), summ)
+    for i, v in enumerate(med):
+        ax.annotate(label.format(v), (i, v), ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(summ)), list(summ["target"]), fontsize=7, rotation=20)
 
 
 def fig_preprocessing(selection: str, pp: Preprocessing, out_dir: Path, footer: str) -> None:
@@ -234,13 +247,7 @@ def fig_epoch_times(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
 def fig_throughput(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
     """Steady-state training throughput (images/s) per target, median and min-max."""
     fig, ax = plt.subplots(figsize=(7, 4))
-    med, err = _errorbars(summ, "images_per_s")
-    colors = [COLORS.get(b, "tab:gray") for b in summ["backend"]]
-    bars = ax.bar(range(len(summ)), med, yerr=err, capsize=3, color=colors)
-    _mark_unstable(ax, bars, summ)
-    for i, v in enumerate(med):
-        ax.annotate(f"{v:.0f}", (i, v), ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(range(len(summ)), list(summ["target"]), fontsize=7, rotation=20)
+    _target_bars(ax, summ, "images_per_s", 1.0, "{:.0f}")
     ax.set_ylabel("training throughput (images/s)")
     ax.set_title(
         f"Steady-state training throughput (epochs 2..; median, min-max{_left_out(summ)})",
@@ -257,13 +264,7 @@ def fig_efficiency(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
     if summ["efficiency_median"].isna().all():
         _empty(ax, "not measured (no calibration probe in these runs)")
     else:
-        med, err = _errorbars(summ, "efficiency", 100.0)
-        colors = [COLORS.get(b, "tab:gray") for b in summ["backend"]]
-        bars = ax.bar(range(len(summ)), med, yerr=err, capsize=3, color=colors)
-        _mark_unstable(ax, bars, summ)
-        for i, v in enumerate(med):
-            ax.annotate(f"{v:.0f} %", (i, v), ha="center", va="bottom", fontsize=7)
-        ax.set_xticks(range(len(summ)), list(summ["target"]), fontsize=7, rotation=20)
+        _target_bars(ax, summ, "efficiency", 100.0, "{:.0f} %")
         ax.set_ylabel("achieved / probe GFLOP/s (%)")
     ax.set_title(
         "Training FLOPs/s as a share of the matmul probe's (3 x forward FLOPs per image; "

@@ -25,10 +25,6 @@ def thresholds(given: dict | None = None, schema: dict | None = None) -> dict:
     return apply_defaults(given or {}, section)
 
 
-def _number(value) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 def assess(metrics: dict, limits: dict) -> dict:
     """The verdict on one run.
 
@@ -41,8 +37,10 @@ def assess(metrics: dict, limits: dict) -> dict:
         dict: stable (bool), reasons (why not, one sentence each, with the measured value
         and the threshold), unchecked (evidence that was not measured).
     """
+    from .summary import as_number
+
     reasons, unchecked = [], []
-    change = _number(metrics.get("flops", {}).get("probe_change"))
+    change = as_number(metrics.get("flops", {}).get("probe_change"))
     if change is None:
         unchecked.append("calibration probes")
     elif change > limits["probe_change"]:
@@ -53,19 +51,19 @@ def assess(metrics: dict, limits: dict) -> dict:
             f"limit {limits['probe_change']:.0%})"
         )
     seen = metrics.get("telemetry", {}).get("interference", {})
-    other = _number(seen.get("other_cpu_share_mean"))
+    other = as_number(seen.get("other_cpu_share_mean"))
     if other is None:
         unchecked.append("other processes' CPU")
     elif other > limits["other_cpu_share"]:
         reasons.append(
             f"other processes used {other:.0%} of its cores (limit {limits['other_cpu_share']:.0%})"
         )
-    steal = _number(seen.get("steal_percent_mean"))
+    steal = as_number(seen.get("steal_percent_mean"))
     if steal is None:
         unchecked.append("steal time")
     elif steal > limits["steal_percent"]:
         reasons.append(f"steal time {steal:.1f} % of its cores (limit {limits['steal_percent']} %)")
-    stall = _number(seen.get("longest_stall_s"))
+    stall = as_number(seen.get("longest_stall_s"))
     if stall is None:
         unchecked.append("stalls")
     elif stall >= limits["stall_seconds"]:

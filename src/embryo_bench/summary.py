@@ -71,7 +71,7 @@ def cost_usd(training_seconds: float, hourly_usd: float | None) -> float | None:
     return training_seconds / 3600.0 * hourly_usd
 
 
-def _number(value) -> float | None:
+def as_number(value) -> float | None:
     """A float, or None for missing / "not measured (...)" values."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
@@ -231,7 +231,7 @@ def target_summary(runs: pd.DataFrame) -> pd.DataFrame:
             "time_to_accuracy_s_olympic": olympic_mean(g["time_to_accuracy_s"].dropna()),
         }
         for col in SUMMARISED:
-            vals = np.array([v for v in map(_number, g[col]) if v is not None], dtype=float)
+            vals = np.array([v for v in map(as_number, g[col]) if v is not None], dtype=float)
             for stat, fn in (("median", np.median), ("min", np.min), ("max", np.max)):
                 row[f"{col}_{stat}"] = float(fn(vals)) if len(vals) else np.nan
         rows.append(row)
@@ -348,9 +348,9 @@ def paper_comparison(
         }
     )
     mem = [
-        (_number(m), b)
+        (as_number(m), b)
         for m, b in zip(main["memory_mib_peak"], main["batch_size"], strict=True)
-        if _number(m) is not None
+        if as_number(m) is not None
     ]
     if mem:
         per_image = float(np.median([m * 1.048576 / b for m, b in mem]))  # MiB -> MB
