@@ -412,10 +412,37 @@ def test_nothing_heavy_runs_beside_a_training(tmp_path):
     jobs = re.findall(r"^(?:local)?rule (\w+):\n(?:    .*\n)*?    resources: (.*)$", out, re.M)
     slots = {}
     for rule, resources in jobs:
-        slots.setdefault(rule, set()).add(re.search(r"bench_slot=(\d+)", resources).group(1))
+        found = re.search(r"bench_slot=(\d+)", resources)
+        slots.setdefault(rule, set()).add(found.group(1) if found else "none")
     assert slots["train"] == {capacity}
     assert {"image", "base_image", "augment", "crop", "figures"} <= set(slots)
-    assert all(s == {"1"} for rule, s in slots.items() if rule != "train"), slots
+    # `all` only gathers the outputs and runs nothing.
+    assert all(s == {"1"} for rule, s in slots.items() if rule not in ("train", "all")), str(slots)
+
+
+def test_a_named_profiles_default_resources_reach_the_jobs(tmp_path):
+    """profiles/default is applied as the workflow profile on top of any --profile; it must
+    not replace that profile's default-resources (a Slurm partition, memory, runtime): with
+    the slurm profile, an unknown partition was silently dropped and every job ran on the
+    default one. The bench slots hold under the named profile too."""
+    profile = tmp_path / "profile"
+    profile.mkdir()
+    (profile / "config.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "resources": ["bench_slot=100"],
+                "default-resources": {"mem_mb": 1234, "runtime": 17, "slurm_partition": "p-x"},
+            }
+        )
+    )
+    out = snakemake(tmp_path, offline_config(tmp_path / "out"), "-n", profile=profile).stdout
+    jobs = re.findall(r"^(?:local)?rule (\w+):\n(?:    .*\n)*?    resources: (.*)$", out, re.M)
+    assert {"synthesize", "crop", "train", "figures"} <= {rule for rule, _ in jobs}
+    for rule, resources in jobs:
+        assert "slurm_partition=p-x" in resources, (rule, resources)
+        if rule != "train":  # the train rule asks for its target's memory and runtime
+            assert "mem_mb=1234" in resources and "runtime=17" in resources, (rule, resources)
+        assert rule == "all" or re.search(r"bench_slot=(1|100)\b", resources), (rule, resources)
 
 
 def _train_host(config, out, run_dir, spec_file):

@@ -10,6 +10,8 @@ rule augment:
         f"{LOGS}/augment/shard-{{shard}}.log",
     conda:
         "../../envs/embryo-bench.yaml"
+    resources:
+        bench_slot=OTHER_JOB_SLOTS,
     params:
         rotation_step=PP["rotation_step"],
         image_size=PP["image_size"],

@@ -27,9 +27,14 @@ shell.prefix(
 )
 
 
-# A training job takes all of the bench slots the profiles declare (resources: bench_slot=100;
-# default-resources: bench_slot=1), so no other job runs beside a timed run.
+# Bench slots: the profiles declare `resources: bench_slot=100`. A training job takes all of
+# them and every other job one, so nothing (no second training, image build, preprocessing or
+# figures job) runs beside a timed run. Each rule declares its own share rather than the
+# profiles' default-resources: profiles/default is applied as the workflow profile on top of
+# any --profile and would replace a cluster profile's whole default-resources (its Slurm
+# partition, memory and runtime).
 BENCH_SLOTS = 100
+OTHER_JOB_SLOTS = 1
 
 
 # Targets are checked once, before any job, by the process that plans the jobs; a job that

@@ -10,6 +10,8 @@ rule crop:
         f"{LOGS}/crop/shard-{{shard}}.log",
     conda:
         "../../envs/embryo-bench.yaml"
+    resources:
+        bench_slot=OTHER_JOB_SLOTS,
     params:
         frame_size=DATASET["frame_size"],
         fraction=PP["crop_fraction"],

@@ -10,6 +10,8 @@ rule download:
         f"{LOGS}/download.log",
     conda:
         "../../envs/embryo-bench.yaml"
+    resources:
+        bench_slot=OTHER_JOB_SLOTS,
     params:
         url=DATASET.get("url", ""),
         sha256=DATASET["sha256"],
@@ -31,6 +33,8 @@ rule extract:
         f"{LOGS}/extract.log",
     conda:
         "../../envs/embryo-bench.yaml"
+    resources:
+        bench_slot=OTHER_JOB_SLOTS,
     params:
         code=code("extract"),
     shell:
@@ -45,6 +49,8 @@ rule synthesize:
         f"{LOGS}/synthesize.log",
     conda:
         "../../envs/embryo-bench.yaml"
+    resources:
+        bench_slot=OTHER_JOB_SLOTS,
     params:
         embryos=DATASET["synthetic"]["embryos"],
         frames=DATASET["synthetic"]["frames_per_embryo"],

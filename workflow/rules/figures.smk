@@ -51,6 +51,8 @@ rule figures:
         f"{LOGS}/figures.log",
     conda:
         "../../envs/embryo-bench.yaml"
+    resources:
+        bench_slot=OTHER_JOB_SLOTS,
     params:
         run_dirs=RUN_DIRS,
         # Prices, paper systems and sweep points: report fields only, so a price edit
@@ -81,6 +83,8 @@ rule effective_config:
         f"{LOGS}/effective_config.log",
     conda:
         "../../envs/embryo-bench.yaml"
+    resources:
+        bench_slot=OTHER_JOB_SLOTS,
     params:
         config=shlex.quote(json.dumps(CONFIG, sort_keys=True)),
         code=code("config-record"),

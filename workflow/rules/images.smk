@@ -10,6 +10,8 @@ rule base_image:
         f"{LOGS}/images/base.log",
     conda:
         "../../envs/embryo-bench.yaml"
+    resources:
+        bench_slot=OTHER_JOB_SLOTS,
     params:
         tag=CONTAINERS["base_image"],
         suite=CONTAINERS["debian_suite"],
@@ -26,6 +28,8 @@ rule wheelhouse:
         f"{LOGS}/images/wheelhouse-{{image}}.log",
     conda:
         "../../envs/embryo-bench.yaml"
+    resources:
+        bench_slot=OTHER_JOB_SLOTS,
     params:
         requirements=lambda wc: requirements_file(wc.image),
         code=code("wheelhouse"),
@@ -44,6 +48,8 @@ rule image:
         f"{LOGS}/images/{{image}}.log",
     conda:
         "../../envs/embryo-bench.yaml"
+    resources:
+        bench_slot=OTHER_JOB_SLOTS,
     params:
         tag=lambda wc: PLAN.image_tag(wc.image),
         base=CONTAINERS["base_image"],

@@ -12,6 +12,8 @@ rule index:
         f"{LOGS}/index.log",
     conda:
         "../../envs/embryo-bench.yaml"
+    resources:
+        bench_slot=OTHER_JOB_SLOTS,
     params:
         layout="imagefolder" if DATASET["kind"] == "imagefolder" else "db",
         root=lambda wc, input: input.db if "db" in input.keys() else DATASET["path"],

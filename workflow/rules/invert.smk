@@ -10,6 +10,8 @@ rule invert:
         f"{LOGS}/invert/shard-{{shard}}.log",
     conda:
         "../../envs/embryo-bench.yaml"
+    resources:
+        bench_slot=OTHER_JOB_SLOTS,
     params:
         centre=PP["invert_centre"],
         code=code("invert"),

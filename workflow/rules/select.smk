@@ -11,6 +11,8 @@ rule select:
         f"{LOGS}/select.log",
     conda:
         "../../envs/embryo-bench.yaml"
+    resources:
+        bench_slot=OTHER_JOB_SLOTS,
     params:
         seed=CONFIG["select"]["seed"],
         shards=len(SHARDS),

@@ -1,8 +1,8 @@
 # Stage 7: train the paper CNN, once per run (target x repeat). A run's settings are resolved
 # by embryo_bench.plan and written as run.json (rule run_spec); one train rule trains from
 # it, on the host or in a container as its runner says. A run takes every bench slot (the
-# profiles give 100; every other job takes 1), so nothing heavy runs beside a timed run. `exec` makes the trainer Snakemake's direct
-# child, so signals reach it.
+# profiles give 100; every other rule takes 1), so nothing runs beside a timed run. `exec`
+# makes the trainer Snakemake's direct child, so signals reach it.
 
 
 rule run_spec:
@@ -12,6 +12,8 @@ rule run_spec:
         f"{LOGS}/train/{{target}}/repeat-{{repeat}}.spec.log",
     conda:
         "../../envs/embryo-bench.yaml"
+    resources:
+        bench_slot=OTHER_JOB_SLOTS,
     params:
         spec=lambda wc: PLAN.spec(wc.target, int(wc.repeat)).to_json(),
         code=code("spec"),
