@@ -54,6 +54,7 @@ HISTORY_COLUMNS = [
     "test_loss",
     "test_accuracy",
     "images_per_s",
+    "ended_unix_s",
 ]
 
 
@@ -141,7 +142,8 @@ def fit_epochs(
         one row per epoch (:data:`HISTORY_COLUMNS`): epoch_seconds (the epoch's training,
         s), eval_seconds (its test scoring, s), wall_seconds (both, plus Keras's own work
         between them, s), losses and accuracies, images_per_s (training images /
-        epoch_seconds).
+        epoch_seconds), ended_unix_s (when the epoch's scoring ended, wall clock, s since
+        1970: the clock of telemetry.csv's ``unix_s``, to place epochs on its samples).
 
     The batches come from :func:`embryo_bench.backend.input_pipeline`, built once: one
     ``fit`` call per run, not per epoch, so the input pipelines are not rebuilt and torn
@@ -161,6 +163,11 @@ def fit_epochs(
             self.begin = self.scoring = time.perf_counter()
 
         def on_test_begin(self, logs=None):
+            # Wait for the epoch's last training step before reading the clock: JAX (and
+            # GPUs) dispatch steps asynchronously, and without this the training time would
+            # be counted as scoring (Keras on JAX showed 0.016 s epochs and 22 s scoring).
+            # The optimizer's step counter is an output of the last step.
+            keras.ops.convert_to_numpy(self.model.optimizer.iterations)
             self.scoring = time.perf_counter()
 
         def on_epoch_end(self, epoch, logs=None):
@@ -176,6 +183,7 @@ def fit_epochs(
                 "test_loss": float(logs["val_loss"]),
                 "test_accuracy": float(logs["val_accuracy"]),
                 "images_per_s": n_train / seconds,
+                "ended_unix_s": time.time(),
             }
             rows.append(row)
             if on_epoch is not None:
