@@ -6,7 +6,10 @@ cores, N threads) against the docker runner (the cpu image, `nano_cpus` = N, N t
 Prints steady-state training throughput (images/s, epochs 2..E) of each, the container/host
 ratio at equal cpus (target >= 0.97), and the container's 2-cpu/1-cpu scaling. Runs are
 interleaved (host, container, host, container, ...) so drift in the machine's speed hits
-both alike; each configuration runs --repeats times and the median is reported.
+both alike; each configuration runs --repeats times. Every run carries its evidence
+(calibration probes, the machine sampled beside it) and gets the stability verdict
+(:mod:`embryo_bench.stability`, the schema's default thresholds); a ratio is the median over
+the repeats whose two runs are both stable, and every dropped pair is printed with why.
 
 Needs a Docker daemon and a built cpu image (e.g. after
 `snakemake --cores all --configfile config/offline.yaml`: results/offline/images/cpu.json).
@@ -49,7 +52,8 @@ def make_shards(work: Path, embryos: int) -> tuple[list[str], str]:
     return shards, str(work / "source.json")
 
 
-def train(runner: str, cpus: int, shards, source, out: Path, epochs: int, image: str) -> float:
+def train(runner: str, cpus: int, shards, source, out: Path, epochs: int, image: str) -> dict:
+    """One training run through the CLI; returns its metrics.json."""
     from embryo_bench.plan import target_from_entry
     from embryo_bench.spec import Preprocessing
 
@@ -78,7 +82,24 @@ def train(runner: str, cpus: int, shards, source, out: Path, epochs: int, image:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode:
         raise SystemExit(f"{runner} {cpus} cpus failed:\n{proc.stderr[-3000:]}")
-    return json.loads((out / "metrics.json").read_text())["mean_images_per_s"]
+    return json.loads((out / "metrics.json").read_text())
+
+
+def ratio(runs: dict, top: str, bottom: str, repeats: int) -> dict:
+    """``top``/``bottom`` throughput over the repeats where both runs are stable."""
+    kept, dropped = [], []
+    for rep in range(repeats):
+        a, b = runs[top][rep], runs[bottom][rep]
+        if a["stable"] and b["stable"]:
+            kept.append(a["images_per_s"] / b["images_per_s"])
+        else:
+            why = {k: r["reasons"] for k, r in ((top, a), (bottom, b)) if r["reasons"]}
+            dropped.append({"repeat": rep + 1, "unstable_because": why})
+    return {
+        "ratio": round(statistics.median(kept), 3) if kept else None,
+        "pairs_stable": len(kept),
+        "pairs_dropped": dropped,
+    }
 
 
 def main() -> None:
@@ -90,6 +111,7 @@ def main() -> None:
     a = p.parse_args()
     from embryo_bench.containers import docker_client
     from embryo_bench.hardware import cpu_model
+    from embryo_bench.stability import assess, thresholds
 
     client = docker_client()
     image = json.loads(Path(a.image_record).read_text())
@@ -98,14 +120,15 @@ def main() -> None:
         f"({image['image_id'][:19]}); data: SYNTHETIC frames",
         flush=True,
     )
-    results: dict[str, list[float]] = {}
+    limits = thresholds()
+    runs: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="embryo-bench-bench-") as tmp:
         work = Path(tmp)
         shards, source = make_shards(work, a.embryos)
         plan = [("host", 1), ("docker", 1), ("host", 2), ("docker", 2)]
         for rep in range(a.repeats):
             for runner, cpus in plan:
-                ips = train(
+                metrics = train(
                     runner,
                     cpus,
                     shards,
@@ -114,20 +137,31 @@ def main() -> None:
                     a.epochs,
                     a.image_record,
                 )
-                results.setdefault(f"{runner}_{cpus}cpu", []).append(ips)
-                print(
-                    f"run {rep + 1}/{a.repeats} {runner} {cpus} cpu: {ips:.1f} images/s", flush=True
+                verdict = assess(metrics, limits)
+                run = {"images_per_s": metrics["mean_images_per_s"], **verdict}
+                runs.setdefault(f"{runner}_{cpus}cpu", []).append(run)
+                state = (
+                    "stable" if verdict["stable"] else "UNSTABLE: " + "; ".join(verdict["reasons"])
                 )
-    med = {k: statistics.median(v) for k, v in results.items()}
+                print(
+                    f"run {rep + 1}/{a.repeats} {runner} {cpus} cpu: "
+                    f"{run['images_per_s']:.1f} images/s ({state})",
+                    flush=True,
+                )
     summary = {
-        "images_per_s_median": {k: round(v, 1) for k, v in med.items()},
-        "container_over_host_1cpu": round(med["docker_1cpu"] / med["host_1cpu"], 3),
-        "container_over_host_2cpu": round(med["docker_2cpu"] / med["host_2cpu"], 3),
-        "target": ">= 0.97",
-        "container_2cpu_over_1cpu": round(med["docker_2cpu"] / med["docker_1cpu"], 3),
-        "host_2cpu_over_1cpu": round(med["host_2cpu"] / med["host_1cpu"], 3),
+        "images_per_s_median_stable": {
+            k: round(statistics.median(s), 1) if s else None
+            for k, v in runs.items()
+            for s in [[r["images_per_s"] for r in v if r["stable"]]]
+        },
+        "container_over_host_1cpu": ratio(runs, "docker_1cpu", "host_1cpu", a.repeats),
+        "container_over_host_2cpu": ratio(runs, "docker_2cpu", "host_2cpu", a.repeats),
+        "target": ">= 0.97 (median over stable pairs)",
+        "container_2cpu_over_1cpu": ratio(runs, "docker_2cpu", "docker_1cpu", a.repeats),
+        "host_2cpu_over_1cpu": ratio(runs, "host_2cpu", "host_1cpu", a.repeats),
         "epochs": a.epochs,
         "repeats": a.repeats,
+        "stability_thresholds": limits,
     }
     print("summary:", json.dumps(summary), flush=True)
 

@@ -77,10 +77,39 @@ def _empty(ax, text: str) -> None:
 
 
 def _errorbars(df: pd.DataFrame, col: str, scale: float = 1.0):
+    """Median of ``col`` x ``scale`` per row and its min-max distances, shape (2, N); NaN
+    where one run was summarised (no spread to show: matplotlib draws no bar there)."""
     med = df[f"{col}_median"].to_numpy(float) * scale
     lo = med - df[f"{col}_min"].to_numpy(float) * scale
     hi = df[f"{col}_max"].to_numpy(float) * scale - med
-    return med, np.vstack([lo, hi])
+    err = np.vstack([lo, hi])
+    if "runs_summarised" in df:
+        err[:, df["runs_summarised"].to_numpy(int) <= 1] = np.nan
+    return med, err
+
+
+def _bars(ax, x, med, err, width: float = 0.8, **kw):
+    """Bars at ``x`` with min-max error bars where there is a spread (:func:`_errorbars`)."""
+    bars = ax.bar(x, med, width, **kw)
+    x = np.asarray(x, dtype=float)
+    spread = np.isfinite(err).all(axis=0) & np.isfinite(med)
+    if spread.any():
+        ax.errorbar(
+            x[spread], med[spread], yerr=err[:, spread], fmt="none", ecolor="black", capsize=3, lw=1
+        )
+    return bars
+
+
+def _target_ticks(ax, names: list[str]) -> None:
+    """Target names under the bars, slanted when there are many, so they never overlap."""
+    many = len(names) > 4
+    ax.set_xticks(
+        range(len(names)),
+        names,
+        fontsize=7,
+        rotation=25 if many else 0,
+        ha="right" if many else "center",
+    )
 
 
 #: How a target with no stable run is drawn (its statistics then use every run).
@@ -88,8 +117,11 @@ UNSTABLE_HATCH = "//"
 UNSTABLE_NOTE = "hatched grey: no stable run (results_table: unstable_because)"
 
 
-def _mark_unstable(ax, bars, summ: pd.DataFrame) -> None:
-    """Draw the bars of targets without a stable run hatched and grey, with a legend note."""
+def _mark_unstable(bars, summ: pd.DataFrame) -> list:
+    """Draw the bars of targets without a stable run hatched and grey; returns the legend
+    entries ([(handle, label)]) to add, if any bar was marked."""
+    from matplotlib.patches import Patch
+
     marked = False
     for bar, stable in zip(bars, summ["stable_repeats"], strict=True):
         if stable == 0:
@@ -97,11 +129,26 @@ def _mark_unstable(ax, bars, summ: pd.DataFrame) -> None:
             bar.set_facecolor("lightgray")
             bar.set_edgecolor("dimgray")
             marked = True
-    if marked:
-        from matplotlib.patches import Patch
+    if not marked:
+        return []
+    swatch = Patch(facecolor="lightgray", hatch=UNSTABLE_HATCH, edgecolor="dimgray")
+    return [(swatch, UNSTABLE_NOTE)]
 
-        swatch = Patch(facecolor="lightgray", hatch=UNSTABLE_HATCH, edgecolor="dimgray")
-        ax.legend([swatch], [UNSTABLE_NOTE], fontsize=7, loc="lower right")
+
+def _legend(ax, entries: list, **kw) -> None:
+    """A legend of ``entries`` ([(handle, label)]), outside the axes on the right."""
+    if entries:
+        handles, labels = zip(*entries, strict=True)
+        kw = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "fontsize": 7, **kw}
+        ax.legend(handles, labels, **kw)
+
+
+def _backend_entries(backends) -> list:
+    """Legend entries for the backend colours of :data:`COLORS` present in ``backends``."""
+    from matplotlib.patches import Patch
+
+    present = list(dict.fromkeys(backends))
+    return [(Patch(color=COLORS.get(b, "tab:gray")), f"Keras on {b}") for b in present]
 
 
 def _left_out(summ: pd.DataFrame) -> str:
@@ -112,15 +159,17 @@ def _left_out(summ: pd.DataFrame) -> str:
 
 
 def _target_bars(ax, summ: pd.DataFrame, col: str, scale: float, label: str) -> None:
-    """One bar per target of ``col`` (median x ``scale``, min-max error bars), coloured by
-    backend, each labelled with ``label`` formatted with its value; targets without a
-    stable run hatched (:func:`_mark_unstable`)."""
+    """One bar per target of ``col`` (median x ``scale``, min-max error bars where more than
+    one run), coloured by backend (with its legend), each labelled with ``label`` formatted
+    with its value; targets without a stable run hatched (:func:`_mark_unstable`)."""
     med, err = _errorbars(summ, col, scale)
     colors = [COLORS.get(b, "tab:gray") for b in summ["backend"]]
-    _mark_unstable(ax, ax.bar(range(len(summ)), med, yerr=err, capsize=3, color=colors), summ)
+    bars = _bars(ax, range(len(summ)), med, err, color=colors)
     for i, v in enumerate(med):
         ax.annotate(label.format(v), (i, v), ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(range(len(summ)), list(summ["target"]), fontsize=7, rotation=20)
+    _target_ticks(ax, list(summ["target"]))
+    ax.margins(y=0.15)
+    _legend(ax, _backend_entries(summ["backend"]) + _mark_unstable(bars, summ))
 
 
 def fig_preprocessing(selection: str, pp: Preprocessing, out_dir: Path, footer: str) -> None:
@@ -155,17 +204,29 @@ def fig_preprocessing(selection: str, pp: Preprocessing, out_dir: Path, footer: 
     _save(fig, out_dir, "fig1_preprocessing", footer)
 
 
+#: Line styles and markers cycled per target in figure 4, so lines that coincide stay visible.
+LINE_STYLES = ("-", "--", "-.", ":")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+
+
 def fig_accuracy(runs: list[Run], main: list[str], out_dir: Path, footer: str) -> None:
     """Paper figure 4: test accuracy per epoch of each main target, median over repeats with
-    the min-max band."""
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for name in main:
+    the min-max band (n > 1); each target its own line style and marker."""
+    from matplotlib.ticker import MaxNLocator
+
+    fig, ax = plt.subplots(figsize=(7.5, 4))
+    drawn = [name for name in main if any(r.name == name for r in runs)]
+    for k, name in enumerate(drawn):
         hs = [r.history for r in runs if r.name == name]
-        if not hs:
-            continue
         acc = pd.concat([h.set_index("epoch")["test_accuracy"] for h in hs], axis=1)
         (line,) = ax.plot(
-            acc.index, acc.median(axis=1), marker="o", ms=3, label=f"{name} (n={len(hs)})"
+            acc.index,
+            acc.median(axis=1),
+            ls=LINE_STYLES[k % len(LINE_STYLES)],
+            marker=MARKERS[k % len(MARKERS)],
+            ms=5,
+            mfc="none",
+            label=f"{name} (n={len(hs)})",
         )
         if len(hs) > 1:
             ax.fill_between(
@@ -174,49 +235,89 @@ def fig_accuracy(runs: list[Run], main: list[str], out_dir: Path, footer: str) -
     target = runs[0].metrics["accuracy_target"]
     ax.axhline(target, ls="--", color="gray", lw=0.8, label=f"accuracy target {target:g}")
     ax.axhline(0.25, ls=":", color="lightgray", lw=0.8, label="chance (4 classes)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("epoch")
     ax.set_ylabel("test accuracy")
     ax.set_ylim(0, 1)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title("Test accuracy per epoch (measured; median, min-max over repeats)", fontsize=9)
     _save(fig, out_dir, "fig4_test_accuracy", footer)
 
 
+def _time_unit(seconds: float) -> tuple[str, float]:
+    """The unit a duration of ``seconds`` reads best in: (name, seconds per unit)."""
+    if not np.isfinite(seconds) or seconds < 120:
+        return "s", 1.0
+    if seconds < 2 * 3600:
+        return "min", 60.0
+    return "h", 3600.0
+
+
+def _workload(g: pd.DataFrame) -> str | None:
+    """ "<images> images x <epochs> epochs" when every target in ``g`` trained the same."""
+    pairs = set(zip(g["train_images"], g["epochs"], strict=True))
+    if len(pairs) != 1:
+        return None
+    images, epochs = pairs.pop()
+    return f"{int(images):,} images x {int(epochs)} epochs"
+
+
 def fig_training_time(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
-    """Paper figures 5/6: training time per main target (median, min-max error bars); CPU
-    targets in hours beside the paper's CPU times, GPU targets in minutes; every bar labelled
-    with its workload."""
-    cpu = summ[summ["gpus"] == 0]
-    gpu = summ[summ["gpus"] > 0]
-    fig, (ax_cpu, ax_gpu) = plt.subplots(1, 2, figsize=(11, 4))
-    med, err = _errorbars(cpu, "training_s", 1 / 3600)
-    names = [f"{n}\n(ours, n={k})" for n, k in zip(cpu["target"], cpu["repeats"], strict=True)]
-    notes = [
-        f"{int(i):,} img x {int(e)} ep"
-        for i, e in zip(cpu["train_images"], cpu["epochs"], strict=True)
-    ]
-    x = np.arange(len(names))
-    _mark_unstable(ax_cpu, ax_cpu.bar(x, med, yerr=err, capsize=3, color="tab:blue"), cpu)
-    paper_x = np.arange(len(names), len(names) + len(paper.TRAINING_MINUTES))
-    paper_h = [m / 60 for m in paper.TRAINING_MINUTES.values()]
-    ax_cpu.bar(paper_x, paper_h, color="tab:gray")
-    names += [f"{n}\n(paper 2017)" for n in paper.TRAINING_MINUTES]
-    notes += [f"{paper.TRAIN_IMAGES:,} img x {paper.EPOCHS} ep"] * len(paper_h)
-    for xi, h, note in zip(np.concatenate([x, paper_x]), list(med) + paper_h, notes, strict=True):
-        ax_cpu.annotate(f"{h:.3g} h\n{note}", (xi, h), ha="center", va="bottom", fontsize=6)
-    ax_cpu.set_xticks(range(len(names)), names, fontsize=7)
-    ax_cpu.set_ylabel("training time (hours)")
-    ax_cpu.set_title("CPU targets (hours)", fontsize=9)
-    ax_cpu.margins(y=0.25)
-    if len(gpu):
-        med, err = _errorbars(gpu, "training_s", 1 / 60)
-        bars = ax_gpu.bar(range(len(gpu)), med, yerr=err, capsize=3, color="tab:green")
-        _mark_unstable(ax_gpu, bars, gpu)
-        ax_gpu.set_xticks(range(len(gpu)), list(gpu["target"]), fontsize=7)
-        ax_gpu.set_ylabel("training time (minutes)")
-    else:
-        _empty(ax_gpu, "no GPU target measured in this run")
-    ax_gpu.set_title("GPU targets (minutes)", fontsize=9)
+    """Paper figures 5/6: training time per main target (median, min-max error bars where
+    more than one run), each group in its own panel and unit (ours on CPUs, ours on GPUs when
+    a GPU target ran, the paper's 2017 CPU times), every panel naming its workload: the
+    paper's runs trained far more images than a demo, so one shared axis would hide ours."""
+    groups = [
+        (title, g, color)
+        for title, g, color in (
+            ("CPU targets, ours", summ[summ["gpus"] == 0], "tab:blue"),
+            ("GPU targets, ours", summ[summ["gpus"] > 0], "tab:green"),
+        )
+        if len(g)
+    ] or [("ours", summ, "tab:blue")]
+    widths = [max(len(g), 1) + 1 for _, g, _ in groups] + [len(paper.TRAINING_MINUTES) + 1]
+    fig, axes = plt.subplots(
+        1, len(widths), figsize=(3 + 1.1 * sum(widths), 4), gridspec_kw={"width_ratios": widths}
+    )
+    for ax, (title, g, color) in zip(axes, groups, strict=False):
+        if g.empty:
+            _empty(ax, "no target measured")
+            ax.set_title(title, fontsize=9)
+            continue
+        unit, per = _time_unit(float(np.nanmax(g["training_s_max"])))
+        med, err = _errorbars(g, "training_s", 1 / per)
+        bars = _bars(ax, range(len(g)), med, err, color=color)
+        for i, v in enumerate(med):
+            ax.annotate(f"{v:.3g} {unit}", (i, v), ha="center", va="bottom", fontsize=7)
+        workload = _workload(g)
+        names = [f"{n}\nn={k}" for n, k in zip(g["target"], g["runs_summarised"], strict=True)]
+        if workload is None:
+            names = [
+                f"{n}\n{int(i):,} img x {int(e)} ep"
+                for n, i, e in zip(names, g["train_images"], g["epochs"], strict=True)
+            ]
+        _target_ticks(ax, names)
+        ax.set_ylabel(f"training time ({unit})")
+        ax.margins(y=0.15)
+        ax.set_title(f"{title}\n{workload or 'workloads differ (see labels)'}", fontsize=8)
+        _legend(ax, _mark_unstable(bars, g), loc="upper left", bbox_to_anchor=(0, -0.25))
+    ax = axes[-1]
+    hours = [m / 60 for m in paper.TRAINING_MINUTES.values()]
+    ax.bar(range(len(hours)), hours, color="tab:gray")
+    for i, h in enumerate(hours):
+        ax.annotate(f"{h:.3g} h", (i, h), ha="center", va="bottom", fontsize=7)
+    _target_ticks(ax, list(paper.TRAINING_MINUTES))
+    ax.set_ylabel("training time (h)")
+    ax.margins(y=0.15)
+    ax.set_title(
+        f"Paper 2017 (its text), CPU systems\n{paper.TRAIN_IMAGES:,} images x "
+        f"{paper.EPOCHS} epochs",
+        fontsize=8,
+    )
+    fig.suptitle(
+        f"Training time (fit only; median, min-max over repeats{_left_out(summ)})", fontsize=9
+    )
+    fig.tight_layout()
     _save(fig, out_dir, "fig5_6_training_time", footer)
 
 
@@ -227,20 +328,12 @@ def fig_epoch_times(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
     x = np.arange(len(summ))
     first, first_err = _errorbars(summ, "first_epoch_s")
     steady, steady_err = _errorbars(summ, "steady_epoch_s")
-    ax.bar(x - 0.2, first, 0.4, yerr=first_err, capsize=3, label="first epoch", color="tab:orange")
-    ax.bar(
-        x + 0.2,
-        steady,
-        0.4,
-        yerr=steady_err,
-        capsize=3,
-        label="steady-state epoch",
-        color="tab:blue",
-    )
-    ax.set_xticks(x, list(summ["target"]), fontsize=7, rotation=20)
+    _bars(ax, x - 0.2, first, first_err, 0.4, label="first epoch", color="tab:orange")
+    _bars(ax, x + 0.2, steady, steady_err, 0.4, label="steady-state epoch", color="tab:blue")
+    _target_ticks(ax, list(summ["target"]))
     ax.set_ylabel("epoch time (s)")
-    ax.legend(fontsize=7)
-    ax.set_title("First vs steady-state epoch (median, min-max)", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title(f"First vs steady-state epoch (median, min-max{_left_out(summ)})", fontsize=9)
     _save(fig, out_dir, "epoch_times", footer)
 
 
@@ -302,7 +395,7 @@ def fig_backends(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
     colors = [COLORS.get(b, "tab:gray") for b in summ["backend"]]
     labels = [f"{t}\n{b}" for t, b in zip(summ["target"], summ["backend"], strict=True)]
     med, err = _errorbars(summ, "images_per_s")
-    ax_t.bar(x, med, yerr=err, capsize=3, color=colors)
+    _bars(ax_t, x, med, err, color=colors)
     ax_t.set_xticks(x, labels, fontsize=7)
     ax_t.set_ylabel("training throughput (images/s)")
     ax_t.set_title("Throughput per backend", fontsize=9)
@@ -324,6 +417,7 @@ def fig_backends(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
     ax_a.set_ylabel("time to accuracy target (s)")
     ax_a.set_title("Time to accuracy per backend", fontsize=9)
     ax_a.margins(y=0.3)
+    _legend(ax_a, _backend_entries(summ["backend"]))
     _save(fig, out_dir, "backends", footer)
 
 
@@ -337,11 +431,11 @@ def fig_sweeps(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
         _empty(ax_a, "no sweeps: in this config")
     for (base, threads), g in points.groupby(["sweep", "threads"]):
         g = g.sort_values("batch_size")
-        label = f"{base}, {threads} threads"
-        med, err = _errorbars(g, "images_per_s")
-        ax_t.errorbar(g["batch_size"], med, yerr=err, marker="o", capsize=3, label=label)
-        med, err = _errorbars(g, "final_test_accuracy")
-        ax_a.errorbar(g["batch_size"], med, yerr=err, marker="o", capsize=3, label=label)
+        label = f"{base}, {threads} thread{'s' if threads != 1 else ''}"
+        for ax, col in ((ax_t, "images_per_s"), (ax_a, "final_test_accuracy")):
+            med, err = _errorbars(g, col)
+            spread = err if np.isfinite(err).any() else None
+            ax.errorbar(g["batch_size"], med, yerr=spread, marker="o", capsize=3, label=label)
     for ax, ylabel in ((ax_t, "training throughput (images/s)"), (ax_a, "final test accuracy")):
         if not points.empty:
             ax.set_xscale("log", base=2)
@@ -382,18 +476,37 @@ def fig_paper_vs_ours(comparison: pd.DataFrame, out_dir: Path, footer: str) -> N
     _save(fig, out_dir, "paper_vs_ours", footer)
 
 
+def _epoch_ends(run: Run, tel: pd.DataFrame) -> list[float]:
+    """When each epoch ended, on the telemetry's time axis (s): history.csv's ended_unix_s
+    against the samples' unix_s (the same wall clock, also across a container); [] for runs
+    recorded without those columns."""
+    h = run.history
+    if h is None or "ended_unix_s" not in h or "unix_s" not in tel:
+        return []
+    samples = tel.dropna(subset=["unix_s"])
+    if samples.empty:
+        return []
+    offset = float(samples["time_s"].iloc[0]) - float(samples["unix_s"].iloc[0])
+    return [float(t) + offset for t in pd.to_numeric(h["ended_unix_s"], errors="coerce").dropna()]
+
+
 def fig_utilisation(run: Run, out_dir: Path, name: str, footer: str) -> None:
-    """CPU %, memory, GPU utilisation and GPU memory of one run over time (its
-    telemetry.csv); panels without readings say "not measured"."""
+    """One run over time (its telemetry.csv): CPU % of the run and of other processes on its
+    cores, memory, and (when the run had GPUs) GPU utilisation and memory; dotted lines
+    mark the ends of epochs. Panels without readings say "not measured"."""
     tel = run.telemetry
     m = run.metrics
-    fig, axes = plt.subplots(1, 4, figsize=(14, 3))
-    panels = [
-        ("cpu_percent", "CPU % (100 = one core)"),
-        ("memory_mib", "memory (MiB)"),
-        ("gpu_util_percent", "GPU utilisation %"),
-        ("gpu_memory_mib", "GPU memory (MiB)"),
-    ]
+    panels = [("cpu_percent", "CPU % (100 = one core)"), ("memory_mib", "memory (MiB)")]
+    has_gpu = int(m.get("gpus") or 0) > 0 or (
+        tel is not None and tel.get("gpu_util_percent", pd.Series(dtype=float)).notna().any()
+    )
+    if has_gpu:
+        panels += [
+            ("gpu_util_percent", "GPU utilisation %"),
+            ("gpu_memory_mib", "GPU memory (MiB)"),
+        ]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3))
+    ends = _epoch_ends(run, tel) if tel is not None else []
     for ax, (col, title) in zip(axes, panels, strict=True):
         ax.set_title(title, fontsize=8)
         vals = None if tel is None else tel.dropna(subset=[col])
@@ -403,16 +516,27 @@ def fig_utilisation(run: Run, out_dir: Path, name: str, footer: str) -> None:
         if col.startswith("gpu"):
             for idx, g in vals.groupby("gpu_index"):
                 ax.plot(g["time_s"], g[col], lw=0.8, label=f"GPU {int(idx)}")
-            ax.legend(fontsize=6)
         else:
-            ax.plot(
-                vals.drop_duplicates("time_s")["time_s"],
-                vals.drop_duplicates("time_s")[col],
-                lw=0.8,
-            )
+            per_sample = vals.drop_duplicates("time_s")
+            ax.plot(per_sample["time_s"], per_sample[col], lw=0.8, label="this run")
+            other = per_sample.get("other_cpu_percent", pd.Series(dtype=float))
+            if col == "cpu_percent" and other.notna().any():
+                ax.plot(
+                    per_sample["time_s"],
+                    other,
+                    lw=0.8,
+                    color="tab:red",
+                    label="other processes, its cores",
+                )
+        for k, t in enumerate(ends):
+            ax.axvline(t, color="gray", ls=":", lw=0.7, label="epoch ends" if k == 0 else None)
+        if len(ax.get_legend_handles_labels()[0]) > 1:
+            ax.legend(fontsize=6)
         ax.set_xlabel("time (s)", fontsize=7)
     fig.suptitle(
-        f"{m['target']} repeat {m.get('repeat', 1)} ({m.get('runner', 'host')} runner)", fontsize=9
+        f"{m['target']} repeat {m.get('repeat', 1)} ({m.get('runner', 'host')} runner)",
+        fontsize=9,
+        y=1.04,
     )
     _save(fig, out_dir, name, footer, exts=("png",))
 

@@ -32,6 +32,31 @@ FIGURE_FORMATS = ("png", "pdf")
 TABLE_NAMES = ("results_table", "summary_table", "cost_table", "paper_comparison", "provenance")
 TABLE_FORMATS = ("csv", "md")
 
+#: Where each figure and table sits in the ``snakemake --report`` (category, numbered so the
+#: paper's own figures come first) and the words it is listed under.
+PAPER_FIGURES = "1. The paper's figures, reproduced"
+OUR_FIGURES = "2. Speed, efficiency and cost (beyond the paper)"
+TABLES = "3. Tables"
+UTILISATION = "4. Utilisation of each run"
+CONFIGURATION = "5. Configuration"
+REPORT_ENTRIES = {
+    "fig1_preprocessing": (PAPER_FIGURES, "Figure 1: one frame through the preprocessing"),
+    "fig4_test_accuracy": (PAPER_FIGURES, "Figure 4: test accuracy per epoch"),
+    "fig5_6_training_time": (PAPER_FIGURES, "Figures 5 and 6: training time per system"),
+    "paper_vs_ours": (PAPER_FIGURES, "The paper's values beside ours"),
+    "throughput": (OUR_FIGURES, "Training throughput per target"),
+    "efficiency": (OUR_FIGURES, "Achieved FLOP/s against the machine's measured limit"),
+    "epoch_times": (OUR_FIGURES, "First epoch against steady-state epochs"),
+    "cost": (OUR_FIGURES, "Time and cost relative to the base target"),
+    "backends": (OUR_FIGURES, "Keras backends compared"),
+    "sweeps": (OUR_FIGURES, "Batch size and thread sweeps"),
+    "results_table": (TABLES, "Every run, with its stability verdict"),
+    "summary_table": (TABLES, "Per target, stable runs only"),
+    "cost_table": (TABLES, "Cost per target"),
+    "paper_comparison": (TABLES, "The paper's values beside ours"),
+    "provenance": (TABLES, "Provenance of every run"),
+}
+
 
 def run_dir(target: str, repeat: int) -> str:
     """Folder of one run: ``train/<target>/repeat-<k>``."""

@@ -193,7 +193,8 @@ def olympic_mean(values) -> float | None:
 
 
 def target_summary(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per target: repeats, stable_repeats, summarised (which runs the statistics use) and,
+    """Per target: repeats, stable_repeats, summarised (which runs the statistics use, in
+    words), runs_summarised (how many) and,
     for each :data:`SUMMARISED` column, ``<col>_median``, ``<col>_min`` and ``<col>_max``
     over its stable repeats, or over all of them when none is stable (``summarised`` says
     which); NaN where no repeat has a number. A time to accuracy only counts the repeats
@@ -223,6 +224,7 @@ def target_summary(runs: pd.DataFrame) -> pd.DataFrame:
             "repeats": len(all_runs),
             "stable_repeats": len(stable),
             "summarised": summarised,
+            "runs_summarised": len(g),
             "train_images": g["train_images"].iloc[0],
             "epochs": g["epochs"].iloc[0],
             "hourly_usd": g["hourly_usd"].iloc[0],

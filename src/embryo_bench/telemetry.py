@@ -14,8 +14,10 @@ Beside the run, the whole machine is sampled (:class:`SystemCpu`, psutil's readi
 than the run, and steal time (a hypervisor giving the run's cores to another guest). These
 are the evidence that a timing is clean (:mod:`embryo_bench.stability`).
 
-``telemetry.csv`` columns: time_s (since the first sample), cpu_percent (Docker's formula:
-100 = one core busy), cpu_percent_of_target (cpu_percent / the target's cpus), memory_mib,
+``telemetry.csv`` columns: time_s (since the first sample), unix_s (the sample's wall-clock
+time, s since 1970, the clock of ``history.csv``'s ``ended_unix_s``), cpu_percent (Docker's
+formula: 100 = one core busy), cpu_percent_of_target (cpu_percent / the target's cpus),
+memory_mib,
 machine_cpu_percent (all processes, all cores; 100 = one core), other_cpu_percent (busy time
 on the run's cores not used by the run; 100 = one core), steal_percent (steal time on the
 run's cores, % of their time), gpu_index, gpu_util_percent, gpu_memory_mib, gpu_power_w,
@@ -33,6 +35,7 @@ import pandas as pd
 
 COLUMNS = [
     "time_s",
+    "unix_s",
     "cpu_percent",
     "cpu_percent_of_target",
     "memory_mib",
@@ -280,6 +283,7 @@ class ProcessSampler(threading.Thread):
                 last_cpu, last_t = cpu_s, now
                 base = {
                     "time_s": now - t0,
+                    "unix_s": time.time(),
                     "cpu_percent": cpu,
                     "cpu_percent_of_target": cpu / self.cpus,
                     "memory_mib": _rss_mib(),
@@ -339,6 +343,7 @@ class ContainerSampler(threading.Thread):
                 cpu = cpu_percent(stats)
                 base = {
                     "time_s": now - t0,
+                    "unix_s": time.time(),
                     "cpu_percent": cpu,
                     "cpu_percent_of_target": cpu / self.cpus if cpu is not None else None,
                     "memory_mib": memory_mib(stats),

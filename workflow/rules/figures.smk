@@ -17,7 +17,8 @@ rule figures:
                 report(
                     f"{OUT}/figures/{n}.{ext}",
                     caption=f"../report/{n}.rst",
-                    category="Figures",
+                    category=layout.REPORT_ENTRIES[n][0],
+                    labels={"figure": layout.REPORT_ENTRIES[n][1]},
                 )
                 if ext == "png"
                 else f"{OUT}/figures/{n}.{ext}"
@@ -30,7 +31,8 @@ rule figures:
                 report(
                     f"{OUT}/figures/{n}.{ext}",
                     caption=f"../report/{n}.rst",
-                    category="Tables",
+                    category=layout.REPORT_ENTRIES[n][0],
+                    labels={"table": layout.REPORT_ENTRIES[n][1]},
                 )
                 if ext == "csv"
                 else f"{OUT}/figures/{n}.{ext}"
@@ -42,10 +44,14 @@ rule figures:
             report(
                 f,
                 caption="../report/utilisation.rst",
-                category="Utilisation",
-                subcategory=os.path.basename(f).rsplit("-repeat-", 1)[0],
+                category=layout.UTILISATION,
+                subcategory=target,
+                labels={"target": target, "repeat": repeat},
             )
             for f in UTILISATION
+            for target, repeat in [
+                os.path.basename(f)[: -len(".png")].rsplit("-repeat-", 1)
+            ]
         ],
     log:
         f"{LOGS}/figures.log",
@@ -77,7 +83,8 @@ rule effective_config:
         report(
             f"{OUT}/figures/config.yaml",
             caption="../report/config.rst",
-            category="Configuration",
+            category=layout.CONFIGURATION,
+            labels={"file": "the effective configuration (every default filled in)"},
         ),
     log:
         f"{LOGS}/effective_config.log",
