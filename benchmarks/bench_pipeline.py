@@ -89,13 +89,16 @@ def _pipeline_ips(work: Path, shard_files: list[str], threads: int, epochs: int,
     """Steady-state images/s of run_training (the train rule's code) on the shards."""
     from embryo_bench.plan import target_from_entry
     from embryo_bench.spec import Preprocessing
+    from embryo_bench.stages import shard_settings
     from embryo_bench.train import run_training
 
     train = {"epochs": epochs, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0,
              "accuracy_target": 0.85, "batch_size": 480, "repeats": 1,
              "probe_seconds": PROBE_SECONDS}  # fmt: skip
     target = target_from_entry({"name": "bench", "runner": "host", "cpus": threads}, train)
-    spec = target.spec(1, train, Preprocessing(480, 2 / 3, 128, 18.0, 64))
+    # The settings the shards were made with (config/config.yaml's), as the train rule's are.
+    made_with = shard_settings(shard_files[0])["preprocessing"]
+    spec = target.spec(1, train, Preprocessing(**made_with))
     metrics = run_training(
         spec, shard_files, {"synthetic": True, "sha256": "synthetic"}, work / f"run-{i}"
     )

@@ -36,11 +36,37 @@ def test_equalize_invert_hand_checked():
 
 
 def test_equalize_spreads_a_narrow_histogram():
-    # Four grey levels, 1024 pixels each: Pillow's equalisation maps them to the cumulative
-    # histogram: step = (4096 - 1024) // 255 = 12, lut = (6 + cum) // 12 -> 0, 85, 171, 255.
+    # Four grey levels, 1024 pixels each: the CDF mapping (cv2.equalizeHist) gives
+    # round((cdf - 1024) * 255 / (4096 - 1024)) -> 0, 85, 170, 255.
     img = np.repeat(np.array([100, 101, 102, 103], dtype=np.uint8), 1024).reshape(64, 64)
     out = preprocess.equalize_invert(img, 0)  # centre 0: pure equalisation
-    assert sorted(np.unique(out).tolist()) == [0, 85, 171, 255]
+    assert sorted(np.unique(out).tolist()) == [0, 85, 170, 255]
+
+
+@pytest.mark.parametrize("size", [19, 320])
+def test_equalize_is_near_uniform_at_any_size(size):
+    """Issue 11: Pillow's equalisation saturated on the 28 px subset's 19 x 19 crops (28 % of
+    pixels at one value). A dark, smooth frame (a blurred blob plus noise, 60-80 grey levels,
+    none above 4 % of the pixels) must equalise to a near-uniform histogram at either size: no
+    output value holds more than 1 point above the largest input level's share (Pillow gave
+    27.7 % on the 19 x 19 one), the darkest level goes to 0 and the brightest to 255, and the
+    CDF is within 0.1 of the uniform one (Kolmogorov-Smirnov distance; Pillow: 0.29)."""
+    yy, xx = np.mgrid[:size, :size] / size
+    blob = 30 + 60 * np.exp(-((xx - 0.5) ** 2 + (yy - 0.4) ** 2) / 0.15)
+    noise = np.random.default_rng(0).normal(0, 3, (size, size))
+    img = np.clip(blob + noise, 0, 255).astype(np.uint8)
+    out = preprocess.equalize(img)
+    share = lambda a: np.bincount(a.ravel(), minlength=256).max() / a.size  # noqa: E731
+    assert share(img) < 0.04
+    assert share(out) <= share(img) + 0.01
+    assert out.min() == 0 and out.max() == 255
+    cdf = np.cumsum(np.bincount(out.ravel(), minlength=256)) / out.size
+    assert np.abs(cdf - (np.arange(256) + 1) / 256).max() < 0.1
+
+
+def test_equalize_rejects_what_is_not_a_grey_frame():
+    with pytest.raises(ValueError, match="expected a 2-D uint8 array, got float64"):
+        preprocess.equalize(np.zeros((4, 4)))
 
 
 def test_rotation_angles_paper():

@@ -236,6 +236,34 @@ def test_paper_comparison_values():
     assert mem["paper"] == "~83 MB (estimate)"
     assert mem["ratio"] == pytest.approx(960 * 1.048576 / 480 / paper.MEMORY_MB_PER_IMAGE)
 
+    assert comp.index[0] == "training time, 2-core laptop"  # no counts given: no count rows
+
+
+def test_paper_comparison_puts_the_data_counts_first():
+    table, summ = _tables()
+    counts = {
+        "total": 80,
+        "train": {1: 16, 2: 16, 3: 16, 4: 16},
+        "test": {1: 4, 2: 4, 3: 4, 4: 4},
+        "source": {"labelled_frames": 240, "per_class": {1: 100, 2: 70, 3: 20, 4: 50}},
+        "balanced_per_class": 20,
+    }
+    comp = summary.paper_comparison(summ, table, TARGETS, counts)
+    assert list(comp["quantity"][:4]) == [
+        "labelled frames",
+        "frames per class after balancing",
+        "balanced frames",
+        "samples after rotation (train / test)",
+    ]
+    rows = comp.set_index("quantity")
+    assert rows.loc["labelled frames", "ratio"] == pytest.approx(240 / 34_133)
+    assert rows.loc["labelled frames", "note"] == "ours per cell count: 1: 100, 2: 70, 3: 20, 4: 50"
+    assert rows.loc["balanced frames", "note"] == "train 64 / test 16 frames"
+    samples = rows.loc["samples after rotation (train / test)"]
+    assert samples["paper"] == "49,024 / 12,256 (as printed; 61,280 in all)"
+    assert samples["ours"] == "1,000 / 250 (1,250 in all)"  # the hand-made runs' n_train/n_test
+    assert "neither is a multiple of its 20 rotations" in samples["note"]
+
 
 # --- the report on the offline config --------------------------------------------------------
 

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from embryo_bench.errors import DataError
-from embryo_bench.select import assign_shards, balance, summary
+from embryo_bench.select import assign_shards, balance, counts_lines, summary
 
 
 def _manifest(counts):
@@ -40,3 +40,22 @@ def test_shards_round_robin_and_summary():
     assert summary(sel)["train"] == {1: 5, 2: 5, 3: 5, 4: 5}
     with pytest.raises(DataError, match="shards=30"):
         assign_shards(sel, 30)
+
+
+def test_summary_counts_the_source_beside_the_paper():
+    m = _manifest({1: 9000, 2: 12000, 3: 766, 4: 11000, 0: 50, 5: 10})
+    counts = summary(assign_shards(balance(m, seed=0), 4), m)
+    assert counts["source"] == {
+        "labelled_frames": 32_826,
+        "per_class": {0: 50, 1: 9000, 2: 12000, 3: 766, 4: 11000, 5: 10},
+    }
+    assert counts["balanced_per_class"] == 766 and counts["total"] == 3064
+    assert counts["paper"] == {
+        "labelled_frames": 34_133,
+        "balanced_per_class": 766,
+        "balanced_frames": 3_064,
+    }
+    lines = counts_lines(counts)
+    assert lines[0].startswith("labelled frames in the source: 32,826 (paper: 34,133)")
+    assert lines[1] == "balanced: 766 per class, 3,064 frames (paper: 766 per class, 3,064)"
+    assert lines[2] == "train: 3,064 frames, per class {1: 766, 2: 766, 3: 766, 4: 766}"

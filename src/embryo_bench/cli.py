@@ -135,13 +135,14 @@ def cmd_select(p):
 
     def run(a):
         from .io import atomic_path, write_json
-        from .select import select_frames
+        from .select import counts_lines, select_frames
 
         selected, counts = select_frames(a.manifest, a.seed, a.shards)
         with atomic_path(a.out) as tmp:
             selected.to_csv(tmp, index=False)
         write_json(a.summary, counts)
-        log.info("selected %d frames: %s", len(selected), counts)
+        for line in counts_lines(counts):
+            log.info("%s", line)
 
     return run
 
@@ -251,6 +252,9 @@ def cmd_figures(p):
     p.add_argument("--cost-note", default="", help="why cost is not normalised, if it is not")
     p.add_argument("--stability", default="{}", help="JSON: the config's stability thresholds")
     p.add_argument("--selection", required=True)
+    p.add_argument(
+        "--select-summary", default="", help="the select stage's summary.json (data counts)"
+    )
     p.add_argument("--source-info", required=True)
     p.add_argument("--shard", required=True, help="an augment shard (its preprocessing settings)")
     p.add_argument("--out-dir", required=True)
@@ -273,6 +277,7 @@ def cmd_figures(p):
             cost_base=a.cost_base,
             cost_note=a.cost_note,
             stability=thresholds(json.loads(a.stability)),
+            counts=read_json(a.select_summary) if a.select_summary else None,
         )
 
     return run

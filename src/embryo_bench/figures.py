@@ -561,6 +561,7 @@ def make_all(
     cost_base: str = "",
     cost_note: str = "",
     stability: dict | None = None,
+    counts: dict | None = None,
 ) -> None:
     """Write every figure and table (the ``figures`` rule).
 
@@ -573,6 +574,7 @@ def make_all(
         out_dir: the figures folder.
         cost_base, cost_note: as :func:`embryo_bench.plan.cost_base`.
         stability: the config's stability thresholds (default: the schema's).
+        counts: the select stage's ``summary.json`` (data counts beside the paper's).
 
     Raises:
         ConfigError: the cost base target did not run or is unpriced.
@@ -597,7 +599,7 @@ def make_all(
     fig_sweeps(summ, out_dir, footer)
     norm, why = summary.cost_summary(main, cost_base, cost_note)
     fig_cost(norm, cost_base or None, why, out_dir, footer)
-    comparison = summary.paper_comparison(main, table, targets)
+    comparison = summary.paper_comparison(main, table, targets, counts)
     fig_paper_vs_ours(comparison, out_dir, footer)
     for r in runs:
         fig_utilisation(r, out_dir, utilisation_name(r.name, r.metrics["repeat"]), footer)

@@ -2,7 +2,8 @@
 
 conv 5x5x32 + ReLU -> maxpool 2 -> conv 5x5x64 + ReLU -> maxpool 2 -> dense 1024 + ReLU ->
 dropout 0.5 -> dense 4 (logits). With 64x64x1 inputs this has 16,834,436 trainable parameters
-(the paper's text prints 16,832,432; its sum drops the last layer's 4 biases).
+(the paper's text prints 16,832,432: its per-layer terms add up to 16,834,432, which leaves
+out the output layer's 4 biases, and the printed total is a further 2,000 below that sum).
 Written with the Keras 3 API only, so any Keras backend runs it.
 """
 

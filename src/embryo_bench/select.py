@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from . import paper
 from .errors import DataError
 
 CLASSES = (1, 2, 3, 4)
@@ -33,7 +34,7 @@ def select_frames(manifest_path: str, seed: int, shards: int) -> tuple[pd.DataFr
     except FileNotFoundError as exc:
         raise DataError(f"{manifest_path}: manifest not found") from exc
     selected = assign_shards(balance(manifest, seed), shards)
-    counts = summary(selected)
+    counts = summary(selected, manifest)
     for split in ("train", "test"):
         if split not in counts:
             raise DataError(f"{manifest_path}: no {split} frames after selection")
@@ -95,12 +96,55 @@ def assign_shards(selected: pd.DataFrame, shards: int) -> pd.DataFrame:
     return out
 
 
-def summary(selected: pd.DataFrame) -> dict:
-    """Counts per split and class, e.g. ``{"train": {1: 613, ...}, "test": {...}, "total": N}``."""
+def summary(selected: pd.DataFrame, manifest: pd.DataFrame | None = None) -> dict:
+    """Counts of the selection, beside the paper's (section 3).
+
+    Args:
+        selected: the selected frames (``split`` and ``cells`` columns; ``embryo`` if known).
+        manifest: every labelled frame of the source (``cells``), for the source counts.
+
+    Returns:
+        dict: total (selected frames), train and test ({cells: frames}), test_embryos;
+        with ``manifest`` also source ({labelled_frames, per_class: {cells: frames}} over
+        every cell count the labels give), balanced_per_class (frames of each class kept =
+        the rarest 1-4 cell class's count) and paper (the paper's labelled, rarest-class and
+        balanced frame counts, for comparison).
+    """
     table = selected.groupby(["split", "cells"]).size()
     out: dict = {"total": int(len(selected))}
     for (split, cells), n in table.items():
         out.setdefault(split, {})[int(cells)] = int(n)
     if "embryo" in selected and (selected["embryo"] != "").any():
         out["test_embryos"] = sorted(selected.loc[selected["split"] == "test", "embryo"].unique())
+    if manifest is not None:
+        per_class = manifest["cells"].value_counts().sort_index()
+        out["source"] = {
+            "labelled_frames": int(len(manifest)),
+            "per_class": {int(c): int(n) for c, n in per_class.items()},
+        }
+        out["balanced_per_class"] = int(selected["cells"].value_counts().min())
+        out["paper"] = {
+            "labelled_frames": paper.LABELLED_FRAMES,
+            "balanced_per_class": paper.RAREST_CLASS_FRAMES,
+            "balanced_frames": paper.BALANCED_FRAMES,
+        }
     return out
+
+
+def counts_lines(counts: dict) -> list[str]:
+    """The :func:`summary` counts beside the paper's, one line each, for the select log."""
+    lines = []
+    if "source" in counts:
+        src, pap = counts["source"], counts["paper"]
+        lines.append(
+            f"labelled frames in the source: {src['labelled_frames']:,} "
+            f"(paper: {pap['labelled_frames']:,}); per class {src['per_class']}"
+        )
+        lines.append(
+            f"balanced: {counts['balanced_per_class']:,} per class, {counts['total']:,} frames "
+            f"(paper: {pap['balanced_per_class']:,} per class, {pap['balanced_frames']:,})"
+        )
+    for split in ("train", "test"):
+        per = counts.get(split, {})
+        lines.append(f"{split}: {sum(per.values()):,} frames, per class {per}")
+    return lines

@@ -273,9 +273,17 @@ def normalised_cost(summary: pd.DataFrame, base_target: str) -> pd.DataFrame:
 
 
 def paper_comparison(
-    summary: pd.DataFrame, runs: pd.DataFrame, targets: dict[str, dict]
+    summary: pd.DataFrame,
+    runs: pd.DataFrame,
+    targets: dict[str, dict],
+    counts: dict | None = None,
 ) -> pd.DataFrame:
     """The paper's values beside ours (``paper vs reproduction``).
+
+    With ``counts`` (the select stage's ``summary.json``, :func:`embryo_bench.select.summary`)
+    the data counts come first: labelled frames, frames per class after balancing, balanced
+    frames, and training / test samples after rotation (ours from the runs), with why the
+    printed 49,024 / 12,256 cannot be matched (:data:`embryo_bench.paper.SPLIT_NOTE`).
 
     Rows: the paper's 2-core laptop and 4-core desktop training times (for each, the target
     whose ``paper_system`` names it, else "no matching target ran"), compared per training
@@ -286,7 +294,7 @@ def paper_comparison(
     Columns: quantity, paper, ours, ratio (ours / paper, empty where not comparable), our
     target, note.
     """
-    rows = []
+    rows = _count_rows(counts, runs) if counts and "source" in counts else []
     by_system = {
         t["paper_system"]: name
         for name, t in targets.items()
@@ -346,7 +354,10 @@ def paper_comparison(
             "ours": f"{counted:,} (counted by Keras)",
             "ratio": counted / paper.PARAMETERS_PRINTED,
             "target": "model",
-            "note": "the paper's sum drops the last layer's 4 biases",
+            "note": (
+                "the paper's per-layer terms add up to 16,834,432 (the output layer's 4 biases "
+                "left out); its printed total is 2,000 below that sum"
+            ),
         }
     )
     mem = [
@@ -373,6 +384,57 @@ def paper_comparison(
         }
     )
     return pd.DataFrame(rows)
+
+
+def _count_rows(counts: dict, runs: pd.DataFrame) -> list[dict]:
+    """:func:`paper_comparison`'s rows for the data counts."""
+    src = counts["source"]
+    per_class = ", ".join(f"{c}: {n:,}" for c, n in src["per_class"].items())
+    rows = [
+        {
+            "quantity": "labelled frames",
+            "paper": f"{paper.LABELLED_FRAMES:,}",
+            "ours": f"{src['labelled_frames']:,}",
+            "ratio": src["labelled_frames"] / paper.LABELLED_FRAMES,
+            "target": "data",
+            "note": f"ours per cell count: {per_class}",
+        },
+        {
+            "quantity": "frames per class after balancing",
+            "paper": f"{paper.RAREST_CLASS_FRAMES:,} (all 3-cell frames)",
+            "ours": f"{counts['balanced_per_class']:,}",
+            "ratio": counts["balanced_per_class"] / paper.RAREST_CLASS_FRAMES,
+            "target": "data",
+            "note": "every frame of the rarest 1-4 cell class, as many drawn from each other",
+        },
+        {
+            "quantity": "balanced frames",
+            "paper": f"{paper.BALANCED_FRAMES:,}",
+            "ours": f"{counts['total']:,}",
+            "ratio": counts["total"] / paper.BALANCED_FRAMES,
+            "target": "data",
+            "note": "train {:,} / test {:,} frames".format(
+                *(sum(counts.get(s, {}).values()) for s in ("train", "test"))
+            ),
+        },
+    ]
+    main = runs[runs["sweep"] == ""]
+    if len(main):
+        train, test = int(main["train_images"].iloc[0]), int(main["test_images"].iloc[0])
+        rows.append(
+            {
+                "quantity": "samples after rotation (train / test)",
+                "paper": (
+                    f"{paper.TRAIN_SAMPLES_PRINTED:,} / {paper.TEST_SAMPLES_PRINTED:,} "
+                    f"(as printed; {paper.SAMPLES:,} in all)"
+                ),
+                "ours": f"{train:,} / {test:,} ({train + test:,} in all)",
+                "ratio": (train + test) / paper.SAMPLES,
+                "target": "data",
+                "note": paper.SPLIT_NOTE,
+            }
+        )
+    return rows
 
 
 def cost_summary(

@@ -9,6 +9,7 @@ rule figures:
         histories=[f"{d}/history.csv" for d in RUN_DIRS],
         telemetry=[f"{d}/telemetry.csv" for d in RUN_DIRS],
         selection=rules.select.output.selection,
+        counts=rules.select.output.summary,
         source=rules.index.output.source,
         shard=expand(rules.augment.output[0], shard=SHARDS[0]),
     output:
@@ -73,6 +74,7 @@ rule figures:
         "python3 -m embryo_bench.cli figures --runs {params.run_dirs:q} "
         "--targets {params.targets:q} --cost-base={params.cost_base:q} "
         "--cost-note={params.cost_note:q} --stability {params.stability:q} --selection {input.selection:q} "
+        "--select-summary {input.counts:q} "
         "--source-info {input.source:q} --shard {input.shard:q} "
         "--out-dir {params.out_dir:q} > {log:q} 2>&1"
 
