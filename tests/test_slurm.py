@@ -161,7 +161,7 @@ def test_failed_job_shows_its_slurm_log_and_error(tmp_path):
     assert f"SLURM-job '{slurm_id}' failed, SLURM status is: 'FAILED'" in output
     assert str(log) in output and log.is_file()  # the Slurm log's path, kept
     # The rule's own log is printed (show-failed-logs) with the error naming the file.
-    assert "E03/_trajectories.txt, line 2: 2 tab-separated fields" in output
+    assert "E03/_trajectories.txt, line 2: 2 fields; expected a non-empty multiple of 3" in output
     assert _scontrol(slurm_id)["JobState"] == "FAILED"
     assert not (tmp_path / "out/manifest/manifest.csv").exists()
 

@@ -295,7 +295,7 @@ def test_garbled_trajectories_fail_index(tmp_path):
     proc = snakemake(tmp_path, _local_config(tmp_path, db), check=False)
     assert proc.returncode != 0
     log = (tmp_path / "out/logs/index.log").read_text()
-    assert "E03/_trajectories.txt, line 2: 2 tab-separated fields" in log
+    assert "E03/_trajectories.txt, line 2: 2 fields; expected a non-empty multiple of 3" in log
     assert not (tmp_path / "out/manifest/manifest.csv").exists()
 
 
@@ -322,7 +322,7 @@ def test_empty_class_fails_select(tmp_path):
         for line in traj.read_text().splitlines():
             v = line.split("\t")
             if sum(int(r) > 0 for r in v[2::3]) == 3:
-                v[9:12] = ["5", "5", "3"]
+                v[15:18] = ["5", "5", "3"]  # an empty grand-daughter slot
             lines.append("\t".join(v))
         traj.write_text("\n".join(lines) + "\n")
     proc = snakemake(tmp_path, _local_config(tmp_path, db), check=False)
@@ -491,3 +491,23 @@ def test_a_cpu_hog_on_the_runs_core_marks_it_unstable(offline_run, tmp_path):
     assert len(re.findall(r"epoch \d+/\d+: .* images/s, ETA", log)) == quiet["epochs"]
     assert not (tmp_path / "quiet/progress.csv").exists()
     assert os.path.getsize(tmp_path / "quiet/history.csv") > 0
+
+
+def test_trajectory_rules_reach_index_and_its_log(tmp_path):
+    """Frames after the last trajectory line are left out, counted in the log and source.json;
+    dataset.trajectories is a params of index (a change reruns it)."""
+    config = offline_config(tmp_path / "out")
+    config["dataset"]["synthetic"].update(unlabelled_frames=2, separator="spaces")
+    manifest = tmp_path / "out/manifest/manifest.csv"
+    snakemake(tmp_path, config, str(manifest))
+    source = json.loads((tmp_path / "out/manifest/source.json").read_text())
+    assert source["frames"] == 10 * 26 and source["frames_labelled"] == 10 * 24
+    assert source["frames_unlabelled"] == 20 and len(source["per_embryo"]) == 10
+    assert len(pd.read_csv(manifest)) == 240
+    log = (tmp_path / "out/logs/index.log").read_text()
+    assert "20 frames after their embryo's last trajectory line (unlabelled), in 10 embryos" in log
+    config["dataset"]["trajectories"] = {"unlabelled_frames": "error"}
+    proc = snakemake(tmp_path, config, str(manifest), check=False)
+    assert proc.returncode != 0
+    assert "24 lines for 26 frames" in (tmp_path / "out/logs/index.log").read_text()
+    assert not manifest.exists()

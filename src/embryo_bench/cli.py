@@ -28,13 +28,27 @@ def cmd_synthesize(p):
     p.add_argument("--frames-per-embryo", type=int, default=40)
     p.add_argument("--frame-size", type=int, default=480)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--separator", choices=["tab", "spaces"], default="tab")
+    p.add_argument("--trailing-separator", action="store_true")
+    p.add_argument("--unlabelled-frames", type=int, default=0)
+    p.add_argument("--extra-lines", type=int, default=0)
     p.add_argument("--info")
 
     def run(a):
         from .io import write_json
         from .synthetic import generate_db
 
-        info = generate_db(a.out, a.embryos, a.frames_per_embryo, a.frame_size, a.seed)
+        info = generate_db(
+            a.out,
+            a.embryos,
+            a.frames_per_embryo,
+            a.frame_size,
+            a.seed,
+            separator=a.separator,
+            trailing_separator=a.trailing_separator,
+            unlabelled_frames=a.unlabelled_frames,
+            extra_lines=a.extra_lines,
+        )
         if a.info:
             write_json(a.info, info)
         log.info("synthetic database: %s", info)
@@ -97,12 +111,15 @@ def cmd_index(p):
     p.add_argument(
         "--checksum-of", help="archive or folder whose sha256 identifies the data (default: --root)"
     )
+    p.add_argument("--unlabelled-frames", choices=["skip", "error"], default="skip")
+    p.add_argument("--extra-lines", type=int, default=1)
+    p.add_argument("--lineage-ended", choices=["skip", "keep"], default="skip")
     p.add_argument("--out", required=True)
     p.add_argument("--source-info", required=True)
 
     def run(a):
         from .io import atomic_path, write_json
-        from .sources import index_source
+        from .sources import TrajectoryRules, index_source, skipped_lines
 
         manifest, source = index_source(
             a.layout,
@@ -115,7 +132,10 @@ def cmd_index(p):
             synthetic=a.synthetic,
             download_info=a.download_info,
             checksum_of=a.checksum_of,
+            rules=TrajectoryRules(a.unlabelled_frames, a.extra_lines, a.lineage_ended),
         )
+        for line in skipped_lines(source):
+            log.warning("%s", line)
         with atomic_path(a.out) as tmp:
             manifest.to_csv(tmp, index=False)
         write_json(a.source_info, source)

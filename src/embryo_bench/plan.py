@@ -530,6 +530,20 @@ class Plan:
             return ["--checksum-of", self.config["dataset"]["path"]]
         return []
 
+    def synthetic_flags(self) -> list[str]:
+        """``embryo-bench synthesize`` options for the trajectory-format variants set in
+        ``dataset.synthetic`` (none at their defaults)."""
+        syn = self.config["dataset"]["synthetic"]
+        flags = ["--separator", syn["separator"]]
+        if syn["trailing_separator"]:
+            flags.append("--trailing-separator")
+        return flags + [
+            "--unlabelled-frames",
+            str(syn["unlabelled_frames"]),
+            "--extra-lines",
+            str(syn["extra_lines"]),
+        ]
+
     def source_stamp(self) -> str:
         """Identity of a source read in place (names, sizes and times of its files), so that
         changed images rerun indexing; "" for sources the workflow produces."""

@@ -3,11 +3,12 @@
 Two on-disk layouts are understood:
 
 * the Mouse Embryo Tracking Database layout (Cicconet et al. 2014): ``E<NN>/Frame<NNN>.png``
-  (480x480 8-bit grayscale) plus one ``E<NN>/_trajectories.txt`` per embryo, tab-separated, one
-  line per frame, groups of three integers (row, column, radius) per tracked cell, radius 0
-  meaning "no cell in this slot". A frame's label is its number of groups with radius > 0.
-  Frames are numbered consecutively and the k-th line labels the k-th frame; any other shape
-  of the data is an error.
+  (480x480 8-bit grayscale) plus one ``E<NN>/_trajectories.txt`` per embryo: one line per
+  frame from the first, groups of three integers (row, column, radius) per cell slot (21
+  columns = 7 lineage slots in the real files), radius 0 meaning "no cell in this slot". A
+  frame's label is its number of slots with radius > 0. Frames are numbered consecutively and
+  the k-th line labels the k-th frame; frames past the last line, surplus last lines and frames
+  after the 7-slot lineage stops counting every cell follow :class:`TrajectoryRules`.
 * an image folder ``<root>/<split>/<class>/*.png`` (class k = k + 1 cells), the layout of the
   28 px subset in ``../shared/data/embryo-cells-28px``.
 
@@ -17,14 +18,16 @@ The manifest is a :class:`pandas.DataFrame` with columns ``embryo`` (str, "" whe
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from PIL import Image, UnidentifiedImageError
 
-from .errors import DataError
+from .errors import ConfigError, DataError
 
 EMBRYO_RE = re.compile(r"^E(\d{2,})$")
 FRAME_RE = re.compile(r"^Frame(\d+)\.png$", re.IGNORECASE)
@@ -32,19 +35,70 @@ TRAJECTORIES = "_trajectories.txt"
 MANIFEST_COLUMNS = ["embryo", "frame", "path", "cells", "split"]
 
 
-def parse_trajectories(path: str | Path) -> np.ndarray:
-    """Parse one ``_trajectories.txt`` file into the number of cells per frame.
+@dataclass(frozen=True)
+class TrajectoryRules:
+    """How trajectory lines pair with frames (config ``dataset.trajectories``).
+
+    The real database's folders hold more ``Frame<NNN>.png`` files than trajectory lines
+    (frames run on "up to the 10th frame after the appearance of the 8th cell"; the lineage
+    slots do not), and some readers of the real files drop a last line. These rules make that
+    explicit instead of failing on the first embryo.
+
+    Attributes:
+        unlabelled_frames: "skip" (frames after the last line are unlabelled: counted and
+            left out) or "error".
+        extra_lines: trajectory lines beyond the last frame that are ignored (counted); more
+            is an error.
+        lineage_ended: "skip" or "keep" frames from the first line on which a grand-daughter
+            slot (slots 4-7 of a 7-slot, 21-column file) that was tracked earlier is empty
+            again. Such a cell has divided and its daughters have no slot, so the frame holds
+            5 or more cells while only the remaining slots are non-zero (a 5-cell frame would
+            read as 3). "keep" counts non-zero slots as third-party readers do.
+    """
+
+    unlabelled_frames: str = "skip"
+    extra_lines: int = 1
+    lineage_ended: str = "skip"
+
+    def __post_init__(self):
+        if self.unlabelled_frames not in ("skip", "error"):
+            raise ConfigError(
+                f"dataset.trajectories.unlabelled_frames: {self.unlabelled_frames!r}; "
+                "expected skip or error"
+            )
+        if self.lineage_ended not in ("skip", "keep"):
+            raise ConfigError(
+                f"dataset.trajectories.lineage_ended: {self.lineage_ended!r}; expected skip or keep"
+            )
+        if self.extra_lines < 0:
+            raise ConfigError(
+                f"dataset.trajectories.extra_lines: {self.extra_lines}; expected an integer >= 0"
+            )
+
+
+STRICT = TrajectoryRules(unlabelled_frames="error", extra_lines=0, lineage_ended="keep")
+"""Exactly one line per frame, every non-zero slot counted as a cell."""
+
+
+def read_trajectories(path: str | Path) -> np.ndarray:
+    """Read one ``_trajectories.txt`` file as the real database writes it.
+
+    Lines are integers separated by tabs (or, on lines without a tab, by any whitespace);
+    trailing separators and a trailing ``\\r`` are ignored, as are empty lines at the end of
+    the file. Every line has the same number of fields, a multiple of three: (row, column,
+    radius) per cell slot (the real files: 21 = 7 slots in lineage order: the zygote, its two
+    daughters, the four grand-daughters; radius 0 = no cell in the slot).
 
     Args:
-        path: the file; each non-empty line is tab-separated integers, a multiple of three
-            (row, column, radius per tracked cell slot).
+        path: the file.
 
     Returns:
-        int64 array of shape (n_lines,): the number of slots with radius > 0 on each line.
+        int64 array of shape (n_lines, n_slots, 3): (row, column, radius) per line and slot.
 
     Raises:
-        DataError: missing file, or a line that is not a non-empty multiple of three
-            non-negative integers (the message names the file, the line and what was expected).
+        DataError: missing file, not text, empty, an empty line or empty field inside the file,
+            a field count that is not a non-empty multiple of 3 or differs from the first
+            line's, a non-integer or negative value (the message names the file and line).
     """
     path = Path(path)
     try:
@@ -55,20 +109,31 @@ def parse_trajectories(path: str | Path) -> np.ndarray:
         ) from exc
     except UnicodeDecodeError as exc:
         raise DataError(f"{path}: not a text file ({exc})") from exc
-    lines = text.splitlines()
-    while lines and not lines[-1].strip():
+    lines = [line.rstrip() for line in text.splitlines()]
+    while lines and not lines[-1]:
         lines.pop()
     if not lines:
         raise DataError(f"{path}: empty; expected one line per frame of (row, column, radius)")
-    counts = np.empty(len(lines), dtype=np.int64)
+    rows, width = [], None
     for i, line in enumerate(lines, start=1):
-        fields = line.rstrip("\r").split("\t")
-        while fields and fields[-1].strip() == "":  # tolerate trailing tabs only
-            fields.pop()
-        if not fields or len(fields) % 3:
+        if not line.strip():
+            raise DataError(f"{path}, line {i}: empty line; expected (row, column, radius) groups")
+        fields = [f.strip() for f in line.split("\t")] if "\t" in line else line.split()
+        if "" in fields:
             raise DataError(
-                f"{path}, line {i}: {len(fields)} tab-separated fields; expected a non-empty "
-                "multiple of 3 (row, column, radius per cell)"
+                f"{path}, line {i}: empty field between two tabs; expected one integer per field"
+            )
+        if len(fields) % 3:
+            raise DataError(
+                f"{path}, line {i}: {len(fields)} fields; expected a non-empty multiple of 3 "
+                "(row, column, radius per cell slot; the database has 21)"
+            )
+        if width is None:
+            width = len(fields)
+        elif len(fields) != width:
+            raise DataError(
+                f"{path}, line {i}: {len(fields)} fields; expected {width} like line 1 "
+                "(every line has the same cell slots)"
             )
         try:
             values = [int(f) for f in fields]
@@ -76,9 +141,111 @@ def parse_trajectories(path: str | Path) -> np.ndarray:
             raise DataError(f"{path}, line {i}: expected integers, got {line!r}") from exc
         if min(values) < 0:
             raise DataError(f"{path}, line {i}: negative value; expected integers >= 0")
-        radii = values[2::3]
-        counts[i - 1] = sum(r > 0 for r in radii)
-    return counts
+        rows.append(values)
+    return np.asarray(rows, dtype=np.int64).reshape(len(rows), width // 3, 3)
+
+
+def cell_counts(slots: np.ndarray) -> np.ndarray:
+    """Number of cells per line: slots with radius > 0.
+
+    Args:
+        slots: int array (n_lines, n_slots, 3) from :func:`read_trajectories`.
+
+    Returns:
+        int64 array (n_lines,).
+    """
+    return (slots[:, :, 2] > 0).sum(axis=1).astype(np.int64)
+
+
+LINEAGE_SLOTS = 7
+GRAND_DAUGHTERS = slice(3, 7)
+
+
+def lineage_end(slots: np.ndarray) -> int | None:
+    """First line (0-based) from which the 7-slot lineage no longer counts every cell.
+
+    In a 7-slot file (zygote, 2 daughters, 4 grand-daughters), a grand-daughter slot that was
+    non-zero on an earlier line and is zero now has divided; its daughters have no slot, so
+    from that line on the frame holds more cells than its non-zero slots. Files with another
+    number of slots have no known lineage order: None.
+
+    Args:
+        slots: int array (n_lines, n_slots, 3) from :func:`read_trajectories`.
+
+    Returns:
+        the line index, or None when every line's count is complete.
+    """
+    if slots.shape[1] != LINEAGE_SLOTS:
+        return None
+    alive = slots[:, GRAND_DAUGHTERS, 2] > 0
+    seen = np.logical_or.accumulate(alive, axis=0)
+    ended = (seen[:-1] & ~alive[1:]).any(axis=1)
+    hits = np.flatnonzero(ended)
+    return int(hits[0]) + 1 if hits.size else None
+
+
+def parse_trajectories(path: str | Path) -> np.ndarray:
+    """Parse one ``_trajectories.txt`` file into the number of cells per line.
+
+    Args:
+        path: the file (format: :func:`read_trajectories`).
+
+    Returns:
+        int64 array of shape (n_lines,): the number of slots with radius > 0 on each line.
+
+    Raises:
+        DataError: as :func:`read_trajectories`.
+    """
+    return cell_counts(read_trajectories(path))
+
+
+def label_frames(
+    trajectories: Path, frames: list[Path], rules: TrajectoryRules
+) -> tuple[list[tuple[Path, int]], dict]:
+    """Pair an embryo's frames with its trajectory lines under ``rules``.
+
+    Line k labels the k-th frame in frame-number order. Frames after the last line are
+    unlabelled; lines after the last frame are ignored up to ``rules.extra_lines``; frames from
+    :func:`lineage_end` on are left out when ``rules.lineage_ended`` is "skip".
+
+    Args:
+        trajectories: the embryo's ``_trajectories.txt``.
+        frames: its frames, sorted by number, consecutive.
+        rules: :class:`TrajectoryRules`.
+
+    Returns:
+        (pairs, counts): (frame, cells) for each labelled frame kept, and counts of
+        ``lines``, ``frames_unlabelled``, ``lines_ignored`` and ``frames_lineage_ended``.
+
+    Raises:
+        DataError: as :func:`read_trajectories`; more frames than lines under
+            ``unlabelled_frames: error``; more extra lines than ``extra_lines`` allows.
+    """
+    slots = read_trajectories(trajectories)
+    n_lines, n_frames = len(slots), len(frames)
+    span = f"{frames[0].name}..{frames[-1].name}"
+    if n_frames > n_lines and rules.unlabelled_frames == "error":
+        raise DataError(
+            f"{trajectories}: {n_lines} lines for {n_frames} frames ({span}); expected one line "
+            "per frame (dataset.trajectories.unlabelled_frames: error; 'skip' leaves the "
+            f"{n_frames - n_lines} frames after the last line out)"
+        )
+    if n_lines - n_frames > rules.extra_lines:
+        raise DataError(
+            f"{trajectories}: {n_lines} lines for {n_frames} frames ({span}); expected at most "
+            f"{rules.extra_lines} line(s) more than frames (dataset.trajectories.extra_lines)"
+        )
+    labelled = min(n_lines, n_frames)
+    counts = cell_counts(slots[:labelled])
+    end = lineage_end(slots[:labelled]) if rules.lineage_ended == "skip" else None
+    kept = labelled if end is None else end
+    pairs = list(zip(frames[:kept], (int(c) for c in counts[:kept]), strict=True))
+    return pairs, {
+        "lines": n_lines,
+        "frames_unlabelled": n_frames - labelled,
+        "lines_ignored": n_lines - labelled,
+        "frames_lineage_ended": labelled - kept,
+    }
 
 
 def check_frame_header(path: str | Path, frame_size: int) -> None:
@@ -132,7 +299,11 @@ def test_split(embryo_number: int, test_mod: int, test_remainder: int) -> str:
 
 
 def index_db(
-    directory: str | Path, frame_size: int, test_mod: int = 5, test_remainder: int = 0
+    directory: str | Path,
+    frame_size: int,
+    test_mod: int = 5,
+    test_remainder: int = 0,
+    rules: TrajectoryRules | None = None,
 ) -> tuple[pd.DataFrame, dict]:
     """Index a database-layout tree into a manifest of labelled frames.
 
@@ -140,19 +311,26 @@ def index_db(
         directory: the extracted database (or a folder one level above it).
         frame_size: expected frame width and height in px (480 for the real database).
         test_mod, test_remainder: the embryo-number split rule (:func:`test_split`).
+        rules: how lines pair with frames (default :class:`TrajectoryRules`, the config's
+            defaults).
 
     Returns:
-        (manifest, stats): manifest as in the module docstring, one row per labelled frame;
-        stats counts embryos and frames.
+        (manifest, stats): manifest as in the module docstring, one row per labelled frame
+        kept; stats counts embryos, frames (all PNGs), labelled frames and, over all embryos,
+        ``frames_unlabelled``, ``lines_ignored`` and ``frames_lineage_ended``, with
+        ``per_embryo`` holding the embryos where any of those is non-zero.
 
     Raises:
         DataError: no embryo folders, an embryo without frames or with a gap in its frame
-            numbers, a missing or garbled trajectories file, a line count other than the
-            frame count, or a frame of the wrong size or mode.
+            numbers, a missing or garbled trajectories file, a line count the rules do not
+            allow, or a frame of the wrong size or mode.
     """
+    rules = rules or TrajectoryRules()
     root = find_db_root(directory)
     rows = []
-    stats = {"root": str(root), "embryos": 0, "frames": 0}
+    skipped = ("frames_unlabelled", "lines_ignored", "frames_lineage_ended")
+    stats = {"root": str(root), "embryos": 0, "frames": 0, "frames_labelled": 0}
+    stats.update(dict.fromkeys(skipped, 0), per_embryo={}, rules=dataclasses.asdict(rules))
     for emb_dir in sorted(p for p in root.iterdir() if p.is_dir() and EMBRYO_RE.match(p.name)):
         number = int(EMBRYO_RE.match(emb_dir.name).group(1))
         frames = sorted(
@@ -168,20 +346,19 @@ def index_db(
                 f"{emb_dir}: frame number {gaps[0]} is missing between {frames[0].name} and "
                 f"{frames[-1].name}; expected consecutive Frame<NNN>.png (line k labels frame k)"
             )
-        counts = parse_trajectories(emb_dir / TRAJECTORIES)
-        if len(counts) != len(frames):
-            raise DataError(
-                f"{emb_dir / TRAJECTORIES}: {len(counts)} lines for {len(frames)} frames "
-                f"({frames[0].name}..{frames[-1].name}); expected exactly one line per frame"
-            )
+        pairs, counts = label_frames(emb_dir / TRAJECTORIES, frames, rules)
         split = test_split(number, test_mod, test_remainder)
-        for frame_path, cells in zip(frames, counts, strict=True):
+        for frame_path in frames:
             check_frame_header(frame_path, frame_size)
-            rows.append(
-                (emb_dir.name, frame_path.stem, str(frame_path.resolve()), int(cells), split)
-            )
+        for frame_path, cells in pairs:
+            rows.append((emb_dir.name, frame_path.stem, str(frame_path.resolve()), cells, split))
         stats["embryos"] += 1
         stats["frames"] += len(frames)
+        stats["frames_labelled"] += len(pairs)
+        for key in skipped:
+            stats[key] += counts[key]
+        if any(counts[key] for key in skipped):
+            stats["per_embryo"][emb_dir.name] = counts
     return pd.DataFrame(rows, columns=MANIFEST_COLUMNS), stats
 
 
@@ -263,6 +440,7 @@ def index_source(
     synthetic: bool = False,
     download_info: str | Path | None = None,
     checksum_of: str | Path | None = None,
+    rules: TrajectoryRules | None = None,
 ) -> tuple[pd.DataFrame, dict]:
     """Index a source and describe it for provenance (the ``index`` stage).
 
@@ -275,6 +453,7 @@ def index_source(
         download_info: the download record whose sha256 identifies the data.
         checksum_of: the archive or folder whose sha256 identifies the data (default
             ``root``): a file's sha256, or :func:`embryo_bench.io.sha256_tree` of a folder.
+        rules: trajectory rules of the database layout (:class:`TrajectoryRules`).
 
     Returns:
         (manifest, source): source holds dataset, label, synthetic, root, the index's counts
@@ -288,7 +467,7 @@ def index_source(
     if layout == "imagefolder":
         manifest, stats = index_imagefolder(root, frame_size)
     else:
-        manifest, stats = index_db(root, frame_size, test_mod, test_remainder)
+        manifest, stats = index_db(root, frame_size, test_mod, test_remainder, rules)
     source = {
         "dataset": dataset,
         "label": label,
@@ -305,3 +484,31 @@ def index_source(
         source["sha256"] = sha256_file(ident) if ident.is_file() else sha256_tree(ident)
         source["sha256_of"] = str(ident)
     return manifest, source
+
+
+def skipped_lines(source: dict) -> list[str]:
+    """Log lines for what indexing left out of a database-layout source (none when nothing).
+
+    Args:
+        source: the ``source.json`` dict of :func:`index_source`.
+
+    Returns:
+        one line per kind of left-out frame or line, with its count and embryos.
+    """
+    what = {
+        "frames_unlabelled": "frames after their embryo's last trajectory line (unlabelled)",
+        "lines_ignored": "trajectory lines after their embryo's last frame (ignored)",
+        "frames_lineage_ended": (
+            "frames from the line where a grand-daughter slot ends (5+ cells; left out)"
+        ),
+    }
+    per_embryo = source.get("per_embryo", {})
+    out = []
+    for key, text in what.items():
+        if source.get(key):
+            embryos = [e for e, c in per_embryo.items() if c[key]]
+            out.append(
+                f"{source[key]} {text}, in {len(embryos)} embryos ({', '.join(embryos[:10])}"
+                f"{', ...' if len(embryos) > 10 else ''}); rule: dataset.trajectories"
+            )
+    return out

@@ -2,7 +2,10 @@
 
 Used by the tests and the offline demo; every output made from it is labelled "synthetic".
 Each embryo ``E<NN>`` gets ``frames_per_embryo`` frames ``Frame<NNN>.png`` (``frame_size`` px
-square, 8-bit gray) and a ``_trajectories.txt`` with four (row, column, radius) slots per line.
+square, 8-bit gray) and a ``_trajectories.txt`` laid out as the real database's: 21 columns per
+line, 7 (row, column, radius) slots in lineage order (zygote; its two daughters; the four
+grand-daughters), radius 0 for an empty slot. Variants of the real files' format can be written
+(space separators, trailing separators, frames after the last line, lines after the last frame).
 A frame shows a centred embryo (zona pellucida ring) holding 1-4 cells, lit from the top so that
 each cell has a bright upper rim and a dark shadow below, parts of neighbouring embryos cut by
 the frame's edges, and Gaussian noise. The cell count rises 1 -> 2 -> 3 -> 4 over an embryo's
@@ -21,7 +24,11 @@ from .errors import ConfigError
 
 # Fraction of an embryo's frames spent with 1, 2, 3 and 4 cells.
 STAGE_FRACTIONS = (0.30, 0.35, 0.10, 0.25)
-SLOTS = 4
+SLOTS = 7
+# Lineage slots (0-based) holding the cells of each stage: the zygote; its two daughters; the
+# second daughter and the first daughter's two daughters; the four grand-daughters.
+LINEAGE = {1: (0,), 2: (1, 2), 3: (2, 3, 4), 4: (3, 4, 5, 6)}
+SEPARATORS = {"tab": "\t", "spaces": "  "}
 
 
 def _cell_layout(cells: int, rng: np.random.Generator) -> np.ndarray:
@@ -51,8 +58,8 @@ def render_frame(
             :func:`_cell_layout`; drawn fresh when None.
 
     Returns:
-        (image, slots): uint8 array (size, size) and int64 array (4, 3) of
-        (row, column, radius) in px per slot, zeros for empty slots.
+        (image, slots): uint8 array (size, size) and int64 array (7, 3) of
+        (row, column, radius) in px per lineage slot (:data:`LINEAGE`), zeros for empty slots.
     """
     yy, xx = np.mgrid[0:size, 0:size].astype(np.float32)
     img = 110.0 + 25.0 * (1.0 - yy / size)  # light from the top
@@ -81,7 +88,7 @@ def render_frame(
         img -= 30.0 * (np.hypot(yy - (y0 + 0.12 * rr), xx - x0) < rr)
         img += 18.0 * (np.hypot(yy - (y0 - 0.06 * rr), xx - x0) < rr * 0.97)
         img += ring(y0 - 0.05 * rr, x0, rr, size * 0.01, 25.0) * (yy < y0)
-        slots[k] = (round(y0), round(x0), max(1, round(rr)))
+        slots[LINEAGE[len(layout)][k]] = (round(y0), round(x0), max(1, round(rr)))
     img += rng.normal(0.0, 6.0, img.shape)
     return np.clip(img, 0, 255).astype(np.uint8), slots
 
@@ -98,6 +105,11 @@ def generate_db(
     frames_per_embryo: int = 40,
     frame_size: int = 480,
     seed: int = 0,
+    *,
+    separator: str = "tab",
+    trailing_separator: bool = False,
+    unlabelled_frames: int = 0,
+    extra_lines: int = 0,
 ) -> dict:
     """Write a synthetic database tree ``out_dir/E<NN>/{Frame<NNN>.png,_trajectories.txt}``.
 
@@ -107,13 +119,18 @@ def generate_db(
         frames_per_embryo: frames per embryo, >= 9 so that every cell count (1-4) appears.
         frame_size: frame width and height in px (480 in the real database).
         seed: base seed; embryo n uses ``default_rng([seed, n])``.
+        separator: "tab" or "spaces" between a line's fields.
+        trailing_separator: end every line with a separator.
+        unlabelled_frames: frames (4 cells) written after each embryo's last line.
+        extra_lines: lines (copies of the last) written after each embryo's last frame.
 
     Returns:
-        dict with the settings and the number of frames per cell count.
+        dict with the settings and the number of labelled frames per cell count.
 
     Raises:
-        ConfigError: frames_per_embryo too small for every cell count to appear, or
-            embryos < 1.
+        ConfigError: frames_per_embryo too small for every cell count to appear, embryos < 1,
+            an unknown separator, a negative count, or both unlabelled_frames and
+            extra_lines set.
     """
     counts = stage_counts(frames_per_embryo)
     if embryos < 1 or set(counts) != {1, 2, 3, 4}:
@@ -121,6 +138,18 @@ def generate_db(
             f"synthetic: {embryos} embryos x {frames_per_embryo} frames; need >= 1 embryo and "
             "frames_per_embryo >= 9 so that every cell count 1-4 appears"
         )
+    if separator not in SEPARATORS or min(unlabelled_frames, extra_lines) < 0:
+        raise ConfigError(
+            f"synthetic: separator {separator!r}, unlabelled_frames {unlabelled_frames}, "
+            f"extra_lines {extra_lines}; expected one of {sorted(SEPARATORS)} and counts >= 0"
+        )
+    if unlabelled_frames and extra_lines:
+        raise ConfigError(
+            "synthetic: unlabelled_frames and extra_lines both set; a line after the last "
+            "labelled frame would label the next frame (set one of them)"
+        )
+    sep = SEPARATORS[separator]
+    end = sep if trailing_separator else ""
     out = Path(out_dir)
     per_class = {c: 0 for c in range(1, 5)}
     for n in range(embryos):
@@ -129,15 +158,17 @@ def generate_db(
         emb.mkdir(parents=True, exist_ok=True)
         lines = []
         layout_cells, layout = 0, None
-        for i, cells in enumerate(counts):
+        for i, cells in enumerate(counts + [4] * unlabelled_frames):
             if cells != layout_cells:
                 layout_cells, layout = cells, _cell_layout(cells, rng)
             jitter = layout.copy()
             jitter[:, :2] += rng.normal(0, 0.02, (cells, 2))
             img, slots = render_frame(frame_size, cells, rng, jitter)
             Image.fromarray(img, mode="L").save(emb / f"Frame{i:03d}.png")
-            lines.append("\t".join(str(v) for v in slots.ravel()))
-            per_class[cells] += 1
+            if i < len(counts):
+                lines.append(sep.join(str(v) for v in slots.ravel()) + end)
+                per_class[cells] += 1
+        lines += lines[-1:] * extra_lines
         (emb / "_trajectories.txt").write_text("\n".join(lines) + "\n")
     return {
         "synthetic": True,
@@ -145,6 +176,10 @@ def generate_db(
         "frames_per_embryo": frames_per_embryo,
         "frame_size": frame_size,
         "seed": seed,
+        "separator": separator,
+        "trailing_separator": trailing_separator,
+        "unlabelled_frames": unlabelled_frames,
+        "extra_lines": extra_lines,
         "frames_per_class": per_class,
     }
 

@@ -56,8 +56,10 @@ rule synthesize:
         frames=DATASET["synthetic"]["frames_per_embryo"],
         seed=DATASET["synthetic"]["seed"],
         frame_size=DATASET["frame_size"],
+        variant=shlex.join(PLAN.synthetic_flags()),
         code=code("synthesize"),
     shell:
         "python3 -m embryo_bench.cli synthesize --out {output.db:q} --info {output.info:q} "
         "--embryos {params.embryos} --frames-per-embryo {params.frames} "
-        "--frame-size {params.frame_size} --seed {params.seed} > {log:q} 2>&1"
+        "--frame-size {params.frame_size} --seed {params.seed} {params.variant} "
+        "> {log:q} 2>&1"

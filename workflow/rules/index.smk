@@ -1,4 +1,5 @@
-# Stage 2: index the frames and their labels into manifest.csv (strict parsing). Where the
+# Stage 2: index the frames and their labels into manifest.csv (dataset.trajectories says
+# how lines pair with frames; anything else is an error naming the file and line). Where the
 # frames come from (generated, extracted, or read in place) is decided by embryo_bench.plan.
 
 
@@ -23,6 +24,9 @@ rule index:
         dataset=DATASET["kind"],
         label=PLAN.dataset_label,
         flags=shlex.join(PLAN.index_flags()),
+        unlabelled=DATASET["trajectories"]["unlabelled_frames"],
+        extra_lines=DATASET["trajectories"]["extra_lines"],
+        lineage_ended=DATASET["trajectories"]["lineage_ended"],
         # A source read in place: its files' names, sizes and times (changed images rerun).
         source_stamp=PLAN.source_stamp(),
         code=code("index"),
@@ -30,5 +34,7 @@ rule index:
         "python3 -m embryo_bench.cli index --layout {params.layout} --root {params.root:q} "
         "--frame-size {params.frame_size} --test-mod {params.test_mod} "
         "--test-remainder {params.test_remainder} --dataset {params.dataset} "
-        "--label {params.label:q} {params.flags} --out {output.manifest:q} "
+        "--label {params.label:q} {params.flags} --unlabelled-frames {params.unlabelled} "
+        "--extra-lines {params.extra_lines} --lineage-ended {params.lineage_ended} "
+        "--out {output.manifest:q} "
         "--source-info {output.source:q} > {log:q} 2>&1"
