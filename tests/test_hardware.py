@@ -21,7 +21,7 @@ from embryo_bench.provenance import scheduler_job
 from embryo_bench.spec import Container, Preprocessing
 
 TRAIN = {"epochs": 1, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0, "accuracy_target": 0.85,
-         "probe_seconds": 0.2}  # fmt: skip
+         "probe_seconds": 0.2, "variant": "keras"}  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,14 @@
-"""The paper CNN's shape and parameter count; metrics arithmetic on a hand-made history."""
+"""The paper CNN's shape, parameter count and variants; metrics arithmetic on a hand-made
+history."""
+
+import json
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from embryo_bench.errors import ConfigError
+from embryo_bench.spec import VARIANTS
 from embryo_bench.train import summarise, time_to_accuracy
 
 
@@ -37,7 +42,7 @@ def test_time_to_accuracy_hand_made():
 
 
 def test_summarise_hand_made():
-    s = summarise(_history(), n_train=1000, target=0.85)
+    s = summarise(_history(), images_per_epoch=1000, target=0.85)
     assert s["training_seconds"] == 25.0  # fit only
     assert s["wall_seconds"] == 32.0  # the paper's clock: training and per-epoch evaluation
     assert s["eval_seconds_total"] == 5.0 and s["time_to_accuracy_seconds"] == 24.5
@@ -49,7 +54,7 @@ def test_summarise_hand_made():
 
 
 def test_summarise_single_epoch():
-    s = summarise(_history().iloc[:1], n_train=1000, target=0.85)
+    s = summarise(_history().iloc[:1], images_per_epoch=1000, target=0.85)
     assert s["steady_epoch_seconds"] is None
     assert s["mean_images_per_s"] == pytest.approx(100.0)
 
@@ -129,3 +134,84 @@ def test_every_keras_backend_trains_the_same_model_and_times_it(backend):
         .splitlines()[-1]
     )
     assert out == f"{backend} 16834436 3 True [True, True]"
+
+
+def test_both_variants_build_the_paper_model_with_their_own_initial_weights():
+    """keras: Glorot-uniform weights, zero biases, Adam epsilon 1e-7; original (the authors'
+    script): truncated normal sd 0.1 weights (none beyond 2 sd), biases 0.1, epsilon 1e-8."""
+    import keras
+
+    from embryo_bench.model import PAPER_PARAMETERS, build_model, compile_model
+
+    keras.utils.set_random_seed(0)
+    models = {v: compile_model(build_model(64, variant=v), variant=v) for v in VARIANTS}
+    for variant, model in models.items():
+        assert model.count_params() == PAPER_PARAMETERS, variant
+    for name in ("conv1", "conv2", "fc1", "logits"):
+        (w_k, b_k), (w_o, b_o) = (
+            [np.asarray(v) for v in models[v].get_layer(name).weights] for v in VARIANTS
+        )
+        fan_in, fan_out = np.prod(w_k.shape[:-1]), w_k.shape[-1]
+        if w_k.ndim == 4:
+            fan_out *= np.prod(w_k.shape[:2])
+        glorot = np.sqrt(6 / (fan_in + fan_out))
+        assert np.abs(w_k).max() <= glorot and np.abs(w_k).max() > 0.9 * glorot, name
+        assert not b_k.any(), name
+        assert np.abs(w_o).max() <= 0.2 + 1e-6 and 0.08 < w_o.std() < 0.095, (
+            name
+        )  # sd 0.1 cut at 2 sd
+        assert np.all(b_o == np.float32(0.1)), name
+    assert float(models["keras"].optimizer.epsilon) == 1e-7
+    assert float(models["original"].optimizer.epsilon) == 1e-8
+    with pytest.raises(ValueError, match="model variant 'tf1'"):
+        build_model(64, variant="tf1")
+
+
+def test_original_variant_trains_fixed_step_epochs_without_the_holdout(tmp_path):
+    """epoch_steps batches per epoch from reshuffled passes (leftover dropped), the first
+    `holdout` training images never used, a random test subset scored after each epoch."""
+    import dataclasses
+
+    import keras
+
+    from embryo_bench.spec import Preprocessing, RunSpec
+    from embryo_bench.train import fit_epochs
+
+    pp = Preprocessing(
+        frame_size=48, crop_fraction=0.5, invert_centre=128, rotation_step=90, image_size=16
+    )
+    base = dict(
+        target="t",
+        repeat=1,
+        runner="host",
+        cpus=1,
+        threads=1,
+        gpus=0,
+        backend="tensorflow",
+        strategy="none",
+        replicas=1,
+        epochs=2,
+        batch_size=8,
+        learning_rate=1e-3,
+        dropout=0.5,
+        seed=0,
+        accuracy_target=0.9,
+        probe_seconds=0,
+        preprocessing=pp,
+    )
+    with pytest.raises(ConfigError, match="variant original runs on the TensorFlow backend"):
+        RunSpec(**{**base, "backend": "jax"}, variant="original")
+    spec = RunSpec(**base, variant="original", epoch_steps=5, holdout=3, test_subset=12)
+    assert RunSpec.from_dict(json.loads(spec.to_json())) == spec
+    assert dataclasses.replace(spec, variant="keras").epoch_steps == 5
+
+    from embryo_bench.model import build_model, compile_model
+
+    m = compile_model(build_model(16, variant="original"), 1e-3, variant="original")
+    x = np.random.default_rng(0).integers(0, 129, (20, 16, 16, 1), dtype=np.uint8)
+    y = np.arange(20, dtype=np.int32) % 4
+    rows = fit_epochs(m, (x, y), (x, y), batch_size=8, epochs=3, epoch_steps=5, test_subset=12)
+    # 5 steps per epoch whatever the training set's size (20 images: 2 full batches a pass).
+    assert int(keras.ops.convert_to_numpy(m.optimizer.iterations)) == 15
+    assert [r["epoch"] for r in rows] == [1, 2, 3]
+    assert all(r["images_per_s"] == pytest.approx(40 / r["epoch_seconds"]) for r in rows)

@@ -511,3 +511,25 @@ def test_trajectory_rules_reach_index_and_its_log(tmp_path):
     assert proc.returncode != 0
     assert "24 lines for 26 frames" in (tmp_path / "out/logs/index.log").read_text()
     assert not manifest.exists()
+
+
+def test_original_variant_runs_and_the_tables_say_so(tmp_path):
+    """train.variant original reaches the run spec, the trainer (holdout left out, fixed-step
+    epochs) and the results table's variant column."""
+    config = offline_config(tmp_path / "out")
+    config["targets"] = config["targets"][:1]
+    config["train"].update(
+        epochs=1, variant="original", original={"epoch_steps": 3, "holdout": 100, "test_subset": 96}
+    )
+    snakemake(tmp_path, config)
+    name = config["targets"][0]["name"]
+    run = tmp_path / "out/train" / name / "repeat-1"
+    spec = json.loads((run / "run.json").read_text())
+    assert (spec["variant"], spec["epoch_steps"], spec["holdout"]) == ("original", 3, 100)
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["variant"] == "original" and metrics["images_per_epoch"] == 3 * 480
+    shards = sorted((tmp_path / "out/augment").glob("shard-*.npz"))
+    augmented = sum(int((np.load(f)["split"] == "train").sum()) for f in shards)
+    assert metrics["n_train"] == sum(metrics["label_counts_train"]) == augmented - 100
+    table = pd.read_csv(tmp_path / "out/figures/results_table.csv")
+    assert table["variant"].tolist() == ["original"]

@@ -89,10 +89,11 @@ class Feed:
     batch_size: int | None
 
     def fit_kwargs(self) -> dict:
-        """Keyword arguments of ``fit``/``evaluate`` for these batches."""
+        """Keyword arguments of ``fit`` for these batches (a dataset shuffles itself, so
+        ``fit``'s own shuffle is off for it; arrays are shuffled by ``fit``)."""
         if isinstance(self.data, tuple):
             return {"x": self.data[0], "y": self.data[1], "batch_size": self.batch_size}
-        return {"x": self.data}
+        return {"x": self.data, "shuffle": False}
 
     def validation_kwargs(self) -> dict:
         """Keyword arguments of ``fit`` that score these batches after each epoch."""
@@ -100,7 +101,14 @@ class Feed:
 
 
 def input_pipeline(
-    x: np.ndarray, y: np.ndarray, batch_size: int, *, shuffle: bool, seed: int = 0
+    x: np.ndarray,
+    y: np.ndarray,
+    batch_size: int,
+    *,
+    shuffle: bool,
+    seed: int = 0,
+    endless: bool = False,
+    take: int = 0,
 ) -> Feed:
     """Feed in-memory images and labels to Keras in batches, reshuffled every epoch when
     ``shuffle``.
@@ -110,6 +118,12 @@ def input_pipeline(
         batch_size: images per batch (the last batch may be smaller).
         shuffle: a new order every epoch (training); the stored order otherwise (scoring).
         seed: the shuffle's seed (the run's seed).
+        endless: reshuffled passes one after another, each pass's leftover (N mod
+            batch_size) dropped, for ``fit(steps_per_epoch=...)`` (the original script's
+            feeding); TensorFlow only.
+        take: the first ``take`` images of each (shuffled) pass only: a new random subset
+            every time the batches are read (the original script's test batch); TensorFlow
+            only. 0: all.
 
     TensorFlow: a ``tf.data`` pipeline built once per run (indices shuffled, batched, then
     the images gathered from one in-memory tensor) with tf.data autotuning switched off.
@@ -125,6 +139,8 @@ def input_pipeline(
         a :class:`Feed`.
     """
     if backend_name() != "tensorflow":
+        if endless or take:
+            raise ConfigError(f"endless or subset batches need TensorFlow, not {backend_name()}")
         return Feed((x, y), batch_size)
     import tensorflow as tf
 
@@ -132,11 +148,12 @@ def input_pipeline(
     order = tf.data.Dataset.range(len(y))
     if shuffle:
         order = order.shuffle(len(y), seed=seed, reshuffle_each_iteration=True)
-    batches = (
-        order.batch(batch_size)
-        .map(lambda i: (tf.gather(images, i), tf.gather(labels, i)))
-        .prefetch(1)
-    )
+    if take:
+        order = order.take(take)
+    order = order.batch(batch_size, drop_remainder=endless)
+    if endless:
+        order = order.repeat()
+    batches = order.map(lambda i: (tf.gather(images, i), tf.gather(labels, i))).prefetch(1)
     options = tf.data.Options()
     options.autotune.enabled = False
     return Feed(batches.with_options(options), None)

@@ -201,6 +201,7 @@ class Target:
             preprocessing=preprocessing,
             container=container,
             sweep=self.sweep,
+            **variant_settings(train),
         )
 
     def report_fields(self) -> dict:
@@ -208,6 +209,14 @@ class Target:
         system it stands for, description, sweep point."""
         keys = ("hourly_usd", "price_source", "paper_system", "description", "sweep")
         return {k: getattr(self, k) for k in keys}
+
+
+def variant_settings(train: dict) -> dict:
+    """The run-spec fields of ``train.variant``: variant, epoch_steps, holdout, test_subset
+    (zeros for the Keras variant; ``train.original``'s for the original one)."""
+    if train["variant"] == "keras":
+        return {"variant": "keras", "epoch_steps": 0, "holdout": 0, "test_subset": 0}
+    return {"variant": "original", **train["original"]}
 
 
 def resolve_target(entry: dict, train: dict) -> Target:

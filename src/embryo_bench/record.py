@@ -42,7 +42,7 @@ def finish_run(
             frame.to_csv(tmp, index=False)
         metrics["telemetry"] = summarise(
             frame,
-            metrics["n_train"] * metrics["epochs"],
+            metrics.get("images_per_epoch", metrics["n_train"]) * metrics["epochs"],
             measurement.gpus,
             measurement.cpu_energy_j,
             measurement.cores,

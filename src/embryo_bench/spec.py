@@ -136,6 +136,10 @@ class Container:
     docker_host: str = ""
 
 
+VARIANTS = ("keras", "original")
+"""Training variants: Keras 3 defaults, or the authors' original script's procedure."""
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """One training run, with every setting resolved (see :mod:`embryo_bench.plan`).
@@ -157,6 +161,12 @@ class RunSpec:
         preprocessing: the settings the training data must have been made with.
         container: the container of a docker run; None for host runs.
         sweep: for a sweep point, {"base": target, "batch_size": B, "threads": T}; else None.
+        variant: "keras" (Keras defaults) or "original" (the authors' script; see
+            :data:`VARIANTS` and :mod:`embryo_bench.model`).
+        epoch_steps: batches per epoch, drawn from reshuffled passes with the leftover
+            dropped; 0: an epoch is one pass over the training images.
+        holdout: first training images never trained on (original: 500).
+        test_subset: random test images scored after each epoch, new each epoch; 0: all.
     """
 
     target: str
@@ -178,8 +188,19 @@ class RunSpec:
     preprocessing: Preprocessing
     container: Container | None = None
     sweep: dict | None = field(default=None)
+    variant: str = "keras"
+    epoch_steps: int = 0
+    holdout: int = 0
+    test_subset: int = 0
 
     def __post_init__(self):
+        if self.variant not in VARIANTS:
+            raise ConfigError(f"run {self.target}: variant {self.variant!r}; expected {VARIANTS}")
+        if self.variant == "original" and self.backend != "tensorflow":
+            raise ConfigError(
+                f"run {self.target}: train.variant original runs on the TensorFlow backend "
+                f"(the authors' script is TensorFlow), not {self.backend}"
+            )
         if self.runner not in RUNNERS:
             raise ConfigError(f"run {self.target}: runner {self.runner!r}; expected {RUNNERS}")
         if (self.runner == "docker") != (self.container is not None):

@@ -91,7 +91,8 @@ def run_table(
         limits: the stability thresholds (:func:`embryo_bench.stability.thresholds`;
             default: the schema's).
 
-    Columns: target, repeat, seed, runner, backend, cpus, threads, gpus, batch_size, sweep
+    Columns: target, repeat, seed, runner, backend, variant (train.variant: keras or
+    original), cpus, threads, gpus, batch_size, sweep
     (base target of a sweep point, else empty), data, train_images, test_images, epochs,
     stable (bool), unstable_because (the reasons, "; "-joined), training_s (fit only),
     wall_s (training + per-epoch evaluation, the paper's clock), first_epoch_s,
@@ -127,6 +128,7 @@ def run_table(
                 "seed": m.get("seed"),
                 "runner": m.get("runner", "host"),
                 "backend": m.get("backend", m["provenance"].get("keras_backend")),
+                "variant": m.get("variant", "keras"),
                 "cpus": m["cpus"],
                 "threads": m.get("threads"),
                 "gpus": gpus,
@@ -216,6 +218,7 @@ def target_summary(runs: pd.DataFrame) -> pd.DataFrame:
             "target": name,
             "runner": g["runner"].iloc[0],
             "backend": g["backend"].iloc[0],
+            "variant": g["variant"].iloc[0] if "variant" in g else "keras",
             "cpus": g["cpus"].iloc[0],
             "gpus": g["gpus"].iloc[0],
             "batch_size": g["batch_size"].iloc[0],

@@ -72,7 +72,7 @@ def time_to_accuracy(
     return float(history[clock].iloc[: i + 1].sum()), int(history["epoch"].iloc[i])
 
 
-def summarise(history: pd.DataFrame, n_train: int, target: float) -> dict:
+def summarise(history: pd.DataFrame, images_per_epoch: int, target: float) -> dict:
     """Summary metrics from a history table (see :data:`HISTORY_COLUMNS`).
 
     Three timings, side by side (issue 10): ``training_seconds``, the ``fit`` time only
@@ -97,7 +97,7 @@ def summarise(history: pd.DataFrame, n_train: int, target: float) -> dict:
         "eval_seconds_total": float(history["eval_seconds"].sum()),
         "first_epoch_seconds": float(epochs[0]),
         "steady_epoch_seconds": steady,
-        "mean_images_per_s": n_train / (steady if steady else float(epochs[0])),
+        "mean_images_per_s": images_per_epoch / (steady if steady else float(epochs[0])),
         "final_test_accuracy": float(history["test_accuracy"].iloc[-1]),
         "best_test_accuracy": float(history["test_accuracy"].max()),
         "accuracy_target": target,
@@ -127,6 +127,8 @@ def fit_epochs(
     epochs: int,
     seed: int = 0,
     on_epoch=None,
+    epoch_steps: int = 0,
+    test_subset: int = 0,
 ) -> list[dict]:
     """Train ``model`` for ``epochs`` epochs in one ``fit`` call, reshuffled every epoch,
     scoring ``test`` after each (Keras validation); each epoch timed by a callback.
@@ -137,6 +139,10 @@ def fit_epochs(
         batch_size: images per batch, for training and scoring.
         epochs: epochs to train. seed: the shuffle's seed.
         on_epoch: called with each finished epoch's row (e.g. to log and save progress).
+        epoch_steps: batches per epoch from reshuffled passes, each pass's leftover dropped
+            (the original script); 0: one pass over ``train`` per epoch.
+        test_subset: score a new random subset of this many test images after each epoch
+            (the original script's test batch); 0: the whole test set.
 
     Returns:
         one row per epoch (:data:`HISTORY_COLUMNS`): epoch_seconds (the epoch's training,
@@ -153,9 +159,12 @@ def fit_epochs(
 
     from .backend import input_pipeline
 
-    n_train = len(train[1])
-    feed = input_pipeline(*train, batch_size, shuffle=True, seed=seed)
-    scoring = input_pipeline(*test, batch_size, shuffle=False)
+    images_per_epoch = epoch_steps * batch_size if epoch_steps else len(train[1])
+    feed = input_pipeline(*train, batch_size, shuffle=True, seed=seed, endless=epoch_steps > 0)
+    scoring = input_pipeline(
+        *test, batch_size, shuffle=test_subset > 0, seed=seed + 1, take=test_subset
+    )
+    steps = {"steps_per_epoch": epoch_steps} if epoch_steps else {}
     rows: list[dict] = []
 
     class EpochClock(keras.callbacks.Callback):
@@ -182,7 +191,7 @@ def fit_epochs(
                 "train_accuracy": float(logs["accuracy"]),
                 "test_loss": float(logs["val_loss"]),
                 "test_accuracy": float(logs["val_accuracy"]),
-                "images_per_s": n_train / seconds,
+                "images_per_s": images_per_epoch / seconds,
                 "ended_unix_s": time.time(),
             }
             rows.append(row)
@@ -195,6 +204,7 @@ def fit_epochs(
         epochs=epochs,
         verbose=0,
         callbacks=[EpochClock()],
+        **steps,
     )
     return rows
 
@@ -224,8 +234,15 @@ class Session:
 
     @property
     def n_train(self) -> int:
-        """Training images per epoch."""
+        """Training images (after the variant's holdout)."""
         return len(self.data["y_train"])
+
+    @property
+    def images_per_epoch(self) -> int:
+        """Images trained per epoch: every training image, or the variant's epoch_steps
+        batches."""
+        s = self.spec
+        return s.epoch_steps * s.batch_size if s.epoch_steps else self.n_train
 
 
 def select_backend(backend: str) -> None:
@@ -272,9 +289,20 @@ def setup(spec: RunSpec, shards: list[str], dataset: dict) -> Session:
     scope, replicas_in_sync = distribution_scope(spec.strategy, spec.replicas)
     keras.utils.set_random_seed(spec.seed)
     data, pp = load_dataset(shards, spec.preprocessing)
+    if spec.holdout:
+        # The original script's validation slice: the first images, never trained on.
+        if spec.holdout >= len(data["y_train"]):
+            raise ConfigError(
+                f"train.original.holdout {spec.holdout}: the data has only "
+                f"{len(data['y_train'])} training images"
+            )
+        data = {**data, "x_train": data["x_train"][spec.holdout :]}
+        data["y_train"] = data["y_train"][spec.holdout :]
     with scope:
         model = compile_model(
-            build_model(pp.image_size, classes=4, dropout=spec.dropout), spec.learning_rate
+            build_model(pp.image_size, classes=4, dropout=spec.dropout, variant=spec.variant),
+            spec.learning_rate,
+            variant=spec.variant,
         )
     session = Session(
         spec=spec,
@@ -288,13 +316,14 @@ def setup(spec: RunSpec, shards: list[str], dataset: dict) -> Session:
         setup_seconds=time.perf_counter() - t_setup,
     )
     log.info(
-        "target %s: %d train / %d test images, %d parameters, %d threads, backend %s",
+        "target %s: %d train / %d test images, %d parameters, %d threads, backend %s, variant %s",
         spec.target,
         session.n_train,
         len(data["y_test"]),
         model.count_params(),
         spec.threads,
         session.backend,
+        spec.variant,
     )
     return session
 
@@ -333,6 +362,8 @@ def train_epochs(session: Session, out_dir: str | Path | None = None) -> pd.Data
         epochs=spec.epochs,
         seed=spec.seed,
         on_epoch=on_epoch,
+        epoch_steps=spec.epoch_steps,
+        test_subset=spec.test_subset,
     )
     return pd.DataFrame(rows, columns=HISTORY_COLUMNS)
 
@@ -351,7 +382,8 @@ def write_outputs(
             just after training (None: not probed).
 
     Returns:
-        dict: target, repeat, seed, backend (as loaded), runner, cpus, gpus, n_train, n_test,
+        dict: target, repeat, seed, backend (as loaded), runner, cpus, gpus, n_train,
+        images_per_epoch, variant (with epoch_steps, holdout, test_subset), n_test,
         batch_size, parameter_count, setup_seconds, :func:`summarise`'s times (s) and
         throughput (images/s), jit_compile, calibration (the probes: before, after, in
         GFLOP/s), flops (training FLOPs per image and the run's achieved GFLOP/s and
@@ -371,7 +403,7 @@ def write_outputs(
             "backend": session.backend,
         },
     )
-    summary = summarise(history, session.n_train, spec.accuracy_target)
+    summary = summarise(history, session.images_per_epoch, spec.accuracy_target)
     flops = training_flops_per_image(session.model)
     before, after = calibration
     return {
@@ -383,6 +415,11 @@ def write_outputs(
         "cpus": spec.cpus,
         "gpus": spec.gpus,
         "n_train": session.n_train,
+        "images_per_epoch": session.images_per_epoch,
+        "variant": spec.variant,
+        "epoch_steps": spec.epoch_steps,
+        "holdout": spec.holdout,
+        "test_subset": spec.test_subset,
         "n_test": int(len(data["y_test"])),
         "batch_size": spec.batch_size,
         "parameter_count": int(session.model.count_params()),
