@@ -59,3 +59,12 @@ def test_summary_counts_the_source_beside_the_paper():
     assert lines[0].startswith("labelled frames in the source: 32,826 (paper: 34,133)")
     assert lines[1] == "balanced: 766 per class, 3,064 frames (paper: 766 per class, 3,064)"
     assert lines[2] == "train: 3,064 frames, per class {1: 766, 2: 766, 3: 766, 4: 766}"
+
+
+def test_frames_outside_the_four_classes_are_counted_as_dropped():
+    manifest = pd.DataFrame(
+        {"embryo": [""] * 9, "frame": [f"f{i}" for i in range(9)],
+         "cells": [1, 2, 3, 4, 5, 6, 6, 1, 2], "split": ["train"] * 4 + ["test"] * 5}
+    )  # fmt: skip
+    counts = summary(balance(manifest, 0), manifest)
+    assert counts["dropped_frames"] == {5: 1, 6: 2}

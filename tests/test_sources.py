@@ -224,3 +224,27 @@ def test_index_imagefolder_bad_class_folder(tmp_path):
     (tmp_path / "Train" / "one").mkdir(parents=True)
     with pytest.raises(DataError, match=r"Train/one: class folder must be an integer"):
         index_imagefolder(tmp_path, 28)
+
+
+def test_imagefolder_skips_hidden_entries_and_matches_png_in_any_case(tmp_path):
+    """A hidden folder (.ipynb_checkpoints) is passed over, .PNG counts as .png, and what is
+    passed over is counted; a class folder outside 1-4 cells is kept for select to count."""
+    from embryo_bench.evaluate import _index
+
+    img = Image.fromarray(np.full((28, 28), 90, np.uint8))
+    for split, cls, name in [("Train", "0", "a.png"), ("Train", "1", "b.PNG"),
+                             ("Train", "4", "c.png"), ("Test", "0", "d.Png")]:  # fmt: skip
+        (tmp_path / split / cls).mkdir(parents=True, exist_ok=True)
+        img.save(tmp_path / split / cls / name)
+    (tmp_path / "Train" / ".ipynb_checkpoints").mkdir()
+    (tmp_path / "Train" / "0" / ".DS_Store").write_bytes(b"x")
+    (tmp_path / "Train" / "0" / "notes.txt").write_text("x")
+    (tmp_path / ".hidden").mkdir()
+    manifest, stats = index_imagefolder(tmp_path, 28)
+    assert sorted(manifest["cells"]) == [1, 1, 2, 5]
+    assert stats["entries_ignored"] == 4
+    assert any(e.endswith("notes.txt") for e in stats["entries_ignored_examples"])
+    assert "4 entries that are not class folders or .png images" in skipped_lines(stats)[0]
+    # evaluate's loader reads the same folders, hidden ones passed over (it crashed before).
+    (tmp_path / "Test" / ".ipynb_checkpoints").mkdir()
+    assert len(_index(tmp_path / "Test", 28)) == 1

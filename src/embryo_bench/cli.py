@@ -163,6 +163,12 @@ def cmd_select(p):
         write_json(a.summary, counts)
         for line in counts_lines(counts):
             log.info("%s", line)
+        if dropped := counts.get("dropped_frames"):
+            log.warning(
+                "%d labelled frames left out: cell counts outside 1-4 (the paper's classes): %s",
+                sum(dropped.values()),
+                dropped,
+            )
 
     return run
 

@@ -14,7 +14,7 @@ import pandas as pd
 
 from . import preprocess
 from .errors import DataError
-from .sources import MANIFEST_COLUMNS, index_class_folders
+from .sources import MANIFEST_COLUMNS, index_class_folders, visible_entries
 from .spec import Preprocessing
 
 
@@ -28,7 +28,7 @@ def _index(images: Path, frame_size: int) -> pd.DataFrame:
     """
     if not images.is_dir():
         raise DataError(f"{images}: image folder not found")
-    subdirs = sorted(p for p in images.iterdir() if p.is_dir())
+    subdirs = [p for p in visible_entries(images) if p.is_dir()]
     if not subdirs:
         raise DataError(
             f"{images}: no class or split folders; expected <class>/*.png or <split>/<class>/*.png"

@@ -107,8 +107,9 @@ def summary(selected: pd.DataFrame, manifest: pd.DataFrame | None = None) -> dic
         dict: total (selected frames), train and test ({cells: frames}), test_embryos;
         with ``manifest`` also source ({labelled_frames, per_class: {cells: frames}} over
         every cell count the labels give), balanced_per_class (frames of each class kept =
-        the rarest 1-4 cell class's count) and paper (the paper's labelled, rarest-class and
-        balanced frame counts, for comparison).
+        the rarest 1-4 cell class's count), dropped_frames ({cells: frames} of the labelled
+        frames whose cell count is outside 1-4, which the paper's classes leave out) and
+        paper (the paper's labelled, rarest-class and balanced frame counts, for comparison).
     """
     table = selected.groupby(["split", "cells"]).size()
     out: dict = {"total": int(len(selected))}
@@ -123,6 +124,9 @@ def summary(selected: pd.DataFrame, manifest: pd.DataFrame | None = None) -> dic
             "per_class": {int(c): int(n) for c, n in per_class.items()},
         }
         out["balanced_per_class"] = int(selected["cells"].value_counts().min())
+        out["dropped_frames"] = {
+            int(c): int(n) for c, n in per_class.items() if int(c) not in CLASSES
+        }
         out["paper"] = {
             "labelled_frames": paper.LABELLED_FRAMES,
             "balanced_per_class": paper.RAREST_CLASS_FRAMES,

@@ -373,24 +373,59 @@ def _split_name(folder: Path) -> str:
     )
 
 
-def index_class_folders(directory: str | Path, split: str, frame_size: int) -> list[tuple]:
-    """Manifest rows for ``directory/<class>/*.png`` (class k holds k + 1 cells).
+def visible_entries(directory: Path, ignored: list[str] | None = None) -> list[Path]:
+    """The entries of ``directory`` whose names do not start with "." (hidden entries such as
+    ``.ipynb_checkpoints`` or ``.DS_Store`` are never data), sorted by name.
+
+    Args:
+        directory: a folder.
+        ignored: if given, the hidden entries' paths are appended to it.
+    """
+    out = []
+    for p in sorted(directory.iterdir()):
+        if p.name.startswith("."):
+            if ignored is not None:
+                ignored.append(str(p))
+        else:
+            out.append(p)
+    return out
+
+
+def index_class_folders(
+    directory: str | Path, split: str, frame_size: int, ignored: list[str] | None = None
+) -> list[tuple]:
+    """Manifest rows for ``directory/<class>/*.png`` (class k holds k + 1 cells; the
+    extension in any case; hidden entries skipped).
+
+    Args:
+        directory: the split folder. split: its split name. frame_size: expected px.
+        ignored: if given, every entry passed over (hidden entries, files that are not
+            ``.png``) is appended to it, for the caller to count and warn about.
 
     Returns:
         list of (embryo "", frame "<dir>/<class>/<stem>", absolute path, cells, split)
         tuples in :data:`MANIFEST_COLUMNS` order, sorted by class then file name.
 
     Raises:
-        DataError: a class folder that is not an integer, an empty class folder, or a frame
-            of the wrong size or mode.
+        DataError: a class folder that is not an integer, a class folder without a .png
+            image, or a frame of the wrong size or mode.
     """
     directory = Path(directory)
+    ignored = [] if ignored is None else ignored
     rows = []
-    for class_dir in sorted(p for p in directory.iterdir() if p.is_dir()):
+    for class_dir in visible_entries(directory, ignored):
+        if not class_dir.is_dir():
+            ignored.append(str(class_dir))
+            continue
         if not re.fullmatch(r"\d+", class_dir.name):
             raise DataError(f"{class_dir}: class folder must be an integer (k = k+1 cells)")
         cells = int(class_dir.name) + 1
-        pngs = sorted(class_dir.glob("*.png"))
+        pngs = []
+        for p in visible_entries(class_dir, ignored):
+            if p.is_file() and p.suffix.lower() == ".png":
+                pngs.append(p)
+            else:
+                ignored.append(str(p))
         if not pngs:
             raise DataError(f"{class_dir}: no .png images in class folder")
         for p in pngs:
@@ -411,21 +446,27 @@ def index_imagefolder(directory: str | Path, frame_size: int) -> tuple[pd.DataFr
     Raises:
         DataError: no split folders, a split folder not named train/test (any case; also
             training, testing, val, validation), a class folder that is not an integer, an
-            empty class folder, or a frame of the wrong size or mode.
+            empty class folder, or a frame of the wrong size or mode. Hidden entries and
+            files other than .png (any case) are passed over and counted in the stats'
+            ``entries_ignored`` (with up to 10 ``entries_ignored_examples``).
     """
     root = Path(directory)
     if not root.is_dir():
         raise DataError(f"{root}: image folder not found (setting source)")
-    rows = []
-    split_dirs = sorted(p for p in root.iterdir() if p.is_dir())
+    rows, ignored = [], []
+    split_dirs = [p for p in visible_entries(root, ignored) if p.is_dir()]
+    ignored += [str(p) for p in visible_entries(root) if not p.is_dir()]
     if not split_dirs:
         raise DataError(f"{root}: no split folders; expected <root>/<split>/<class>/*.png")
     for split_dir in split_dirs:
-        rows += index_class_folders(split_dir, _split_name(split_dir), frame_size)
+        rows += index_class_folders(split_dir, _split_name(split_dir), frame_size, ignored)
     manifest = pd.DataFrame(rows, columns=MANIFEST_COLUMNS)
     if manifest.empty:
         raise DataError(f"{root}: no images found under <split>/<class>/")
-    return manifest, {"root": str(root.resolve()), "frames": len(manifest)}
+    stats = {"root": str(root.resolve()), "frames": len(manifest), "frames_labelled": len(rows)}
+    stats["entries_ignored"] = len(ignored)
+    stats["entries_ignored_examples"] = ignored[:10]
+    return manifest, stats
 
 
 def index_source(
@@ -504,6 +545,12 @@ def skipped_lines(source: dict) -> list[str]:
     }
     per_embryo = source.get("per_embryo", {})
     out = []
+    if source.get("entries_ignored"):
+        out.append(
+            f"{source['entries_ignored']} entries that are not class folders or .png images "
+            f"passed over (hidden entries, other files), e.g. "
+            f"{', '.join(source['entries_ignored_examples'][:3])}"
+        )
     for key, text in what.items():
         if source.get(key):
             embryos = [e for e, c in per_embryo.items() if c[key]]
