@@ -157,3 +157,23 @@ def test_stale_complete_part_with_other_size_restarts(server, archive, tmp_path)
     (tmp_path / "a.zip.part").write_bytes(b"x" * (archive.stat().st_size + 10))
     download(f"{url}/{archive.name}", tmp_path / "a.zip", retries=1, backoff=0, progress=False)
     assert (tmp_path / "a.zip").read_bytes() == archive.read_bytes()
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar"])
+def test_extract_names_a_member_that_escapes_the_archive(tmp_path, kind):
+    import io
+    import tarfile
+    import zipfile
+
+    bad = tmp_path / f"bad.{kind}"
+    if kind == "zip":
+        with zipfile.ZipFile(bad, "w") as zf:
+            zf.writestr("db/../../evil.txt", "x")
+    else:
+        with tarfile.open(bad, "w") as tf:
+            info = tarfile.TarInfo("db/../../evil.txt")
+            info.size = 1
+            tf.addfile(info, io.BytesIO(b"x"))
+    with pytest.raises(DataError, match=r"unsafe member path 'db/\.\./\.\./evil\.txt'"):
+        extract(bad, tmp_path / "out")
+    assert not (tmp_path / "out").exists() and not (tmp_path.parent / "evil.txt").exists()

@@ -200,6 +200,13 @@ def extract(archive: str | Path, out_dir: str | Path) -> Path:
                     tf.extractall(tmp, filter="data")
             else:
                 raise DataError(f"{archive}: not a zip or tar archive (truncated or wrong file?)")
+        except tarfile.FilterError as exc:  # a member the "data" filter refuses
+            member = getattr(exc, "tarinfo", None)
+            name = member.name if member is not None else "?"
+            raise DataError(
+                f"{archive}: unsafe member path {name!r} ({exc}); a member must stay inside "
+                "the archive's folder (no absolute paths, '..', or links out)"
+            ) from exc
         except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as exc:
             raise DataError(f"{archive}: cannot unpack, truncated or corrupt ({exc})") from exc
         try:

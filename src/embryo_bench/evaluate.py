@@ -47,6 +47,53 @@ def _index(images: Path, frame_size: int) -> pd.DataFrame:
     return manifest
 
 
+def load_checked_model(model_path: Path, image_size: int):
+    """Load a ``model.keras`` and check it is the paper CNN for ``image_size`` px inputs,
+    before any image is read.
+
+    Args:
+        model_path: the file. image_size: the input side its settings.json gives (px).
+
+    Returns:
+        the Keras model.
+
+    Raises:
+        DataError: not a zip file, a zip that is not a Keras 3 model archive (no config.json
+            and weights), a model Keras cannot rebuild, or inputs/outputs other than
+            (None, image_size, image_size, 1) -> (None, 4).
+    """
+    import zipfile
+
+    if not zipfile.is_zipfile(model_path):
+        raise DataError(
+            f"{model_path}: not a Keras model archive (not a zip file); expected the "
+            "model.keras a training run wrote"
+        )
+    with zipfile.ZipFile(model_path) as zf:
+        names = set(zf.namelist())
+    if not {"config.json", "model.weights.h5"} <= names:
+        raise DataError(
+            f"{model_path}: a zip without config.json and model.weights.h5, not a Keras 3 "
+            "model archive; expected the model.keras a training run wrote"
+        )
+    import keras
+
+    try:
+        model = keras.models.load_model(model_path)
+    except Exception as exc:  # Keras raises many types for a damaged archive
+        raise DataError(
+            f"{model_path}: Keras cannot load this model ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''})"
+        ) from exc
+    shapes = (tuple(model.input_shape), tuple(model.output_shape))
+    if shapes != ((None, image_size, image_size, 1), (None, 4)):
+        raise DataError(
+            f"{model_path}: model maps {shapes[0]} to {shapes[1]}; expected "
+            f"(None, {image_size}, {image_size}, 1) to (None, 4) (the paper CNN, settings.json)"
+        )
+    return model
+
+
 def evaluate(
     model_path: str | os.PathLike,
     images: str | os.PathLike,
@@ -71,22 +118,21 @@ def evaluate(
 
     Raises:
         DataError: missing model or settings (or settings without the preprocessing keys),
-            class folders outside 0-3, or images that are not 8-bit gray PNGs of the frame
-            size the model was trained on.
+            a file that is not the paper CNN's Keras archive (:func:`load_checked_model`,
+            checked before any image is read), class folders outside 0-3, or images that
+            are not 8-bit gray PNGs of the frame size the model was trained on.
     """
     model_path, images = Path(model_path), Path(images)
     if not model_path.is_file():
         raise DataError(f"{model_path}: model file not found")
     pp = Preprocessing.from_settings_file(model_path.parent / "settings.json")
+    model = load_checked_model(model_path, pp.image_size)
     manifest = _index(images, pp.frame_size)
     angles = pp.angles() if all_rotations else np.zeros(1)
     x = np.concatenate(
         [pp.apply(preprocess.read_frame(p, pp.frame_size), angles) for p in manifest["path"]]
     )[..., None]
     y = np.repeat(manifest["cells"].to_numpy() - 1, len(angles))
-    import keras
-
-    model = keras.models.load_model(model_path)
     pred = np.argmax(model.predict(x, batch_size=batch_size, verbose=0), axis=1)
     confusion = np.zeros((4, 4), dtype=int)
     np.add.at(confusion, (y, pred), 1)
