@@ -177,3 +177,68 @@ def test_extract_names_a_member_that_escapes_the_archive(tmp_path, kind):
     with pytest.raises(DataError, match=r"unsafe member path 'db/\.\./\.\./evil\.txt'"):
         extract(bad, tmp_path / "out")
     assert not (tmp_path / "out").exists() and not (tmp_path.parent / "evil.txt").exists()
+
+
+class PageHandler(http.server.SimpleHTTPRequestHandler):
+    """Answers 200 with an HTML page (a login or error page), or with the first half of the
+    archive and no Content-Length (a body cut short that the client cannot detect)."""
+
+    body = b""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(type(self).body)
+        self.close_connection = True
+
+
+@pytest.mark.parametrize("kind", ["html", "cut"])
+def test_a_200_that_is_not_the_archive_is_not_kept_as_a_download(archive, tmp_path, kind):
+    PageHandler.body = (
+        b"<!DOCTYPE html><html><body>Please log in</body></html>"
+        if kind == "html"
+        else archive.read_bytes()[: archive.stat().st_size // 2]
+    )
+    srv = _serve(archive.parent, PageHandler)
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}/{archive.name}"
+        message = r"sent a web page" if kind == "html" else r"not a complete zip or tar archive"
+        with pytest.raises(DownloadError, match=message):
+            download(url, tmp_path / "a.zip", retries=0, backoff=0, progress=False)
+    finally:
+        srv.shutdown()
+    assert not (tmp_path / "a.zip").exists()
+    assert (tmp_path / "a.zip.part").exists() == (kind == "cut")
+
+
+def test_an_unresolvable_host_fails_at_once_with_a_hint(tmp_path):
+    import time
+
+    start = time.monotonic()
+    with pytest.raises(DownloadError, match=r"does not resolve.*dataset.kind: local"):
+        download("http://no-such-host.invalid/a.zip", tmp_path / "a.zip", progress=False)
+    assert time.monotonic() - start < 10
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_server_that_closes_at_once_reports_nothing_received(tmp_path):
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    port = sock.getsockname()[1]
+
+    def close_all():
+        for _ in range(2):
+            conn, _ = sock.accept()
+            conn.close()
+
+    threading.Thread(target=close_all, daemon=True).start()
+    with pytest.raises(DownloadError, match=r"after 1 retries .*nothing received"):
+        download(f"http://127.0.0.1:{port}/a.zip", tmp_path / "a.zip", retries=1, backoff=0,
+                 progress=False)  # fmt: skip
+    sock.close()

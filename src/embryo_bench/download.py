@@ -27,10 +27,12 @@ from .sources import find_db_root
 
 
 def _session(retries: int, backoff: float) -> requests.Session:
+    # One retry layer for connection and read errors: download()'s own loop (which also
+    # resumes a body cut short). urllib3 retries only the HTTP statuses below.
     retry = Retry(
         total=retries,
-        connect=retries,
-        read=retries,
+        connect=0,
+        read=0,
         status=retries,
         backoff_factor=backoff,
         status_forcelist=(429, 500, 502, 503, 504),
@@ -40,6 +42,61 @@ def _session(retries: int, backoff: float) -> requests.Session:
     session.mount("http://", HTTPAdapter(max_retries=retry))
     session.mount("https://", HTTPAdapter(max_retries=retry))
     return session
+
+
+def _check_host(url: str) -> None:
+    """Fail at once, with a hint, when the URL's host name does not resolve (retrying a DNS
+    failure only takes minutes).
+
+    Raises:
+        DownloadError: the host does not resolve.
+    """
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        socket.getaddrinfo(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+    except (socket.gaierror, UnicodeError) as exc:
+        raise DownloadError(
+            f"{url}: host {parts.hostname!r} does not resolve ({exc}); check dataset.url, or "
+            "fetch the archive elsewhere and use dataset.kind: local with dataset.path"
+        ) from exc
+
+
+def _check_archive(url: str, part: Path) -> None:
+    """Check the downloaded bytes open as a zip or tar archive (their member list reads).
+
+    Raises:
+        DownloadError: an HTML/text page (removed: resuming it cannot help) or bytes that are
+            not a complete archive (kept as ``.part``: a rerun resumes from its end).
+    """
+    import tarfile
+    import zipfile
+
+    try:
+        if zipfile.is_zipfile(part):
+            with zipfile.ZipFile(part) as zf:
+                zf.namelist()
+            return
+        if tarfile.is_tarfile(part):
+            with tarfile.open(part) as tf:
+                tf.getmembers()
+            return
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError):
+        pass
+    with open(part, "rb") as fh:
+        head = fh.read(512).lstrip().lower()
+    if head.startswith((b"<!doctype", b"<html", b"<?xml", b"<")):
+        part.unlink()
+        raise DownloadError(
+            f"{url}: the server sent a web page ({head[:40]!r}...), not the archive; "
+            "nothing was kept (check dataset.url)"
+        )
+    raise DownloadError(
+        f"{url}: the {part.stat().st_size} bytes received are not a complete zip or tar "
+        f"archive (cut short?); kept in {part}, a rerun resumes from its end"
+    )
 
 
 class _Restart(Exception):
@@ -125,10 +182,13 @@ def download(
         ``resumed`` (bytes reused from an earlier partial download).
 
     Raises:
-        DownloadError: HTTP error or broken connection after the retries, or a checksum
-            mismatch (the partial file is then deleted so the next try starts clean).
+        DownloadError: a host name that does not resolve (at once, no retries), HTTP error
+            or broken connection after the retries, a checksum mismatch (the partial file is
+            then deleted so the next try starts clean), or a body that is not a zip or tar
+            archive (:func:`_check_archive`): nothing is renamed onto ``dest``.
     """
     dest = Path(dest)
+    _check_host(url)
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
     state: dict = {}
@@ -142,11 +202,12 @@ def download(
             if isinstance(exc, _Restart):
                 state["resumed"] = 0
             if attempt == retries:
+                kept = part.stat().st_size if part.exists() else 0
                 raise DownloadError(
                     f"{url}: download failed after {retries} retries ({exc}); "
-                    f"partial data kept in {part} for resume"
-                    if part.exists()
-                    else f"{url}: download failed after {retries} retries ({exc})"
+                    f"{kept} bytes kept in {part} for resume"
+                    if kept
+                    else f"{url}: download failed after {retries} retries ({exc}); nothing received"
                 ) from exc
             time.sleep(backoff * 2**attempt)
     observed = sha256_file(part)
@@ -156,6 +217,7 @@ def download(
             f"{url}: sha256 mismatch for {dest.name}: expected {sha256} (setting "
             f"dataset.sha256), got {observed}; the partial file was removed"
         )
+    _check_archive(url, part)
     os.replace(part, dest)
     return {
         "url": url,
