@@ -7,6 +7,7 @@ import functools
 import hashlib
 import http.server
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -24,6 +25,7 @@ from workflow_helpers import (
     job_counts,
     offline_config,
     snakemake,
+    snakemake_command,
     train_command,
     write_spec,
 )
@@ -297,6 +299,26 @@ def test_garbled_trajectories_fail_index(tmp_path):
     log = (tmp_path / "out/logs/index.log").read_text()
     assert "E03/_trajectories.txt, line 2: 2 fields; expected a non-empty multiple of 3" in log
     assert not (tmp_path / "out/manifest/manifest.csv").exists()
+
+
+def test_jobs_use_snakemakes_interpreter_without_an_activated_venv(tmp_path):
+    # Issue 12, item 10: `/path/to/venv/bin/snakemake` with the venv not activated ran the
+    # jobs with whatever `python3` came first on PATH. A decoy python3 first on PATH stands
+    # for the system's interpreter without the packages.
+    decoy = tmp_path / "decoy-bin"
+    decoy.mkdir()
+    (decoy / "python3").write_text("#!/bin/sh\necho decoy python3 ran >&2\nexit 3\n")
+    (decoy / "python3").chmod(0o755)
+    config = _local_config(tmp_path, _damaged_db(tmp_path))
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    cmd = snakemake_command(tmp_path / "config.yaml", str(tmp_path / "out/manifest/manifest.csv"))
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["PATH"] = f"{decoy}:/usr/bin:/bin"
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
+    log = (tmp_path / "out/logs/index.log").read_text()
+    assert proc.returncode == 0, proc.stderr[-3000:] + log
+    assert "decoy" not in log
+    assert (tmp_path / "out/manifest/manifest.csv").exists()
 
 
 def test_corrupt_png_fails_crop_and_leaves_no_shard(tmp_path):

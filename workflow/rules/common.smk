@@ -8,8 +8,10 @@ import shlex
 import sys
 
 # Jobs run this repository's own package source (src/), whatever else is installed, so the
-# code that runs is the code hashed below. `python3` is the environment's interpreter (the
-# one snakemake runs in, or the rule's conda env with --software-deployment-method conda).
+# code that runs is the code hashed below. `python3` is the interpreter snakemake runs in:
+# its directory is put first on the jobs' PATH, so `/path/to/venv/bin/snakemake` works
+# without activating the venv. With --software-deployment-method conda (or apptainer) the
+# rule's environment is activated around the whole command and its python3 is used instead.
 SRC = os.path.join(workflow.basedir, "src")
 sys.path.insert(0, SRC)
 from embryo_bench import layout
@@ -20,10 +22,15 @@ from embryo_bench.plan import Plan, load_schema
 # shell.prefix is formatted like the commands: {{ }} in the f-string's result is one brace.
 # The checkout's location is a variable, not a params value, so a moved checkout reruns
 # nothing.
+_ENV_DEPLOYED = bool(
+    {m.name for m in workflow.deployment_settings.deployment_method} & {"CONDA", "APPTAINER"}
+)
+_PYTHON_BIN = "" if _ENV_DEPLOYED else os.path.dirname(sys.executable)
 shell.prefix(
     f"set -euo pipefail; "
     f"export EMBRYO_BENCH_REPO={shlex.quote(workflow.basedir)}; "
     f"export PYTHONPATH={shlex.quote(SRC)}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; "
+    + (f"export PATH={shlex.quote(_PYTHON_BIN)}:\"$PATH\"; " if _PYTHON_BIN else "")
 )
 
 
