@@ -39,7 +39,6 @@ localrules:
     wheelhouse,
     image,
     figures,
-    effective_config,
     run_spec,
 
 

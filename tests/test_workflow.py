@@ -10,12 +10,15 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import psutil
 import pytest
 import yaml
 from workflow_helpers import (
@@ -109,15 +112,8 @@ def test_rotation_step_change_reruns_only_augment_onwards(offline_run):
     proc = snakemake(work, changed, "-n")
     jobs = job_counts(proc.stdout)
     # The run's spec (run.json) holds the preprocessing it expects, so it is rewritten;
-    # effective_config records the changed setting for the report; nothing upstream reruns.
-    expected = {
-        "augment": 2,
-        "run_spec": 1,
-        "train": 1,
-        "figures": 1,
-        "effective_config": 1,
-        "all": 1,
-    }
+    # figures (and the configuration it records for the report) follow; nothing upstream.
+    expected = {"augment": 2, "run_spec": 1, "train": 1, "figures": 1, "all": 1}
     assert jobs == expected, proc.stdout[-3000:]
 
 
@@ -126,7 +122,7 @@ def test_a_price_edit_reruns_the_figures_only(offline_run):
     changed = json.loads(json.dumps(config))
     changed["targets"][0]["hourly_usd"] = 1.23
     jobs = job_counts(snakemake(work, changed, "-n").stdout)
-    assert jobs == {"figures": 1, "effective_config": 1, "all": 1}
+    assert jobs == {"figures": 1, "all": 1}
 
 
 def test_code_edits_rerun_the_jobs_that_run_that_code(offline_run, tmp_path):
@@ -319,6 +315,58 @@ def test_jobs_use_snakemakes_interpreter_without_an_activated_venv(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:] + log
     assert "decoy" not in log
     assert (tmp_path / "out/manifest/manifest.csv").exists()
+
+
+def _trainer_pid(snakemake_proc: subprocess.Popen) -> int | None:
+    """The pid of the `embryo_bench.cli train` process under ``snakemake_proc``, if any."""
+    try:
+        children = psutil.Process(snakemake_proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return None
+    for child in children:
+        try:
+            if "embryo_bench.cli" in child.cmdline() and "train" in child.cmdline():
+                return child.pid
+        except psutil.NoSuchProcess:
+            continue
+    return None
+
+
+def test_a_killed_rerun_is_demanded_again_and_no_table_mixes_settings(tmp_path):
+    # Issue 12, item 1: a run that completed, then a rerun under a new setting whose trainer
+    # is SIGKILLed mid-run (as an OOM kill would). The next invocation must demand the run
+    # and the figures again, and until then the recorded configuration must still be the one
+    # the tables were made from (a rule of its own wrote the new settings beside old tables).
+    config = _local_config(tmp_path, _damaged_db(tmp_path))
+    config["train"]["epochs"] = 1
+    snakemake(tmp_path, config)
+    figures = tmp_path / "out/figures"
+    table = (figures / "results_table.csv").read_bytes()
+
+    config["train"]["epochs"] = 400
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    proc = subprocess.Popen(
+        snakemake_command(cfg), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    progress = tmp_path / "out/train/host-1cpu/repeat-1/progress.csv"
+    killed = None
+    deadline = time.monotonic() + 600
+    while killed is None and proc.poll() is None and time.monotonic() < deadline:
+        if progress.exists() and len(progress.read_text().splitlines()) >= 2:
+            killed = _trainer_pid(proc)
+            if killed is not None:
+                os.kill(killed, signal.SIGKILL)
+        time.sleep(0.05)
+    out = proc.communicate(timeout=300)[0].decode()
+    assert killed is not None, f"no epoch finished to kill the trainer after:\n{out[-3000:]}"
+    assert proc.returncode != 0, out[-3000:]
+
+    jobs = job_counts(snakemake(tmp_path, config, "-n").stdout)
+    assert jobs.get("train", 0) >= 1 and jobs.get("figures") == 1, jobs
+    recorded = yaml.safe_load((figures / "config.yaml").read_text())
+    assert recorded["train"]["epochs"] == 1
+    assert (figures / "results_table.csv").read_bytes() == table
 
 
 def test_corrupt_png_fails_crop_and_leaves_no_shard(tmp_path):

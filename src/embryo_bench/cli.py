@@ -284,6 +284,12 @@ def cmd_figures(p):
     p.add_argument("--source-info", required=True)
     p.add_argument("--shard", required=True, help="an augment shard (its preprocessing settings)")
     p.add_argument("--out-dir", required=True)
+    p.add_argument(
+        "--config",
+        default="",
+        help="JSON: the effective configuration, written as OUT_DIR/config.yaml after the "
+        "figures (one job, so it always describes the runs the tables show)",
+    )
 
     def run(a):
         from . import figures
@@ -305,24 +311,20 @@ def cmd_figures(p):
             stability=thresholds(json.loads(a.stability)),
             counts=read_json(a.select_summary) if a.select_summary else None,
         )
+        if a.config:
+            _write_config(json.loads(a.config), Path(a.out_dir) / "config.yaml")
 
     return run
 
 
-def cmd_config_record(p):
-    """write the run's configuration (JSON) as YAML"""
-    p.add_argument("--json", required=True)
-    p.add_argument("--out", required=True)
+def _write_config(config: dict, path: Path) -> None:
+    """Write the effective configuration ``config`` as YAML at ``path`` (atomically)."""
+    import yaml
 
-    def run(a):
-        import yaml
+    from .io import atomic_path
 
-        from .io import atomic_path
-
-        with atomic_path(a.out) as tmp:
-            tmp.write_text(yaml.safe_dump(json.loads(a.json), sort_keys=False))
-
-    return run
+    with atomic_path(path) as tmp:
+        tmp.write_text(yaml.safe_dump(config, sort_keys=False))
 
 
 def cmd_base_image(p):

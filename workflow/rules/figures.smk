@@ -41,6 +41,15 @@ rule figures:
             for n in layout.TABLE_NAMES
             for ext in layout.TABLE_FORMATS
         },
+        # The configuration the runs used (every default filled in), for the report: written
+        # by this job, after the figures, so it always describes the runs the tables show (a
+        # rule of its own wrote the new settings while a failed rerun left the old tables).
+        config=report(
+            f"{OUT}/figures/config.yaml",
+            caption="../report/config.rst",
+            category=layout.CONFIGURATION,
+            labels={"file": "the effective configuration (every default filled in)"},
+        ),
         utilisation=[
             report(
                 f,
@@ -69,6 +78,7 @@ rule figures:
         cost_note=PLAN.cost_note,
         stability=json.dumps(CONFIG["stability"], sort_keys=True),
         out_dir=lambda wc, output: os.path.dirname(output.results_table_csv),
+        config=shlex.quote(json.dumps(CONFIG, sort_keys=True)),
         code=code("figures"),
     shell:
         "python3 -m embryo_bench.cli figures --runs {params.run_dirs:q} "
@@ -76,27 +86,4 @@ rule figures:
         "--cost-note={params.cost_note:q} --stability {params.stability:q} --selection {input.selection:q} "
         "--select-summary {input.counts:q} "
         "--source-info {input.source:q} --shard {input.shard:q} "
-        "--out-dir {params.out_dir:q} > {log:q} 2>&1"
-
-
-# The configuration the run used (every default filled in), for the report.
-rule effective_config:
-    output:
-        report(
-            f"{OUT}/figures/config.yaml",
-            caption="../report/config.rst",
-            category=layout.CONFIGURATION,
-            labels={"file": "the effective configuration (every default filled in)"},
-        ),
-    log:
-        f"{LOGS}/effective_config.log",
-    conda:
-        "../../envs/embryo-bench.yaml"
-    resources:
-        bench_slot=OTHER_JOB_SLOTS,
-    params:
-        config=shlex.quote(json.dumps(CONFIG, sort_keys=True)),
-        code=code("config-record"),
-    shell:
-        "python3 -m embryo_bench.cli config-record --json {params.config} "
-        "--out {output:q} > {log:q} 2>&1"
+        "--out-dir {params.out_dir:q} --config {params.config} > {log:q} 2>&1"
