@@ -369,6 +369,43 @@ def test_a_killed_rerun_is_demanded_again_and_no_table_mixes_settings(tmp_path):
     assert (figures / "results_table.csv").read_bytes() == table
 
 
+def test_the_host_trainer_ends_with_a_killed_snakemake(tmp_path):
+    # Issue 12, item 2: after SIGKILL of snakemake the host trainer trained on as an orphan
+    # and wrote its outputs. Now it ends at once and writes no metrics.json.
+    config = _local_config(tmp_path, _damaged_db(tmp_path))
+    config["train"]["epochs"] = 400
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    proc = subprocess.Popen(
+        snakemake_command(cfg), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    run_dir = tmp_path / "out/train/host-1cpu/repeat-1"
+    trainer = None
+    deadline = time.monotonic() + 600
+    while trainer is None and proc.poll() is None and time.monotonic() < deadline:
+        if (run_dir / "progress.csv").exists():
+            trainer = _trainer_pid(proc)
+        time.sleep(0.1)
+    assert trainer is not None, proc.communicate()[0].decode()[-3000:]
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    deadline = time.monotonic() + 10
+    while psutil.pid_exists(trainer) and time.monotonic() < deadline:
+        try:
+            if psutil.Process(trainer).status() == psutil.STATUS_ZOMBIE:
+                break
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.1)
+    alive = psutil.pid_exists(trainer) and psutil.Process(trainer).status() != "zombie"
+    if alive:
+        os.kill(trainer, signal.SIGKILL)
+    assert not alive, "the trainer outlived snakemake by 10 s"
+    # (the kernel's SIGKILL ends it before it can say so in its log)
+    assert not (run_dir / "metrics.json").exists()
+    assert not (run_dir / "history.csv").exists()
+
+
 def test_corrupt_png_fails_crop_and_leaves_no_shard(tmp_path):
     db = _damaged_db(tmp_path)
     frame = db / "E03" / "Frame008.png"  # a 3-cell frame: the rarest class is kept whole

@@ -264,6 +264,12 @@ def cmd_train(p):
             return
         from .train import run_training
 
+        if not a.in_container:
+            from .lifeline import tie_to_parent
+
+            # The host runner ends with its parent (Snakemake): an orphaned trainer went on
+            # and wrote its outputs, and a rerun then trained beside it (issue 12, item 2).
+            tie_to_parent()
         dataset = read_json(a.source_info)
         run_training(spec, a.shards, dataset, a.out_dir, measure=not a.in_container)
 

@@ -37,6 +37,7 @@ from .calibrate import PROBE_METHOD, efficiency, matmul_probe, training_flops_pe
 from .errors import ConfigError
 from .io import atomic_path, write_json
 from .layout import PROGRESS
+from .lifeline import check_parent
 from .record import finish_run
 from .spec import Preprocessing, RunSpec
 from .stages import load_dataset
@@ -467,6 +468,8 @@ def run_training(
 
     Raises:
         DataError, ConfigError: as :func:`setup`.
+        Interrupted: the process was tied to its parent (:mod:`embryo_bench.lifeline`) and
+            the parent went away before the outputs were written.
     """
     session = setup(spec, shards, dataset)
     measurement = (
@@ -478,6 +481,7 @@ def run_training(
         before = matmul_probe(spec.probe_seconds)
         history = train_epochs(session, out_dir)
         after = matmul_probe(spec.probe_seconds)
+    check_parent()  # nothing is written for a parent that is gone
     metrics = write_outputs(session, history, out_dir, calibration=(before, after))
     metrics = finish_run(out_dir, metrics, measurement if measure else None)
     (Path(out_dir) / PROGRESS).unlink(missing_ok=True)  # history.csv now holds every epoch

@@ -1,0 +1,86 @@
+"""Tie a run's process to the process that started it (Snakemake, or the docker runner).
+
+A host trainer whose Snakemake was SIGKILLed used to be re-parented to PID 1, train to the end
+and write every output with nobody left to check them; after ``--unlock`` and a rerun two
+trainers shared one run folder (issue 12, item 2). :func:`tie_to_parent` makes the kernel
+SIGKILL this process when its parent dies (Linux ``PR_SET_PDEATHSIG``) and, where that is not
+available or the parent died before it was set, a watchdog thread ends the process as soon as
+:func:`os.getppid` changes. :func:`check_parent` is called before outputs are written.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import threading
+
+from .errors import Interrupted
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+WATCH_INTERVAL_S = 0.5
+EXIT_CODE = 137  # as if SIGKILLed: the run did not finish
+
+_parent: int | None = None
+
+
+def _set_pdeathsig() -> bool:
+    """Ask the kernel to SIGKILL this process when its parent thread exits; True if set."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _gone(parent: int) -> None:
+    print(
+        f"embryo-bench: the parent process (pid {parent}) went away; stopping at once, "
+        "writing nothing more",
+        file=sys.stderr,
+        flush=True,
+    )
+    os._exit(EXIT_CODE)
+
+
+def _watch(parent: int) -> None:
+    event = threading.Event()
+    while not event.wait(WATCH_INTERVAL_S):
+        if os.getppid() != parent:
+            _gone(parent)
+
+
+def tie_to_parent() -> int:
+    """End this process, without writing anything more, when its parent process goes away.
+
+    Sets ``PR_SET_PDEATHSIG`` = SIGKILL (Linux) and starts a daemon watchdog thread that
+    checks :func:`os.getppid` every 0.5 s and exits with status 137 when it changes. Calling
+    it again does nothing.
+
+    Returns:
+        the parent's pid (int) at the time of the call.
+    """
+    global _parent
+    if _parent is not None:
+        return _parent
+    parent = os.getppid()
+    _set_pdeathsig()
+    if parent <= 1:  # already orphaned (or PID 1's child: nothing to watch)
+        _parent = parent
+        return parent
+    _parent = parent
+    threading.Thread(target=_watch, args=(parent,), name="lifeline", daemon=True).start()
+    return parent
+
+
+def check_parent() -> None:
+    """Raise if :func:`tie_to_parent` was called and the parent has gone since.
+
+    Raises:
+        Interrupted: the parent process went away (nothing must be written after that).
+    """
+    if _parent is not None and _parent > 1 and os.getppid() != _parent:
+        raise Interrupted(f"the parent process (pid {_parent}) went away")

@@ -1,0 +1,79 @@
+"""A process tied to its parent (embryo_bench.lifeline) ends when the parent is SIGKILLed and
+writes nothing after (issue 12, item 2), by the kernel's parent-death signal and by the
+watchdog thread alone."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+
+CHILD = textwrap.dedent(
+    """
+    import os, sys, time
+    from embryo_bench import lifeline
+    if sys.argv[2] == "watchdog-only":
+        lifeline._set_pdeathsig = lambda: False
+    lifeline.tie_to_parent()
+    print(os.getpid(), flush=True)
+    time.sleep(15)
+    lifeline.check_parent()
+    open(sys.argv[1], "w").write("outputs written")
+    """
+)
+PARENT = textwrap.dedent(
+    """
+    import subprocess, sys, time
+    child = subprocess.Popen([sys.executable, "-c", sys.argv[1], *sys.argv[2:]],
+                             stdout=subprocess.PIPE, text=True)
+    print(child.stdout.readline().strip(), flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.mark.parametrize("mode", ["pdeathsig", "watchdog-only"])
+def test_a_tied_process_ends_with_its_parent_and_writes_nothing(tmp_path, mode):
+    marker = tmp_path / "outputs"
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, CHILD, str(marker), mode], stdout=subprocess.PIPE, text=True
+    )
+    child = int(parent.stdout.readline())
+    assert not _gone(child)
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 5
+    while not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _gone(child), f"the child (pid {child}) outlived its parent by 5 s ({mode})"
+    assert not marker.exists()
+
+
+def test_an_untied_process_outlives_its_parent(tmp_path):
+    # The control: without tie_to_parent the child goes on (what the host trainer did).
+    untied = CHILD.replace("lifeline.tie_to_parent()", "pass")
+    marker = tmp_path / "outputs"
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, untied, str(marker), "x"], stdout=subprocess.PIPE, text=True
+    )
+    child = int(parent.stdout.readline())
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    time.sleep(2)
+    try:
+        assert not _gone(child)
+    finally:
+        os.kill(child, signal.SIGKILL)
