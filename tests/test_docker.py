@@ -236,6 +236,46 @@ def test_sigterm_to_the_runner_leaves_no_container(docker_run, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_sigkilled_runners_container_stops_and_the_next_runner_removes_it(docker_run, tmp_path):
+    # Issue 12, item 3: SIGKILL of the runner left its container training on for minutes,
+    # then Exited and never removed. Its trainer now ends when the runner's stdin lifeline
+    # closes, and the next runner of the same run folder removes the leftover container.
+    from embryo_bench.docker_runner import RUN_DIR_LABEL, run_key
+
+    client, _, config, out = docker_run
+    target = {**config["targets"][0], "name": "docker-kill"}
+    write_spec(tmp_path / "run.json", config, target, epochs=200)
+    image = ["--image-record", str(out / "images/cpu.json")]
+    cmd = train_command(tmp_path / "run.json", out, tmp_path / "run", *image)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        (box,) = _wait_for_container(client, proc)
+        assert box.labels[RUN_DIR_LABEL] == run_key(tmp_path / "run")
+        time.sleep(2)
+        proc.kill()
+        proc.communicate(timeout=60)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 30:
+            box.reload()
+            if box.status != "running":
+                break
+            time.sleep(0.5)
+        assert box.status == "exited", f"the container is {box.status} 30 s after the runner"
+        assert "lifeline (stdin) closed" in box.logs().decode(errors="replace")
+        assert box.attrs["State"]["ExitCode"] == 137
+
+        write_spec(tmp_path / "run.json", config, target, epochs=1)
+        again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert f"removed container {box.short_id} (exited)" in again.stderr
+        assert _labelled(client) == []
+        assert (tmp_path / "run" / "metrics.json").exists()
+    finally:
+        for c in _labelled(client):
+            c.remove(force=True)
+
+
+@pytest.mark.slow
 def test_image_build_failure_shows_the_log_tail(tmp_path):
     from embryo_bench.containers import build_image
 

@@ -77,3 +77,43 @@ def test_an_untied_process_outlives_its_parent(tmp_path):
         assert not _gone(child)
     finally:
         os.kill(child, signal.SIGKILL)
+
+
+def test_the_stdin_lifeline_ends_the_process_when_stdin_closes(tmp_path):
+    # Issue 12, item 3: inside a container the runner's attached stdin is the lifeline.
+    marker = tmp_path / "outputs"
+    code = (
+        "import sys, time\n"
+        "from embryo_bench import lifeline\n"
+        "lifeline.watch_stdin()\n"
+        "print('watching', flush=True)\n"
+        "time.sleep(15)\n"
+        f"open({str(marker)!r}, 'w').write('outputs written')\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout.readline().strip() == "watching"
+    proc.stdin.write("heartbeat bytes are read and ignored\n")
+    proc.stdin.flush()
+    time.sleep(0.5)
+    assert proc.poll() is None  # data on stdin is not its end
+    proc.stdin.close()
+    proc.wait(timeout=5)
+    assert proc.returncode == 137
+    assert "lifeline (stdin) closed" in proc.stderr.read()
+    assert not marker.exists()
+
+
+def test_a_process_watching_its_stdin_still_exits_normally():
+    # A daemon thread blocked in sys.stdin.buffer.read made the interpreter abort at exit
+    # ("could not acquire lock for <stdin>", status 139) after a finished training.
+    code = "from embryo_bench import lifeline\nlifeline.watch_stdin()\nprint('done')\n"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, capture_output=True, text=True
+    )
+    assert (proc.returncode, proc.stdout.strip()) == (0, "done"), proc.stderr[-2000:]

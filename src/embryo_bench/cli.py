@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -262,14 +263,15 @@ def cmd_train(p):
                 out_dir=a.out_dir,
             )
             return
+        from . import lifeline
         from .train import run_training
 
         if not a.in_container:
-            from .lifeline import tie_to_parent
-
             # The host runner ends with its parent (Snakemake): an orphaned trainer went on
             # and wrote its outputs, and a rerun then trained beside it (issue 12, item 2).
-            tie_to_parent()
+            lifeline.tie_to_parent()
+        elif os.environ.get(lifeline.LIFELINE_ENV) == "stdin":
+            lifeline.watch_stdin()  # ends with the docker runner (issue 12, item 3)
         dataset = read_json(a.source_info)
         run_training(spec, a.shards, dataset, a.out_dir, measure=not a.in_container)
 

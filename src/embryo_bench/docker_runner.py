@@ -6,7 +6,11 @@ come out with ``get_archive`` (no bind mounts, so a remote ``docker_host`` works
 local daemon); its log streams into the rule's log, and it is sampled every second from
 outside (:mod:`embryo_bench.telemetry`). Inside, the same trainer as the host runner runs
 (``embryo-bench train --spec ... --in-container``). The container is removed in every case:
-success, failure, SIGINT/SIGTERM/SIGHUP, or the parent (Snakemake) going away.
+success, failure, SIGINT/SIGTERM/SIGHUP, or the parent (Snakemake) going away. A runner that
+is itself SIGKILLed cannot remove it, so the container does not outlive it either: the runner
+holds the container's stdin open (an attach socket) and the trainer inside exits when it
+closes (:func:`embryo_bench.lifeline.watch_stdin`); the exited container is removed by the
+next runner of the same run folder (:func:`remove_stale`), before it creates its own.
 
 The outline, shared with the host runner: check, :func:`container` (create, put inputs,
 signals, cleanup), :func:`start`, :class:`embryo_bench.telemetry.Measurement` around
@@ -23,6 +27,7 @@ import sys
 import tarfile
 import tempfile
 import threading
+import time
 import uuid
 from collections import deque
 from pathlib import Path
@@ -32,12 +37,15 @@ from .errors import DockerError, Interrupted
 from .hardware import local_node, run_cores, why_not
 from .io import atomic_path, read_json
 from .layout import PROGRESS
+from .lifeline import LIFELINE_ENV
 from .provenance import SLURM_ENV, git_commit
 from .record import finish_run
 from .spec import RunSpec
 from .telemetry import ContainerSampler, Measurement
 
 LABEL = "org.embryo-bench.run"
+#: The run a container trains: this host's name and the run folder's absolute path.
+RUN_DIR_LABEL = "org.embryo-bench.run-dir"
 WORK = "/work"
 #: Files of the container's output folder the runner writes itself (from its own samples).
 WRITTEN_OUTSIDE = ("metrics.json", "telemetry.csv")
@@ -97,9 +105,17 @@ def check_image(client, spec: RunSpec, image: dict) -> None:
         ) from None
 
 
-def container_kwargs(spec: RunSpec, image: dict, command: list[str], run_id: str) -> dict:
+def run_key(out_dir: str | Path) -> str:
+    """The :data:`RUN_DIR_LABEL` value of the run writing to ``out_dir``: host:abs-path."""
+    return f"{socket.gethostname()}:{Path(out_dir).resolve()}"
+
+
+def container_kwargs(
+    spec: RunSpec, image: dict, command: list[str], run_id: str, key: str = ""
+) -> dict:
     """Arguments of ``client.containers.create`` for a docker run: image, command, project
-    labels, ``nano_cpus`` (cpus x 1e9), ``mem_limit`` = ``memswap_limit`` (no extra swap),
+    labels (``key``: :func:`run_key`), stdin held open as the runner's lifeline,
+    ``nano_cpus`` (cpus x 1e9), ``mem_limit`` = ``memswap_limit`` (no extra swap),
     ``shm_size``, environment (backend, git commit, image, the Slurm job's variables) and,
     for GPU runs, a ``DeviceRequest`` for GPUs 0..gpus-1 (the same indices NVML samples)."""
     from docker.types import DeviceRequest
@@ -108,13 +124,16 @@ def container_kwargs(spec: RunSpec, image: dict, command: list[str], run_id: str
     kwargs = {
         "image": image.get("image_id") or image["tag"],  # exactly the image built
         "command": command,
-        "labels": {LABEL: run_id, "org.embryo-bench.target": spec.target},
+        "labels": {LABEL: run_id, "org.embryo-bench.target": spec.target, RUN_DIR_LABEL: key},
+        # stdin open and closed when the first attached client goes (StdinOnce)
+        "stdin_open": True,
         "nano_cpus": int(float(spec.cpus) * 1e9),
         "mem_limit": c.memory,
         "memswap_limit": c.memory,
         "shm_size": c.shm_size,
         "environment": {
             "KERAS_BACKEND": spec.backend,
+            LIFELINE_ENV: "stdin",
             "EMBRYO_BENCH_GIT_COMMIT": git_commit(),
             "EMBRYO_BENCH_IMAGE": f"{image['tag']} {image.get('image_id', '')}".strip(),
             # A Slurm job's identity, so the run's provenance names the job it ran in.
@@ -129,29 +148,55 @@ def container_kwargs(spec: RunSpec, image: dict, command: list[str], run_id: str
     return kwargs
 
 
+def _remove(box, log, attempts: int = 5) -> bool:
+    """Force-remove the container ``box``, retrying while the daemon is busy with it (409,
+    e.g. removal already in progress); True once it is gone, False (named in ``log``) if it
+    could not be removed."""
+    import docker.errors
+
+    for attempt in range(attempts):
+        try:
+            box.remove(force=True)
+            return True
+        except docker.errors.NotFound:
+            return True
+        except Exception as exc:
+            if attempt == attempts - 1:
+                print(f"container {box.short_id}: could not be removed: {exc}", file=log)
+                return False
+            time.sleep(1)
+    return False
+
+
 @contextlib.contextmanager
 def container(client, kwargs: dict, inputs: dict[str, Path], log):
-    """A created container with ``inputs`` (name -> host path) put into ``/work/in``; signals
-    SIGINT/SIGTERM/SIGHUP raise :class:`Interrupted` meanwhile. On exit the container is
-    removed (force) and the signal handlers restored, whatever happened."""
+    """A created container with ``inputs`` (name -> host path) put into ``/work/in`` and its
+    stdin attached (the trainer's lifeline); signals SIGINT/SIGTERM/SIGHUP raise
+    :class:`Interrupted` meanwhile. On exit the container is removed (force) and the signal
+    handlers restored, whatever happened."""
     previous = {
         s: signal.signal(s, _raise_interrupted)
         for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     }
-    created = None
+    created = lifeline = None
     try:
         created = client.containers.create(**kwargs)
         with tempfile.TemporaryFile() as fh:
             _tar_inputs(inputs, fh)
             fh.seek(0)
             created.put_archive(WORK, fh)
+        # The trainer's lifeline: closed by the kernel when this process dies, however.
+        lifeline = created.attach_socket(params={"stdin": 1, "stream": 1})
         yield created
     finally:
+        # Removed before its lifeline is closed: closing it first ends the trainer, and a
+        # container exiting while it is force-removed can be left behind ("removal in
+        # progress").
         if created is not None:
-            try:
-                created.remove(force=True)
-            except Exception as exc:  # already gone
-                print(f"container {created.short_id}: remove: {exc}", file=log)
+            _remove(created, log)
+        if lifeline is not None:
+            with contextlib.suppress(Exception):
+                lifeline.close()
         for s, h in previous.items():
             signal.signal(s, h)
 
@@ -317,7 +362,9 @@ def run(
         "--in-container",
     ]
     inputs |= {"run.json": Path(spec_file), "source.json": Path(source_info)}
-    kwargs = container_kwargs(spec, image, command, uuid.uuid4().hex[:12])
+    key = run_key(out_dir)
+    remove_stale(client, key, log)
+    kwargs = container_kwargs(spec, image, command, uuid.uuid4().hex[:12], key)
     with container(client, kwargs, inputs, log) as box:
         tail = start(box, log)
         here = daemon_is_here(spec.docker_host or os.environ.get("DOCKER_HOST", ""))
@@ -342,7 +389,26 @@ def run(
     )
 
 
+def remove_stale(client, key: str, log) -> list[str]:
+    """Remove every container of the run ``key`` (:func:`run_key`) left by an earlier runner
+    that was killed before it could remove it; returns their short ids (each named in
+    ``log``)."""
+    removed = []
+    label = f"{RUN_DIR_LABEL}={key}"
+    for box in client.containers.list(all=True, filters={"label": label}, ignore_removed=True):
+        status = box.status
+        if _remove(box, log):
+            removed.append(box.short_id)
+            print(
+                f"removed container {box.short_id} ({status}) of this run folder, left by a "
+                "runner that was killed",
+                file=log,
+                flush=True,
+            )
+    return removed
+
+
 def containers_with_label(client=None) -> list:
     """Every container (running or not) carrying the project label."""
     client = client or docker_client()
-    return client.containers.list(all=True, filters={"label": LABEL})
+    return client.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True)

@@ -6,6 +6,8 @@ trainers shared one run folder (issue 12, item 2). :func:`tie_to_parent` makes t
 SIGKILL this process when its parent dies (Linux ``PR_SET_PDEATHSIG``) and, where that is not
 available or the parent died before it was set, a watchdog thread ends the process as soon as
 :func:`os.getppid` changes. :func:`check_parent` is called before outputs are written.
+Inside a docker runner's container the parent is not visible: :func:`watch_stdin` ends the
+trainer when the runner's attached stdin closes (issue 12, item 3).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from .errors import Interrupted
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 WATCH_INTERVAL_S = 0.5
 EXIT_CODE = 137  # as if SIGKILLed: the run did not finish
+#: Set (to "stdin") in a docker run's container: the trainer runs :func:`watch_stdin`.
+LIFELINE_ENV = "EMBRYO_BENCH_LIFELINE"
 
 _parent: int | None = None
 
@@ -84,3 +88,32 @@ def check_parent() -> None:
     """
     if _parent is not None and _parent > 1 and os.getppid() != _parent:
         raise Interrupted(f"the parent process (pid {_parent}) went away")
+
+
+def _read_to_eof(fd: int) -> None:
+    # os.read on the descriptor, not sys.stdin.buffer: a daemon thread blocked in a buffered
+    # reader holds its lock, and the interpreter aborts at exit ("could not acquire lock").
+    while os.read(fd, 65536):
+        pass
+    print(
+        "embryo-bench: the runner's lifeline (stdin) closed: the docker runner went away; "
+        "stopping at once",
+        file=sys.stderr,
+        flush=True,
+    )
+    os._exit(EXIT_CODE)
+
+
+def watch_stdin(fd: int = 0) -> threading.Thread:
+    """End this process (status 137) when the file descriptor ``fd`` (default 0, stdin)
+    reaches end of file: the docker runner holds the container's stdin open and it closes
+    when the runner dies, however it dies. Only for processes whose stdin is such a lifeline
+    (never /dev/null, which is at its end at once).
+
+    Returns:
+        the daemon thread reading the descriptor.
+    """
+    thread = threading.Thread(target=_read_to_eof, args=(fd,), name="stdin-lifeline")
+    thread.daemon = True
+    thread.start()
+    return thread
