@@ -406,6 +406,40 @@ def test_the_host_trainer_ends_with_a_killed_snakemake(tmp_path):
     assert not (run_dir / "history.csv").exists()
 
 
+def test_sigint_to_snakemake_alone_stops_the_training_promptly(tmp_path):
+    # Issue 12, item 4: `kill -INT <snakemake>` made Snakemake wait for every epoch, then
+    # report failure and mark the finished outputs incomplete. The workflow forwards it to
+    # the running jobs, as a terminal's Ctrl-C reaches them: the run stops at once, no output.
+    config = _local_config(tmp_path, _damaged_db(tmp_path))
+    config["train"]["epochs"] = 400
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    proc = subprocess.Popen(
+        snakemake_command(cfg),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # the signal goes to snakemake alone, not to a group
+    )
+    run_dir = tmp_path / "out/train/host-1cpu/repeat-1"
+    trainer = None
+    deadline = time.monotonic() + 600
+    while trainer is None and proc.poll() is None and time.monotonic() < deadline:
+        if (run_dir / "progress.csv").exists():
+            trainer = _trainer_pid(proc)
+        time.sleep(0.1)
+    assert trainer is not None, proc.communicate()[0].decode()[-3000:]
+    os.kill(proc.pid, signal.SIGINT)
+    try:
+        out = proc.communicate(timeout=60)[0].decode()
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise AssertionError("snakemake still ran 60 s after SIGINT") from None
+    assert proc.returncode != 0
+    assert not psutil.pid_exists(trainer) or psutil.Process(trainer).status() == "zombie"
+    assert not (run_dir / "metrics.json").exists(), out[-3000:]
+
+
 def test_corrupt_png_fails_crop_and_leaves_no_shard(tmp_path):
     db = _damaged_db(tmp_path)
     frame = db / "E03" / "Frame008.png"  # a 3-cell frame: the rarest class is kept whole

@@ -52,6 +52,10 @@ WRITTEN_OUTSIDE = ("metrics.json", "telemetry.csv")
 
 
 def _raise_interrupted(signum, frame):
+    # Once: a second signal (Ctrl-C reaches the runner from the terminal and from Snakemake)
+    # must not break off the container's removal. container() restores the handlers.
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_IGN)
     raise Interrupted(f"signal {signal.Signals(signum).name}")
 
 

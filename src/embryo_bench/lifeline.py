@@ -117,3 +117,38 @@ def watch_stdin(fd: int = 0) -> threading.Thread:
     thread.daemon = True
     thread.start()
     return thread
+
+
+def _interrupt_jobs(signum, frame) -> None:
+    import psutil
+    from snakemake.shell import shell
+
+    # shell._processes: Snakemake's running local jobs (jobid -> Popen); private, so read
+    # defensively. Each job's shell and everything under it gets the signal.
+    for proc in list(getattr(shell, "_processes", {}).values()):
+        try:
+            top = psutil.Process(proc.pid)
+            for p in [top, *top.children(recursive=True)]:
+                p.send_signal(signal.SIGINT)
+        except psutil.Error:
+            continue
+    raise KeyboardInterrupt
+
+
+def forward_sigint_to_jobs() -> bool:
+    """In the Snakemake process: make SIGINT sent to it alone (``kill -INT <pid>``) stop the
+    running local jobs as a terminal's Ctrl-C does, instead of Snakemake waiting for every
+    epoch and then marking the finished outputs incomplete (issue 12, item 4). The jobs'
+    processes get SIGINT, then Snakemake its usual KeyboardInterrupt: it reports the jobs
+    failed and removes their outputs. Cluster jobs are cancelled by their executor as before.
+
+    Returns:
+        True if the handler was installed (only possible in the main thread).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    try:
+        signal.signal(signal.SIGINT, _interrupt_jobs)
+    except ValueError:
+        return False
+    return True

@@ -17,7 +17,12 @@ sys.path.insert(0, SRC)
 from embryo_bench import layout
 from embryo_bench.codehash import code_hash
 from embryo_bench.errors import ConfigError
+from embryo_bench.lifeline import forward_sigint_to_jobs
 from embryo_bench.plan import Plan, load_schema
+
+# `kill -INT <snakemake>` stops the running jobs at once, as Ctrl-C in a terminal does
+# (Snakemake alone would wait for every epoch, then mark the finished outputs incomplete).
+forward_sigint_to_jobs()
 
 # shell.prefix is formatted like the commands: {{ }} in the f-string's result is one brace.
 # The checkout's location is a variable, not a params value, so a moved checkout reruns
