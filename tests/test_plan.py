@@ -186,3 +186,43 @@ def test_schema_is_where_the_defaults_come_from():
     item = load_schema()["properties"]["targets"]["items"]["properties"]
     for key in ("image", "gpus", "backend", "strategy", "shm_size", "runtime_min"):
         assert "default" in item[key], key
+
+
+@pytest.mark.parametrize(
+    "text, where, problem",
+    [
+        ("outdir: x\ntrain:\n  epochs: 3\n   batch_size: 4\n", "line 4, column 14", "mapping"),
+        ("outdir: x\ntrain: {epochs: [1, 2}\n", "line 2, column 22", "expected ','"),
+        ("outdir: x\ntrain:\n\tepochs: 3\n", "line 3, column 1", "cannot start any token"),
+    ],
+    ids=["indentation", "unclosed flow sequence", "tab"],
+)
+def test_a_config_syntax_error_names_file_line_and_column(tmp_path, capsys, text, where, problem):
+    # Issue 12, item 7: Snakemake says only "not valid JSON or YAML"; check-config says where.
+    from embryo_bench.cli import main
+    from embryo_bench.plan import read_config_file
+
+    path = tmp_path / "broken.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=rf"broken\.yaml, {where}: .*{problem}"):
+        read_config_file(path)
+    assert main(["check-config", str(path)]) == 2
+    assert f"broken.yaml, {where}" in capsys.readouterr().err
+
+
+def test_check_config_accepts_the_shipped_configs_and_names_a_bad_setting(tmp_path, capsys):
+    from embryo_bench.cli import main
+
+    repo = Path(__file__).resolve().parents[1]
+    shipped = [str(repo / "config" / n) for n in ("config.yaml", "offline.yaml", "cells28.yaml")]
+    assert main(["check-config", *shipped]) == 0
+    assert capsys.readouterr().out.count(": valid (") == 3
+    bad = tmp_path / "bad.yaml"
+    config = yaml.safe_load((repo / "config" / "offline.yaml").read_text())
+    config["train"]["epochs"] = 0
+    bad.write_text(yaml.safe_dump(config))
+    assert main(["check-config", str(bad)]) == 2
+    assert "train.epochs" in capsys.readouterr().err
+    (tmp_path / "list.yaml").write_text("- a\n- b\n")
+    assert main(["check-config", str(tmp_path / "list.yaml")]) == 2
+    assert "expected a mapping of settings" in capsys.readouterr().err

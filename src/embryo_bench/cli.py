@@ -335,6 +335,20 @@ def _write_config(config: dict, path: Path) -> None:
         tmp.write_text(yaml.safe_dump(config, sort_keys=False))
 
 
+def cmd_check_config(p):
+    """check configuration files: syntax (with line and column), schema and settings"""
+    p.add_argument("files", nargs="+", help="configuration files (--configfile)")
+
+    def run(a):
+        from .plan import load_config, read_config_file
+
+        for f in a.files:
+            config = load_config(read_config_file(f))
+            print(f"{f}: valid ({len(config['targets'])} targets, outdir {config['outdir']})")
+
+    return run
+
+
 def cmd_base_image(p):
     """build a Debian base image (debootstrap + import)"""
     p.add_argument("--tag", default="embryo-bench/debian:bookworm")

@@ -96,6 +96,39 @@ def apply_defaults(instance: dict, schema: dict) -> dict:
     return out
 
 
+def read_config_file(path: str | Path) -> dict:
+    """Parse a configuration file (YAML, or JSON, which YAML reads too) into a dict.
+
+    Snakemake reports a syntax error in a ``--configfile`` as "not valid JSON or YAML" with
+    no location (issue 12, item 7); this names it.
+
+    Raises:
+        ConfigError: the file is missing or unreadable; a syntax error, naming the file, line
+            and column (1-based) and the parser's problem; or the top level is not a mapping.
+    """
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the configuration file ({exc})") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        context = f" ({exc.context})" if exc.context else ""
+        raise ConfigError(f"{path}{where}: {exc.problem}{context}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{path}: expected a mapping of settings at the top level, found {type(data).__name__}"
+        )
+    return data
+
+
 def load_config(config: dict, schema: dict | None = None) -> dict:
     """Validate a configuration and fill in the schema's defaults; checks across settings the
     schema cannot express (the split rule, unique target names).
