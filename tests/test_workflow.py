@@ -440,6 +440,41 @@ def test_sigint_to_snakemake_alone_stops_the_training_promptly(tmp_path):
     assert not (run_dir / "metrics.json").exists(), out[-3000:]
 
 
+@pytest.fixture
+def small_device(tmp_path):
+    """A 64 MiB tmpfs (too small for the 193 MiB model.keras); skipped where mounting is
+    not allowed (needs root)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_full_disk_at_model_save_is_named_and_leaves_no_outputs(offline_run, small_device):
+    # Issue 12, item 9: a full disk during model.save ended in a raw OSError traceback.
+    _, config, out, _ = offline_run
+    target = next(t for t in config["targets"] if t["name"] == "host-1cpu")
+    spec_file = small_device / "run.json"
+    write_spec(spec_file, config, target, epochs=1)
+    run_dir = small_device / "run"
+    proc = subprocess.run(
+        train_command(spec_file, out, run_dir), capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert f"embryo-bench: error: {run_dir}/model.keras: not enough space" in proc.stderr
+    assert "MiB needed" in proc.stderr and "Traceback" not in proc.stderr
+    left = sorted(p.name for p in run_dir.iterdir())
+    assert not {"model.keras", "history.csv", "metrics.json", "settings.json"} & set(left)
+    assert not [n for n in left if n.startswith(".model.keras")]
+
+
 def test_corrupt_png_fails_crop_and_leaves_no_shard(tmp_path):
     db = _damaged_db(tmp_path)
     frame = db / "E03" / "Frame008.png"  # a 3-cell frame: the rarest class is kept whole

@@ -17,6 +17,10 @@ class ConfigError(EmbryoBenchError):
     """A configuration value is missing or impossible."""
 
 
+class StorageError(EmbryoBenchError):
+    """An output could not be written: no space left on its device (or over a quota)."""
+
+
 class DockerError(EmbryoBenchError):
     """The Docker daemon is unreachable, or an image build or container run failed."""
 

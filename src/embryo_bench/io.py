@@ -8,28 +8,54 @@ looks complete.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
-from .errors import DataError
+from .errors import DataError, StorageError
+
+
+def _mib(n: float) -> str:
+    return f"{n / 2**20:,.1f} MiB"
+
+
+def _no_space(path: Path, needed_bytes: int | None, exc: OSError | None) -> StorageError:
+    free = shutil.disk_usage(path.parent).free
+    need = f"; about {_mib(needed_bytes)} needed" if needed_bytes else ""
+    why = f" ({exc.strerror})" if exc is not None and exc.strerror else ""
+    return StorageError(
+        f"{path}: not enough space to write it{why}: {_mib(free)} free on the device of "
+        f"{path.parent}{need}. Nothing was written in its place; free space or point the "
+        "config's outdir elsewhere and rerun"
+    )
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
+def atomic_path(
+    path: str | os.PathLike, suffix: str = "", needed_bytes: int | None = None
+) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it onto ``path`` only on success.
 
     On any exception the temporary file is removed and ``path`` is left untouched.
     ``suffix`` is kept on the temporary name (e.g. ``.npz``, ``.keras``) for libraries that
-    choose a format by extension.
+    choose a format by extension. ``needed_bytes`` (the expected size, if known) is checked
+    against the free space first, and named in the error.
+
+    Raises:
+        StorageError: the device is full or over quota (ENOSPC, EDQUOT), before or while
+            writing; names the path, the free and the needed space (MiB).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if needed_bytes and shutil.disk_usage(path.parent).free < needed_bytes:
+        raise _no_space(path, needed_bytes, None)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{suffix}", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp)
@@ -39,6 +65,11 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     try:
         yield tmp
         os.replace(tmp, path)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            tmp.unlink(missing_ok=True)
+            raise _no_space(path, needed_bytes, exc) from exc
+        raise
     finally:
         if tmp.exists():
             tmp.unlink()
