@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from .errors import EmbryoBenchError, Interrupted
+from .errors import ConfigError, EmbryoBenchError, Interrupted
 
 log = logging.getLogger("embryo_bench")
 
@@ -229,7 +229,11 @@ def cmd_spec(p):
     def run(a):
         from .spec import RunSpec
 
-        RunSpec.from_dict(json.loads(a.json), "--json").write(a.out)
+        try:
+            fields = json.loads(a.json)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"--json: the run spec is not valid JSON ({exc})") from None
+        RunSpec.from_dict(fields, "--json").write(a.out)
 
     return run
 
@@ -343,7 +347,11 @@ def cmd_check_config(p):
         from .plan import load_config, read_config_file
 
         for f in a.files:
-            config = load_config(read_config_file(f))
+            data = read_config_file(f)
+            try:
+                config = load_config(data)
+            except ConfigError as exc:
+                raise ConfigError(f"{f}: {exc}") from None
             print(f"{f}: valid ({len(config['targets'])} targets, outdir {config['outdir']})")
 
     return run

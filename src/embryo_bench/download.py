@@ -244,6 +244,8 @@ def extract(archive: str | Path, out_dir: str | Path) -> Path:
             folders inside.
     """
     archive, out_dir = Path(archive), Path(out_dir)
+    if not archive.is_file():
+        raise DataError(f"{archive}: archive not found")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:

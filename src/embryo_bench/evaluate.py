@@ -47,6 +47,31 @@ def _index(images: Path, frame_size: int) -> pd.DataFrame:
     return manifest
 
 
+def check_model_archive(model_path: Path) -> None:
+    """Check ``model_path`` is a Keras 3 model archive (a zip with config.json and
+    model.weights.h5), before anything beside it is read.
+
+    Raises:
+        DataError: the file is missing, not a zip file, or a zip without those members.
+    """
+    import zipfile
+
+    if not model_path.is_file():
+        raise DataError(f"{model_path}: model file not found")
+    if not zipfile.is_zipfile(model_path):
+        raise DataError(
+            f"{model_path}: not a Keras model archive (not a zip file); expected the "
+            "model.keras a training run wrote"
+        )
+    with zipfile.ZipFile(model_path) as zf:
+        names = set(zf.namelist())
+    if not {"config.json", "model.weights.h5"} <= names:
+        raise DataError(
+            f"{model_path}: a zip without config.json and model.weights.h5, not a Keras 3 "
+            "model archive; expected the model.keras a training run wrote"
+        )
+
+
 def load_checked_model(model_path: Path, image_size: int):
     """Load a ``model.keras`` and check it is the paper CNN for ``image_size`` px inputs,
     before any image is read.
@@ -62,20 +87,7 @@ def load_checked_model(model_path: Path, image_size: int):
             and weights), a model Keras cannot rebuild, or inputs/outputs other than
             (None, image_size, image_size, 1) -> (None, 4).
     """
-    import zipfile
-
-    if not zipfile.is_zipfile(model_path):
-        raise DataError(
-            f"{model_path}: not a Keras model archive (not a zip file); expected the "
-            "model.keras a training run wrote"
-        )
-    with zipfile.ZipFile(model_path) as zf:
-        names = set(zf.namelist())
-    if not {"config.json", "model.weights.h5"} <= names:
-        raise DataError(
-            f"{model_path}: a zip without config.json and model.weights.h5, not a Keras 3 "
-            "model archive; expected the model.keras a training run wrote"
-        )
+    check_model_archive(model_path)
     import keras
 
     try:
@@ -123,8 +135,7 @@ def evaluate(
             are not 8-bit gray PNGs of the frame size the model was trained on.
     """
     model_path, images = Path(model_path), Path(images)
-    if not model_path.is_file():
-        raise DataError(f"{model_path}: model file not found")
+    check_model_archive(model_path)  # a wrong file is named before its missing settings
     pp = Preprocessing.from_settings_file(model_path.parent / "settings.json")
     model = load_checked_model(model_path, pp.image_size)
     manifest = _index(images, pp.frame_size)

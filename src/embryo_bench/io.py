@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import tempfile
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -122,7 +123,7 @@ def load_arrays(path: str | os.PathLike, required: tuple[str, ...] = ()) -> dict
             data = {k: npz[k] for k in npz.files}
     except FileNotFoundError as exc:
         raise DataError(f"{path}: file not found") from exc
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise DataError(f"{path}: not a readable .npz array file ({exc})") from exc
     missing = [k for k in required if k not in data]
     if missing:

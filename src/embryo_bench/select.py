@@ -33,12 +33,44 @@ def select_frames(manifest_path: str, seed: int, shards: int) -> tuple[pd.DataFr
         )
     except FileNotFoundError as exc:
         raise DataError(f"{manifest_path}: manifest not found") from exc
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise DataError(f"{manifest_path}: not a readable manifest CSV ({exc})") from exc
+    check_manifest(manifest, manifest_path)
+    if shards < 1:
+        raise DataError(f"select.shards is {shards}; expected at least 1")
     selected = assign_shards(balance(manifest, seed), shards)
     counts = summary(selected, manifest)
     for split in ("train", "test"):
         if split not in counts:
             raise DataError(f"{manifest_path}: no {split} frames after selection")
     return selected, counts
+
+
+def check_manifest(manifest: pd.DataFrame, path: str) -> None:
+    """Check a manifest read from ``path`` has :data:`embryo_bench.sources.MANIFEST_COLUMNS`
+    and an integer cell count on every row.
+
+    Raises:
+        DataError: a column is missing (naming it), or a row's ``cells`` is not an integer
+            (naming the line of the file and the value).
+    """
+    from .sources import MANIFEST_COLUMNS
+
+    missing = [c for c in MANIFEST_COLUMNS if c not in manifest.columns]
+    if missing:
+        raise DataError(
+            f"{path}: manifest lacks column(s) {missing}; expected {MANIFEST_COLUMNS} "
+            "(written by the index stage)"
+        )
+    cells = pd.to_numeric(manifest["cells"], errors="coerce")
+    bad = cells.isna() | (cells != cells.round())
+    if bad.any():
+        row = int(bad.to_numpy().nonzero()[0][0])
+        raise DataError(
+            f"{path}, line {row + 2}: cells {manifest['cells'].iloc[row]!r} is not a whole "
+            f"number of cells ({int(bad.sum())} such rows)"
+        )
+    manifest["cells"] = cells.astype(int)
 
 
 def balance(manifest: pd.DataFrame, seed: int, classes: tuple[int, ...] = CLASSES) -> pd.DataFrame:
