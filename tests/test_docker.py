@@ -240,6 +240,7 @@ def test_a_sigkilled_runners_container_stops_and_the_next_runner_removes_it(dock
     # Issue 12, item 3: SIGKILL of the runner left its container training on for minutes,
     # then Exited and never removed. Its trainer now ends when the runner's stdin lifeline
     # closes, and the next runner of the same run folder removes the leftover container.
+    from embryo_bench import lifeline
     from embryo_bench.docker_runner import RUN_DIR_LABEL, run_key
 
     client, _, config, out = docker_run
@@ -262,7 +263,7 @@ def test_a_sigkilled_runners_container_stops_and_the_next_runner_removes_it(dock
             time.sleep(0.5)
         assert box.status == "exited", f"the container is {box.status} 30 s after the runner"
         assert "lifeline (stdin) closed" in box.logs().decode(errors="replace")
-        assert box.attrs["State"]["ExitCode"] == 137
+        assert box.attrs["State"]["ExitCode"] == lifeline.EXIT_CODE
 
         write_spec(tmp_path / "run.json", config, target, epochs=1)
         again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)

@@ -177,6 +177,14 @@ def _offline_with_epochs(epochs: int) -> str:
     return yaml.safe_dump(config)
 
 
+def _offline_cost_base(target: str) -> str:
+    import yaml
+
+    config = yaml.safe_load((Path(__file__).parents[1] / "config/offline.yaml").read_text())
+    config.setdefault("cost", {})["base_target"] = target
+    return yaml.safe_dump(config)
+
+
 MANIFEST_OUT = ("selection.csv", "summary.json")
 INDEX_OUT = ("manifest.csv", "source.json")
 FAULTS = {
@@ -202,6 +210,11 @@ FAULTS = {
     "select: cells not a number": Fault(
         lambda g, d: _select(_manifest_edit(g, d, lambda r: _set_cells(r, "x")), d),
         ("bad-manifest.csv, line 2: cells 'x' is not a whole number",),
+        MANIFEST_OUT,
+    ),
+    "select: cells infinite": Fault(
+        lambda g, d: _select(_manifest_edit(g, d, lambda r: _set_cells(r, "inf")), d),
+        ("bad-manifest.csv, line 2: cells 'inf' is not a whole number",),
         MANIFEST_OUT,
     ),
     "select: cells column missing": Fault(
@@ -312,6 +325,10 @@ FAULTS = {
     "check-config: impossible value": Fault(
         lambda g, d: ["check-config", _write(d, "bad.yaml", _offline_with_epochs(0))],
         ("bad.yaml", "train.epochs"),
+    ),
+    "check-config: unknown cost base target": Fault(
+        lambda g, d: ["check-config", _write(d, "bad.yaml", _offline_cost_base("no-such"))],
+        ("bad.yaml", "no-such"),
     ),
     "check-config: a required section missing": Fault(
         lambda g, d: ["check-config", _write(d, "bad.yaml", "outdir: x\n")],

@@ -14,6 +14,8 @@ import time
 import psutil
 import pytest
 
+from embryo_bench import lifeline
+
 CHILD = textwrap.dedent(
     """
     import os, sys, time
@@ -104,7 +106,7 @@ def test_the_stdin_lifeline_ends_the_process_when_stdin_closes(tmp_path):
     assert proc.poll() is None  # data on stdin is not its end
     proc.stdin.close()
     proc.wait(timeout=5)
-    assert proc.returncode == 137
+    assert proc.returncode == lifeline.EXIT_CODE
     assert "lifeline (stdin) closed" in proc.stderr.read()
     assert not marker.exists()
 
@@ -112,8 +114,18 @@ def test_the_stdin_lifeline_ends_the_process_when_stdin_closes(tmp_path):
 def test_a_process_watching_its_stdin_still_exits_normally():
     # A daemon thread blocked in sys.stdin.buffer.read made the interpreter abort at exit
     # ("could not acquire lock for <stdin>", status 139) after a finished training.
+    # stdin is held open until the process has exited, so the reader is still blocked at exit.
     code = "from embryo_bench import lifeline\nlifeline.watch_stdin()\nprint('done')\n"
-    proc = subprocess.run(
-        [sys.executable, "-c", code], stdin=subprocess.PIPE, capture_output=True, text=True
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    assert (proc.returncode, proc.stdout.strip()) == (0, "done"), proc.stderr[-2000:]
+    try:
+        rc = proc.wait(timeout=60)
+        out, err = proc.stdout.read(), proc.stderr.read()
+    finally:
+        proc.stdin.close()
+    assert (rc, out.strip()) == (0, "done"), err[-2000:]

@@ -317,6 +317,14 @@ def test_jobs_use_snakemakes_interpreter_without_an_activated_venv(tmp_path):
     assert (tmp_path / "out/manifest/manifest.csv").exists()
 
 
+def _ended(pid: int) -> bool:
+    """Whether process ``pid`` has ended (gone, or a zombie not yet reaped)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def _trainer_pid(snakemake_proc: subprocess.Popen) -> int | None:
     """The pid of the `embryo_bench.cli train` process under ``snakemake_proc``, if any."""
     try:
@@ -390,14 +398,9 @@ def test_the_host_trainer_ends_with_a_killed_snakemake(tmp_path):
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate()
     deadline = time.monotonic() + 10
-    while psutil.pid_exists(trainer) and time.monotonic() < deadline:
-        try:
-            if psutil.Process(trainer).status() == psutil.STATUS_ZOMBIE:
-                break
-        except psutil.NoSuchProcess:
-            break
+    while not _ended(trainer) and time.monotonic() < deadline:
         time.sleep(0.1)
-    alive = psutil.pid_exists(trainer) and psutil.Process(trainer).status() != "zombie"
+    alive = not _ended(trainer)
     if alive:
         os.kill(trainer, signal.SIGKILL)
     assert not alive, "the trainer outlived snakemake by 10 s"
@@ -436,7 +439,7 @@ def test_sigint_to_snakemake_alone_stops_the_training_promptly(tmp_path):
         os.killpg(proc.pid, signal.SIGKILL)
         raise AssertionError("snakemake still ran 60 s after SIGINT") from None
     assert proc.returncode != 0
-    assert not psutil.pid_exists(trainer) or psutil.Process(trainer).status() == "zombie"
+    assert _ended(trainer)
     assert not (run_dir / "metrics.json").exists(), out[-3000:]
 
 

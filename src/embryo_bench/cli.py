@@ -270,9 +270,10 @@ def cmd_train(p):
         from . import lifeline
         from .train import run_training
 
-        if not a.in_container:
-            # The host runner ends with its parent (Snakemake): an orphaned trainer went on
+        if not a.in_container and os.environ.get(lifeline.TIE_ENV) == "1":
+            # A workflow job ends with its parent (Snakemake): an orphaned trainer went on
             # and wrote its outputs, and a rerun then trained beside it (issue 12, item 2).
+            # Not by hand: `nohup embryo-bench train ... &` must survive its shell.
             lifeline.tie_to_parent()
         elif os.environ.get(lifeline.LIFELINE_ENV) == "stdin":
             lifeline.watch_stdin()  # ends with the docker runner (issue 12, item 3)
@@ -344,15 +345,15 @@ def cmd_check_config(p):
     p.add_argument("files", nargs="+", help="configuration files (--configfile)")
 
     def run(a):
-        from .plan import load_config, read_config_file
+        from .plan import Plan, read_config_file
 
         for f in a.files:
             data = read_config_file(f)
-            try:
-                config = load_config(data)
+            try:  # every check the workflow makes before a job, but the hardware's
+                plan = Plan.from_config(data, hardware_check="none")
             except ConfigError as exc:
                 raise ConfigError(f"{f}: {exc}") from None
-            print(f"{f}: valid ({len(config['targets'])} targets, outdir {config['outdir']})")
+            print(f"{f}: valid ({len(plan.targets)} targets, outdir {plan.config['outdir']})")
 
     return run
 
@@ -468,6 +469,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except Interrupted as exc:
         print(f"embryo-bench: interrupted ({exc}); nothing was kept", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("embryo-bench: interrupted (SIGINT); nothing was kept", file=sys.stderr)
         return 130
     return 0
 

@@ -193,6 +193,10 @@ def container(client, kwargs: dict, inputs: dict[str, Path], log):
         lifeline = created.attach_socket(params={"stdin": 1, "stream": 1})
         yield created
     finally:
+        # Nothing may break off the cleanup (Interrupted is a BaseException); container()'s
+        # caller gets the handlers back below.
+        for s in previous:
+            signal.signal(s, signal.SIG_IGN)
         # Removed before its lifeline is closed: closing it first ends the trainer, and a
         # container exiting while it is force-removed can be left behind ("removal in
         # progress").

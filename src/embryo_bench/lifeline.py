@@ -22,7 +22,11 @@ from .errors import Interrupted
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 WATCH_INTERVAL_S = 0.5
-EXIT_CODE = 137  # as if SIGKILLed: the run did not finish
+#: The exit status when the parent or the runner is gone (EX_TEMPFAIL; not 137, which the
+#: docker runner reads as an out-of-memory kill).
+EXIT_CODE = 75
+#: Set (to "1") by the workflow's shell prefix: a host training job ties itself to Snakemake.
+TIE_ENV = "EMBRYO_BENCH_TIE_TO_PARENT"
 #: Set (to "stdin") in a docker run's container: the trainer runs :func:`watch_stdin`.
 LIFELINE_ENV = "EMBRYO_BENCH_LIFELINE"
 
@@ -61,8 +65,8 @@ def tie_to_parent() -> int:
     """End this process, without writing anything more, when its parent process goes away.
 
     Sets ``PR_SET_PDEATHSIG`` = SIGKILL (Linux) and starts a daemon watchdog thread that
-    checks :func:`os.getppid` every 0.5 s and exits with status 137 when it changes. Calling
-    it again does nothing.
+    checks :func:`os.getppid` every 0.5 s and exits with status :data:`EXIT_CODE` when it
+    changes. Calling it again does nothing.
 
     Returns:
         the parent's pid (int) at the time of the call.
@@ -105,8 +109,8 @@ def _read_to_eof(fd: int) -> None:
 
 
 def watch_stdin(fd: int = 0) -> threading.Thread:
-    """End this process (status 137) when the file descriptor ``fd`` (default 0, stdin)
-    reaches end of file: the docker runner holds the container's stdin open and it closes
+    """End this process (status :data:`EXIT_CODE`) when the file descriptor ``fd`` (default
+    0, stdin) reaches end of file: the docker runner holds the container's stdin open and it closes
     when the runner dies, however it dies. Only for processes whose stdin is such a lifeline
     (never /dev/null, which is at its end at once).
 
@@ -126,6 +130,8 @@ def _interrupt_jobs(signum, frame) -> None:
     # shell._processes: Snakemake's running local jobs (jobid -> Popen); private, so read
     # defensively. Each job's shell and everything under it gets the signal.
     for proc in list(getattr(shell, "_processes", {}).values()):
+        if proc.poll() is not None:  # finished: its pid may belong to another process now
+            continue
         try:
             top = psutil.Process(proc.pid)
             for p in [top, *top.children(recursive=True)]:
@@ -143,9 +149,12 @@ def forward_sigint_to_jobs() -> bool:
     failed and removes their outputs. Cluster jobs are cancelled by their executor as before.
 
     Returns:
-        True if the handler was installed (only possible in the main thread).
+        True if the handler was installed (only in the main thread, and not where SIGINT
+        is ignored, as for a background job of a shell script).
     """
     if threading.current_thread() is not threading.main_thread():
+        return False
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # e.g. `snakemake ... &` in a script
         return False
     try:
         signal.signal(signal.SIGINT, _interrupt_jobs)

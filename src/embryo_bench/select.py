@@ -63,11 +63,11 @@ def check_manifest(manifest: pd.DataFrame, path: str) -> None:
             "(written by the index stage)"
         )
     cells = pd.to_numeric(manifest["cells"], errors="coerce")
-    bad = cells.isna() | (cells != cells.round())
+    bad = cells.isna() | ~np.isfinite(cells) | (cells != cells.round())
     if bad.any():
         row = int(bad.to_numpy().nonzero()[0][0])
         raise DataError(
-            f"{path}, line {row + 2}: cells {manifest['cells'].iloc[row]!r} is not a whole "
+            f"{path}, line {row + 2}: cells '{manifest['cells'].iloc[row]}' is not a whole "
             f"number of cells ({int(bad.sum())} such rows)"
         )
     manifest["cells"] = cells.astype(int)

@@ -10,14 +10,15 @@ import sys
 # Jobs run this repository's own package source (src/), whatever else is installed, so the
 # code that runs is the code hashed below. `python3` is the interpreter snakemake runs in:
 # its directory is put first on the jobs' PATH, so `/path/to/venv/bin/snakemake` works
-# without activating the venv. With --software-deployment-method conda (or apptainer) the
-# rule's environment is activated around the whole command and its python3 is used instead.
+# without activating the venv. With --software-deployment-method conda the rule's
+# environment is activated around the whole command and its python3 is used instead (no rule
+# has a container: directive, so apptainer changes nothing here).
 SRC = os.path.join(workflow.basedir, "src")
 sys.path.insert(0, SRC)
 from embryo_bench import layout
 from embryo_bench.codehash import code_hash
 from embryo_bench.errors import ConfigError
-from embryo_bench.lifeline import forward_sigint_to_jobs
+from embryo_bench.lifeline import TIE_ENV, forward_sigint_to_jobs
 from embryo_bench.plan import Plan, load_schema
 
 # `kill -INT <snakemake>` stops the running jobs at once, as Ctrl-C in a terminal does
@@ -27,13 +28,12 @@ forward_sigint_to_jobs()
 # shell.prefix is formatted like the commands: {{ }} in the f-string's result is one brace.
 # The checkout's location is a variable, not a params value, so a moved checkout reruns
 # nothing.
-_ENV_DEPLOYED = bool(
-    {m.name for m in workflow.deployment_settings.deployment_method} & {"CONDA", "APPTAINER"}
-)
+_ENV_DEPLOYED = "CONDA" in {m.name for m in workflow.deployment_settings.deployment_method}
 _PYTHON_BIN = "" if _ENV_DEPLOYED else os.path.dirname(sys.executable)
 shell.prefix(
     f"set -euo pipefail; "
     f"export EMBRYO_BENCH_REPO={shlex.quote(workflow.basedir)}; "
+    f"export {TIE_ENV}=1; "
     f"export PYTHONPATH={shlex.quote(SRC)}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; "
     + (f"export PATH={shlex.quote(_PYTHON_BIN)}:\"$PATH\"; " if _PYTHON_BIN else "")
 )
