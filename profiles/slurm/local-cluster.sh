@@ -11,16 +11,25 @@
 # CR_Core_Memory (jobs get exactly their --cpus-per-task and --mem), and MinJobAge=86400 so
 # finished jobs stay visible to squeue (the executor plugin's status query on clusters
 # without slurmdbd/sacct). Needs root. State and logs: $SLURM_STATE (/tmp/embryo-bench-slurm).
+#
+# A test cluster starts clean: when its controller is not running, the jobs and node states
+# saved by an earlier one (a machine reset, a killed CI run) are dropped (slurmctld -c,
+# slurmd -c); a job recorded as running kept the node from ever becoming idle. Daemons already
+# running are reused. Only live processes count: where PID 1 does not reap (a sandbox's init),
+# killed daemons stay behind as zombies that pgrep would match.
 set -euo pipefail
 STATE=${SLURM_STATE:-/tmp/embryo-bench-slurm}
 CONF=/etc/slurm/slurm.conf
+WAIT_S=${SLURM_START_TIMEOUT:-60}
+
+running() { pgrep -x -r R,S,D,I "$1" >/dev/null; }
 
 stop() {
   for daemon in slurmd slurmctld munged; do
     pkill -x "$daemon" 2>/dev/null || true
   done
   for _ in $(seq 1 20); do
-    pgrep -x slurmd >/dev/null || pgrep -x slurmctld >/dev/null || return 0
+    running slurmd || running slurmctld || return 0
     sleep 0.5
   done
   echo "Slurm daemons still running after 10 s" >&2
@@ -40,7 +49,7 @@ start() {
   fi
   chown -R munge:munge /etc/munge /run/munge /var/log/munge /var/lib/munge 2>/dev/null || true
   chmod 0400 /etc/munge/munge.key
-  pgrep -x munged >/dev/null || su -s /bin/sh munge -c munged 2>/dev/null || munged --force
+  running munged || su -s /bin/sh munge -c munged 2>/dev/null || munged --force
 
   local host node mem
   host=$(hostname -s)
@@ -70,16 +79,27 @@ SlurmdPidFile=$STATE/slurmd.pid
 $node State=UNKNOWN
 PartitionName=main Nodes=$host Default=YES MaxTime=INFINITE State=UP
 CONF
-  pgrep -x slurmctld >/dev/null || slurmctld
-  pgrep -x slurmd >/dev/null || slurmd
-  for _ in $(seq 1 60); do
-    if sinfo -h -o '%t' 2>/dev/null | grep -qE '^idle'; then
+  if ! running slurmctld; then
+    if running slurmd; then
+      pkill -x slurmd
+      for _ in $(seq 1 20); do running slurmd || break; sleep 0.5; done
+    fi
+    slurmctld -c
+  fi
+  running slurmd || slurmd -c
+  # Ready when the node answers and takes jobs: idle, or mixed/allocated while jobs of a
+  # reused cluster run (a trailing * would mean not responding).
+  local deadline=$((SECONDS + WAIT_S)) state=""
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    state=$(timeout 5 sinfo -h -o '%t' 2>/dev/null | head -n 1) || state=""
+    if grep -qE '^(idle|mix|alloc)$' <<<"$state"; then
       sinfo -N -o '%N %P %c %m %G %t'
       return 0
     fi
     sleep 1
   done
-  echo "Slurm node did not become idle within 60 s; last log lines:" >&2
+  echo "Slurm node not ready within $WAIT_S s (state: '${state:-no answer}'; want idle, mix" \
+    "or alloc); last log lines:" >&2
   tail -n 30 "$STATE"/log/*.log >&2
   return 1
 }
