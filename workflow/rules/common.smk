@@ -28,14 +28,16 @@ forward_sigint_to_jobs()
 # shell.prefix is formatted like the commands: {{ }} in the f-string's result is one brace.
 # The checkout's location is a variable, not a params value, so a moved checkout reruns
 # nothing.
-_ENV_DEPLOYED = "CONDA" in {m.name for m in workflow.deployment_settings.deployment_method}
+_ENV_DEPLOYED = "CONDA" in {
+    m.name for m in workflow.deployment_settings.deployment_method
+}
 _PYTHON_BIN = "" if _ENV_DEPLOYED else os.path.dirname(sys.executable)
 shell.prefix(
     f"set -euo pipefail; "
     f"export EMBRYO_BENCH_REPO={shlex.quote(workflow.basedir)}; "
     f"export {TIE_ENV}=1; "
     f"export PYTHONPATH={shlex.quote(SRC)}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; "
-    + (f"export PATH={shlex.quote(_PYTHON_BIN)}:\"$PATH\"; " if _PYTHON_BIN else "")
+    + (f'export PATH={shlex.quote(_PYTHON_BIN)}:"$PATH"; ' if _PYTHON_BIN else "")
 )
 
 
