@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -82,6 +83,9 @@ def test_container_training_outputs_and_telemetry(docker_run):
     assert metrics["container"]["nano_cpus"] == 1_000_000_000
     assert metrics["container"]["mem_limit"] == target["memory"]
     assert metrics["provenance"]["container_image"].startswith("embryo-bench/cpu:")
+    packages = metrics["provenance"]["packages"]  # the image's environment, not the host's
+    assert "tensorflow-cpu" in {p.split("==")[0] for p in packages}
+    assert "pytest" not in {p.split("==")[0] for p in packages}
     tel = pd.read_csv(run / "telemetry.csv")
     cpu = tel["cpu_percent"].dropna()
     assert len(cpu) >= 2 and cpu.max() <= 100 * target["cpus"] * 1.15
@@ -361,3 +365,206 @@ def test_gpu_target_samples_nvml(tmp_path):
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["provenance"]["gpus"] and metrics["telemetry"]["gpus"]
     assert _labelled(client) == []
+
+
+# --- a target on another machine's daemon: a second dockerd here stands in for it ---------
+
+SECOND_PORT = 23751
+SECOND = f"tcp://127.0.0.1:{SECOND_PORT}"
+
+
+@pytest.fixture(scope="module")
+def second_daemon(tmp_path_factory):
+    """A second Docker daemon (containers/second-dockerd.sh) at :data:`SECOND`: its own data,
+    exec root, bridge and ID; stopped (and its data removed) after the module."""
+    from embryo_bench.containers import docker_client
+
+    _daemon()
+    env = {**os.environ, "DOCKERD2_ROOT": str(tmp_path_factory.mktemp("dockerd2"))}
+    script = ["bash", str(REPO / "containers/second-dockerd.sh")]
+    proc = subprocess.run(
+        [*script, "start", str(SECOND_PORT)], env=env, text=True, capture_output=True
+    )
+    try:
+        if proc.returncode:
+            require_or_skip("docker", f"second dockerd did not start: {proc.stderr[-2000:]}")
+        yield docker_client(SECOND)
+    finally:
+        subprocess.run([*script, "stop"], env=env, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def remote_run(second_daemon, tmp_path_factory):
+    """The docker target with ``docker_host`` = the second daemon, one epoch, through the
+    workflow: (local client, second client, work dir, config, output dir)."""
+    local = _daemon()
+    work = tmp_path_factory.mktemp("remote")
+    config = docker_config(work / "out", epochs=1)
+    config["targets"][0].update(name="docker-remote", docker_host=SECOND)
+    snakemake(work, config)
+    return local, second_daemon, work, config, work / "out"
+
+
+@pytest.mark.slow
+def test_a_target_on_another_daemon_trains_there(remote_run):
+    """The image is sent (docker save | docker load, same id), the container runs and is
+    sampled on the second daemon, and the run records that daemon as its machine."""
+    local, second, _, config, out = remote_run
+    assert local.info()["ID"] != second.info()["ID"]  # two daemons, not one
+    built = json.loads((out / "images/cpu.json").read_text())
+    sent = json.loads((out / "images/cpu@tcp-127.0.0.1-23751.json").read_text())
+    assert sent["image_id"] == built["image_id"] and sent["shipped"] and sent["bytes"] > 1e8
+    assert sent["daemon"]["id"] == second.info()["ID"]
+    assert sent["source_daemon"]["id"] == local.info()["ID"]
+    assert second.images.get(built["image_id"]).tags == [built["tag"]]
+    run = out / "train/docker-remote/repeat-1"
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["container"]["docker_host"] == SECOND
+    assert metrics["container"]["daemon"]["id"] == second.info()["ID"]
+    assert metrics["container"]["daemon"]["ncpu"] == second.info()["NCPU"]
+    cpu = pd.read_csv(run / "telemetry.csv")["cpu_percent"].dropna()
+    assert len(cpu) >= 2 and cpu.max() > 30  # that daemon's stats of a training container
+    prov = pd.read_csv(out / "figures/provenance.csv", keep_default_na=False)
+    assert prov["docker_daemon"].tolist() == [second.info()["ID"]]
+    assert prov["machine"].tolist() == [second.info()["Name"]]
+    assert _labelled(second) == [] and _labelled(local) == []
+
+
+@pytest.mark.slow
+def test_the_image_is_sent_once(remote_run):
+    """Nothing to do on a second invocation; sending again finds the image there."""
+    from embryo_bench.containers import ship_image
+
+    local, second, work, config, out = remote_run
+    assert "Nothing to be done" in snakemake(work, config, "-n").stdout
+    again = ship_image(
+        json.loads((out / "images/cpu.json").read_text()),
+        SECOND,
+        log=io.StringIO(),
+        source=local,
+        target=second,
+    )
+    assert again["shipped"] is False and again["bytes"] == 0
+
+
+@pytest.mark.slow
+def test_the_hardware_check_asks_the_targets_daemon(remote_run):
+    """With the local daemon unreachable (DOCKER_HOST at a closed port) the plan of a target
+    on the second daemon still passes its check: it asked that daemon."""
+    _, _, work, config, _ = remote_run
+    proc = snakemake(work, config, "-n", env={"DOCKER_HOST": "tcp://127.0.0.1:9"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "no Docker daemon answers" not in proc.stdout + proc.stderr
+
+
+# --- the same daemon behind OpenSSH: docker_host ssh://root@127.0.0.1:PORT ------------------
+
+SSH_PORT = 23752
+
+
+def _sshd(root: Path, port: int, docker_host: str) -> subprocess.Popen:
+    """sshd on 127.0.0.1:``port``, keys only, whose sessions get DOCKER_HOST=``docker_host``
+    (so `docker system dial-stdio` reaches that daemon); host key and config under ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    key = root / f"host_key_{port}"
+    if not key.exists():
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    config = root / f"sshd_config_{port}"
+    config.write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {key}\n"
+        f"AuthorizedKeysFile {root}/authorized_keys\nPasswordAuthentication no\n"
+        "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\nUsePAM no\n"
+        f"StrictModes no\nPidFile {root}/sshd_{port}.pid\nSetEnv DOCKER_HOST={docker_host}\n"
+    )
+    Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation folder
+    proc = subprocess.Popen(
+        ["/usr/sbin/sshd", "-D", "-e", "-f", str(config)], stderr=subprocess.PIPE, text=True
+    )
+    import socket
+
+    for _ in range(50):
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+            return proc
+        time.sleep(0.1)
+    proc.kill()
+    raise AssertionError(f"sshd on port {port} did not listen: {proc.stderr.read()[-2000:]}")
+
+
+def socket_of(client) -> Path:
+    """The unix socket of a daemon started by containers/second-dockerd.sh (beside its data
+    root)."""
+    return Path(client.info()["DockerRootDir"]).parent / "docker.sock"
+
+
+@pytest.fixture(scope="module")
+def ssh_home(second_daemon, tmp_path_factory):
+    """A throwaway client key in a HOME of its own (~/.ssh/config, known_hosts) and sshd in
+    front of the second daemon at :data:`SSH_PORT`, and a second sshd at SSH_PORT + 1 whose
+    sessions find no daemon. Yields (home, ssh address)."""
+    import shutil
+
+    if shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists():
+        require_or_skip("docker", "no sshd (apt-get install openssh-server)")
+    root = tmp_path_factory.mktemp("sshd")
+    home = root / "home"
+    (home / ".ssh").mkdir(parents=True)
+    client = home / ".ssh" / "id_bench"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(client)], check=True)
+    (root / "authorized_keys").write_text((home / ".ssh/id_bench.pub").read_text())
+    servers = [
+        _sshd(root, SSH_PORT, f"unix://{socket_of(second_daemon)}"),
+        _sshd(root, SSH_PORT + 1, "unix:///nonexistent/docker.sock"),
+    ]
+    known = []
+    for port in (SSH_PORT, SSH_PORT + 1):
+        pub = (root / f"host_key_{port}.pub").read_text().split()
+        known.append(f"[127.0.0.1]:{port} {pub[0]} {pub[1]}")
+    (home / ".ssh/known_hosts").write_text("\n".join(known) + "\n")
+    (home / ".ssh/config").write_text(f"Host 127.0.0.1\n  IdentityFile {client}\n")
+    try:
+        yield home, f"ssh://root@127.0.0.1:{SSH_PORT}"
+    finally:
+        for proc in servers:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+@pytest.mark.slow
+def test_a_target_behind_ssh_trains_on_that_daemon(remote_run, ssh_home, tmp_path, monkeypatch):
+    """docker_host ssh://: the Docker SDK over OpenSSH (paramiko) reaches the second daemon,
+    which already has the image; one epoch trains there and records that daemon."""
+    from embryo_bench.containers import docker_client
+
+    local, second, work, config, out = remote_run
+    home, address = ssh_home
+    monkeypatch.setenv("HOME", str(home))
+    assert docker_client(address).info()["ID"] == second.info()["ID"]
+    image = json.loads((out / "images/cpu@tcp-127.0.0.1-23751.json").read_text())
+    target = {**config["targets"][0], "name": "docker-ssh", "docker_host": address}
+    metrics = _run_one_epoch((local, work, config, out), target, image, tmp_path)
+    assert metrics["container"]["daemon"]["id"] == second.info()["ID"]
+    assert metrics["container"]["docker_host"] == address
+    assert (tmp_path / "run/model.keras").exists() and _labelled(second) == []
+
+
+@pytest.mark.slow
+def test_ssh_errors_name_the_host(ssh_home, tmp_path, monkeypatch):
+    """A key the server refuses, and a server with no daemon behind it: one error each,
+    naming the ssh address."""
+    from embryo_bench.containers import docker_client
+
+    home, address = ssh_home
+    monkeypatch.setenv("HOME", str(home))
+    other = tmp_path / "id_other"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    config = home / ".ssh/config"
+    good = config.read_text()
+    try:
+        config.write_text(f"Host 127.0.0.1\n  IdentityFile {other}\n")
+        with pytest.raises(DockerError, match=rf"no Docker daemon answers at {address} \("):
+            docker_client(address, timeout=20)
+    finally:
+        config.write_text(good)
+    no_daemon = f"ssh://root@127.0.0.1:{SSH_PORT + 1}"
+    with pytest.raises(DockerError, match=rf"no Docker daemon answers at {no_daemon} \("):
+        docker_client(no_daemon, timeout=20)

@@ -173,6 +173,23 @@ def test_images_and_their_inputs():
     assert set(p.image_inputs("cpu")) == {"base", "wheelhouse"}  # offline builds both here
 
 
+def test_a_target_on_another_daemon_needs_the_image_sent_there():
+    config = copy.deepcopy(OFFLINE)
+    config["targets"].append(
+        {"name": "vm", "runner": "docker", "cpus": 1, "docker_host": "ssh://bench@gpu-box:22"}
+    )
+    p = plan(config)
+    out = OFFLINE["outdir"]
+    assert p.image_record("vm") == [f"{out}/images/cpu@ssh-bench-gpu-box-22.json"]
+    assert p.image_record("docker-1cpu") == [f"{out}/images/cpu.json"]  # the local daemon
+    assert p.remote_daemons == {"ssh-bench-gpu-box-22": "ssh://bench@gpu-box:22"}
+    config["targets"].append(
+        {"name": "vm2", "runner": "docker", "cpus": 1, "docker_host": "ssh://bench@gpu-box/22"}
+    )
+    with pytest.raises(ConfigError, match="same file key ssh-bench-gpu-box-22"):
+        _ = plan(config).remote_daemons
+
+
 def test_paper_config_plans_every_system_when_hardware_allows():
     p = plan(PAPER)
     assert len(p.targets) == 7 and len(p.runs) == 21  # 3 repeats each

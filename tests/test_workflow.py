@@ -82,6 +82,11 @@ def test_offline_outputs(offline_run):
     assert metrics["parameter_count"] == 16_834_436
     assert metrics["provenance"]["dataset"]["sha256"] == "synthetic"
     assert metrics["provenance"]["seed"] == 0 and metrics["provenance"]["cpu_model"]
+    # The whole environment, as pip freeze would list it: the host run is this venv.
+    from embryo_bench.provenance import installed_packages
+
+    assert metrics["provenance"]["packages"] == installed_packages()
+    assert any(p.startswith("keras==") for p in metrics["provenance"]["packages"])
     assert metrics["training_seconds"] == pytest.approx(history["epoch_seconds"].sum())
     assert metrics["repeat"] == 1 and metrics["seed"] == 0 and metrics["backend"] == "tensorflow"
     # The host runner samples itself: one row a second, CPU % of one core, resident memory.

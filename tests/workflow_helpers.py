@@ -3,6 +3,7 @@ offline config, and the evaluate command."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -43,14 +44,22 @@ def snakemake(
     profile: Path = DEFAULT_PROFILE,
     timeout: float = 900,
     repo: Path = REPO,
+    env: dict[str, str] | None = None,
 ):
     """Run snakemake on the repo's Snakefile in ``cwd`` with ``config`` as its configfile
-    and ``profile`` (the local default unless given); raises AssertionError with the output's
-    tail when it fails and ``check``."""
+    and ``profile`` (the local default unless given), ``env`` added to the environment;
+    raises AssertionError with the output's tail when it fails and ``check``."""
     cfg = cwd / "config.yaml"
     cfg.write_text(yaml.safe_dump(config))
     cmd = snakemake_command(cfg, *args, profile=profile, repo=repo)
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        cmd,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **env} if env else None,
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
     return proc

@@ -286,6 +286,9 @@ def cmd_train(p):
 def cmd_figures(p):
     """figures and tables of every run"""
     p.add_argument("--runs", nargs="+", required=True, help="run folders")
+    p.add_argument(
+        "--merged", nargs="*", default=[], help="result folders of runs made elsewhere (merge:)"
+    )
     p.add_argument("--targets", required=True, help="JSON: target -> price, paper system, sweep")
     p.add_argument("--cost-base", default="", help="target that cost is normalised to")
     p.add_argument("--cost-note", default="", help="why cost is not normalised, if it is not")
@@ -307,14 +310,17 @@ def cmd_figures(p):
     def run(a):
         from . import figures
         from .io import read_json
+        from .merge import merge_runs
         from .spec import Preprocessing
         from .stability import thresholds
         from .stages import shard_settings
         from .summary import load_runs
 
+        runs = load_runs(a.runs)
+        merged, targets = merge_runs(a.merged, runs, json.loads(a.targets))
         figures.make_all(
-            load_runs(a.runs),
-            json.loads(a.targets),
+            runs,
+            targets,
             read_json(a.source_info),
             Preprocessing.from_dict(shard_settings(a.shard)["preprocessing"], a.shard),
             a.selection,
@@ -323,6 +329,7 @@ def cmd_figures(p):
             cost_note=a.cost_note,
             stability=thresholds(json.loads(a.stability)),
             counts=read_json(a.select_summary) if a.select_summary else None,
+            merged=merged,
         )
         if a.config:
             _write_config(json.loads(a.config), Path(a.out_dir) / "config.yaml")
@@ -413,6 +420,23 @@ def cmd_build_image(p):
 
         info = build_image(a.context, a.tag, a.image, a.base_image, a.pip_source, a.record)
         log.info("built %s: %s", info["tag"], info["image_id"])
+
+    return run
+
+
+def cmd_ship_image(p):
+    """put a built image onto a target's Docker daemon (docker_host)"""
+    p.add_argument("--record", required=True, help="the image build's record (JSON)")
+    p.add_argument("--docker-host", required=True, help="tcp://, ssh:// or unix:// address")
+    p.add_argument("--out", required=True, help="write the record for that daemon here")
+
+    def run(a):
+        from .containers import ship_image
+        from .io import read_json, write_json
+
+        info = ship_image(read_json(a.record), a.docker_host)
+        write_json(a.out, info)
+        log.info("%s on %s (%s)", info["tag"], a.docker_host, info["daemon"]["name"])
 
     return run
 

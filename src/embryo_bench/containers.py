@@ -42,9 +42,15 @@ def docker_client(docker_host: str | None = None, timeout: int = 120):
         )
         client.ping()
     except Exception as exc:  # DockerException, requests errors, paramiko errors, ...
+        hint = (
+            "over SSH the key and the host's key must be in ~/.ssh (config, known_hosts) and "
+            "that user must be able to run `docker system dial-stdio` there"
+            if address.startswith("ssh://")
+            else "start dockerd or set DOCKER_HOST / the target's docker_host"
+        )
         raise DockerError(
-            f"no Docker daemon answers at {address} ({type(exc).__name__}: {exc}); start "
-            "dockerd or set DOCKER_HOST / the target's docker_host"
+            f"no Docker daemon answers at {address} ({type(exc).__name__}: "
+            f"{str(exc).strip() or 'no message'}); {hint}"
         ) from exc
     return client
 
@@ -254,3 +260,118 @@ def build_image(
     }
     write_json(record, info)
     return info
+
+
+def daemon_identity(info: dict) -> dict:
+    """Who a Docker daemon is, from its ``info()``: the machine a container ran on.
+
+    Returns:
+        dict with ``id`` (the daemon's ID), ``name`` (its host name), ``os``, ``kernel``,
+        ``ncpu``, ``memory_mib`` (MemTotal / 2**20), ``server_version``, ``storage_driver``,
+        ``cgroup_version`` and ``gpu_runtime`` (True when an ``nvidia`` runtime is there).
+    """
+    return {
+        "id": info.get("ID", ""),
+        "name": info.get("Name", ""),
+        "os": info.get("OperatingSystem", ""),
+        "kernel": info.get("KernelVersion", ""),
+        "ncpu": info.get("NCPU", 0),
+        "memory_mib": round(info.get("MemTotal", 0) / 2**20),
+        "server_version": info.get("ServerVersion", ""),
+        "storage_driver": info.get("Driver", ""),
+        "cgroup_version": info.get("CgroupVersion", ""),
+        "gpu_runtime": "nvidia" in (info.get("Runtimes") or {}),
+    }
+
+
+def ship_image(
+    record: dict,
+    docker_host: str,
+    log=sys.stderr,
+    source=None,
+    target=None,
+    timeout: int = 1800,
+) -> dict:
+    """Put the image of ``record`` (an image build's record) onto the daemon at
+    ``docker_host``, where a target with that ``docker_host`` runs: ``docker save`` of
+    exactly that image id on the local daemon streamed into ``docker load`` there (no
+    registry, no temporary file), then tagged as on the local daemon. Save and load keep
+    the image id, so both daemons run the same bytes. Nothing is sent when the daemon
+    already has that id.
+
+    Args:
+        record: ``image_id`` and ``tag`` (the image rule's JSON).
+        docker_host: the remote daemon (``tcp://``, ``ssh://``, ``unix://``).
+        source, target: Docker clients (default: the local daemon, ``docker_host``).
+        timeout: seconds the load may take to answer.
+
+    Returns:
+        ``record`` plus ``docker_host``, ``daemon`` (:func:`daemon_identity` of the remote),
+        ``source_daemon`` (the local one's), ``shipped`` (False when it was there),
+        ``bytes`` (the tar stream sent) and ``seconds``.
+
+    Raises:
+        DockerError: either daemon unreachable (naming its address), the image not on the
+            local daemon, or the load failed or did not produce that image id.
+    """
+    import time
+
+    import docker.errors
+
+    source = source or docker_client()
+    target = target or docker_client(docker_host, timeout=timeout)
+    image_id, tag = record.get("image_id") or record["tag"], record["tag"]
+    started = time.monotonic()
+    sent = 0
+    try:
+        target.images.get(image_id)
+        shipped = False
+        print(f"{tag} ({image_id}) is already on {docker_host}", file=log, flush=True)
+    except docker.errors.ImageNotFound:
+        try:
+            source.images.get(image_id)
+        except docker.errors.ImageNotFound:
+            raise DockerError(
+                f"image {tag} ({image_id}) is not on the local Docker daemon to send to "
+                f"{docker_host}; rebuild it (remove its image record)"
+            ) from None
+        print(f"sending {tag} ({image_id}) to {docker_host}", file=log, flush=True)
+
+        def chunks():
+            nonlocal sent
+            for chunk in source.api.get_image(image_id):
+                sent += len(chunk)
+                yield chunk
+
+        try:
+            target.images.load(chunks())
+        except Exception as exc:
+            raise DockerError(
+                f"docker load of {tag} on {docker_host} failed after {sent / 2**20:.0f} MiB: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        shipped = True
+    try:
+        loaded = target.images.get(image_id)
+    except docker.errors.ImageNotFound:
+        raise DockerError(
+            f"after docker load, {docker_host} has no image {image_id} ({tag})"
+        ) from None
+    repository, _, version = tag.partition(":")
+    loaded.tag(repository, version or None)
+    seconds = time.monotonic() - started
+    print(
+        f"{tag} on {docker_host}: {'sent' if shipped else 'already there'}, "
+        f"{sent / 2**20:.0f} MiB in {seconds:.1f} s",
+        file=log,
+        flush=True,
+    )
+    return {
+        **record,
+        "docker_host": docker_host,
+        "daemon": daemon_identity(target.info()),
+        "source_daemon": daemon_identity(source.info()),
+        "shipped": shipped,
+        "bytes": sent,
+        "seconds": round(seconds, 1),
+    }

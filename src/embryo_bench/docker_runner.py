@@ -32,7 +32,7 @@ import uuid
 from collections import deque
 from pathlib import Path
 
-from .containers import docker_client
+from .containers import daemon_identity, docker_client
 from .errors import DockerError, Interrupted
 from .hardware import local_node, run_cores, why_not
 from .io import atomic_path, read_json
@@ -349,7 +349,8 @@ def run(
     log = log or sys.stderr
     parent = os.getppid()
     client = docker_client(spec.docker_host or None)
-    why = why_not(spec, local_node(), client.info())
+    info = client.info()
+    why = why_not(spec, local_node(), info)
     if why:
         raise DockerError(f"target {spec.target}: {why}")
     check_image(client, spec, image)
@@ -393,6 +394,8 @@ def run(
             "mem_limit": kwargs["mem_limit"],
             "gpus": spec.gpus,
             "docker_host": spec.docker_host or os.environ.get("DOCKER_HOST", "local"),
+            # The machine it ran on, as its daemon says (a remote docker_host is another).
+            "daemon": daemon_identity(info),
         },
     )
 

@@ -562,6 +562,7 @@ def make_all(
     cost_note: str = "",
     stability: dict | None = None,
     counts: dict | None = None,
+    merged: list[Run] = (),
 ) -> None:
     """Write every figure and table (the ``figures`` rule).
 
@@ -575,12 +576,15 @@ def make_all(
         cost_base, cost_note: as :func:`embryo_bench.plan.cost_base`.
         stability: the config's stability thresholds (default: the schema's).
         counts: the select stage's ``summary.json`` (data counts beside the paper's).
+        merged: runs made elsewhere (:func:`embryo_bench.merge.merge_runs`): in every table
+            and figure but the per-run utilisation figures (those are this workflow's).
 
     Raises:
         ConfigError: the cost base target did not run or is unpriced.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    own, runs = runs, [*runs, *merged]
     label = source["label"]
     footer = f"data: {label}"
     if source.get("synthetic"):
@@ -601,7 +605,7 @@ def make_all(
     fig_cost(norm, cost_base or None, why, out_dir, footer)
     comparison = summary.paper_comparison(main, table, targets, counts)
     fig_paper_vs_ours(comparison, out_dir, footer)
-    for r in runs:
+    for r in own:
         fig_utilisation(r, out_dir, utilisation_name(r.name, r.metrics["repeat"]), footer)
     _write_table(table, out_dir, "results_table", label)
     _write_table(summ, out_dir, "summary_table", label)

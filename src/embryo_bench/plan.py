@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import itertools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,6 +162,12 @@ def dataset_label(dataset: dict) -> str:
 
 
 # --- targets -------------------------------------------------------------------------------
+
+
+def daemon_key(docker_host: str) -> str:
+    """A file-name-safe key of a Docker daemon address, e.g. ``tcp://127.0.0.1:23750`` ->
+    ``tcp-127.0.0.1-23750``, ``ssh://bench@gpu-box`` -> ``ssh-bench-gpu-box``."""
+    return re.sub(r"[^A-Za-z0-9._]+", "-", docker_host).strip("-")
 
 
 @dataclass(frozen=True)
@@ -605,10 +612,45 @@ class Plan:
             out["wheelhouse"] = f"{self.outdir}/images/wheelhouse-{image}.json"
         return out
 
+    @property
+    def merged_run_dirs(self) -> list[str]:
+        """The finished runs of the result folders under ``merge:`` (their run folders).
+
+        Raises:
+            ConfigError: a folder is missing or holds no finished run.
+        """
+        from .merge import run_dirs
+
+        return [d for outdir in self.config["merge"] for d in run_dirs(outdir)]
+
     def image_record(self, target: str) -> list[str]:
-        """The image record a docker target's runs need ([] for host targets)."""
+        """The image record a docker target's runs need ([] for host targets): the build's
+        record, or for a target with a ``docker_host`` the record of that image on that
+        daemon (``images/<image>@<daemon_key>.json``, written by the rule that sends it)."""
         t = self.targets[target]
-        return [f"{self.outdir}/images/{t.image}.json"] if t.runner == "docker" else []
+        if t.runner != "docker":
+            return []
+        if t.docker_host:
+            return [f"{self.outdir}/images/{t.image}@{daemon_key(t.docker_host)}.json"]
+        return [f"{self.outdir}/images/{t.image}.json"]
+
+    @property
+    def remote_daemons(self) -> dict[str, str]:
+        """:func:`daemon_key` -> address of every ``docker_host`` a running target names.
+
+        Raises:
+            ConfigError: two addresses have the same key.
+        """
+        out: dict[str, str] = {}
+        for t in self.targets.values():
+            if t.runner == "docker" and t.docker_host:
+                key = daemon_key(t.docker_host)
+                if out.setdefault(key, t.docker_host) != t.docker_host:
+                    raise ConfigError(
+                        f"targets: docker_host {t.docker_host} and {out[key]} have the same "
+                        f"file key {key}; write one of them differently"
+                    )
+        return out
 
     def report_targets(self) -> dict[str, dict]:
         """Target name -> :meth:`Target.report_fields`, for the figures."""

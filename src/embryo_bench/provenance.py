@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import platform
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -49,12 +50,17 @@ def collect(seed: int, dataset: dict) -> dict:
             sha256 or "synthetic").
 
     Returns:
-        dict with cpu_model, cpu_flags (SIMD), visible_cores (after pinning), host_cores,
+        dict with hostname (inside a container: the container's, see the runner's
+        ``container.daemon`` for the machine), cpu_model, cpu_flags (SIMD), visible_cores
+        (after pinning), host_cores,
         cpu_quota_cores (cgroup quota in cores, None if unlimited), gpus (names), gpu_driver,
         python, platform, keras_backend, versions (distribution -> version), seed,
-        git_commit, dataset, container_image and scheduler (:func:`scheduler_job`).
+        git_commit, dataset, container_image, scheduler (:func:`scheduler_job`) and
+        packages (:func:`installed_packages`: the whole environment, to compare runs made
+        on different machines).
     """
     return {
+        "hostname": socket.gethostname(),
         "cpu_model": cpu_model(),
         "cpu_flags": cpu_flags(),
         "visible_cores": visible_cores(),
@@ -71,7 +77,23 @@ def collect(seed: int, dataset: dict) -> dict:
         "dataset": dataset,
         "container_image": os.environ.get("EMBRYO_BENCH_IMAGE", ""),
         "scheduler": scheduler_job(),
+        "packages": installed_packages(),
     }
+
+
+def installed_packages() -> list[str]:
+    """Every distribution installed in this interpreter's environment as ``name==version``
+    (names normalised as in PEP 503, sorted): the equivalent of ``pip freeze``, read with
+    importlib.metadata."""
+    import importlib.metadata as md
+    import re
+
+    found = {}
+    for dist in md.distributions():
+        name = dist.metadata["Name"]
+        if name:
+            found[re.sub(r"[-_.]+", "-", name).lower()] = dist.version
+    return [f"{n}=={v}" for n, v in sorted(found.items())]
 
 
 #: Slurm's job environment (sbatch/srun set these) -> provenance key.

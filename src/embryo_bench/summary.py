@@ -43,6 +43,14 @@ class Run:
         return self.metrics["target"]
 
 
+def machine_of(run: Run) -> str:
+    """The machine ``run`` ran on: its Docker daemon's name for a docker run (the host the
+    daemon runs on), else the host name its provenance recorded; "not recorded" for runs
+    made before either was."""
+    daemon = (run.metrics.get("container") or {}).get("daemon") or {}
+    return daemon.get("name") or run.metrics["provenance"].get("hostname") or "not recorded"
+
+
 def load_runs(run_dirs: list[str]) -> list[Run]:
     """Read each run folder's metrics.json, history.csv, run.json and (if present)
     telemetry.csv.
@@ -91,18 +99,18 @@ def run_table(
         limits: the stability thresholds (:func:`embryo_bench.stability.thresholds`;
             default: the schema's).
 
-    Columns: target, repeat, seed, runner, backend, variant (train.variant: keras or
-    original), cpus, threads, gpus, batch_size, sweep
-    (base target of a sweep point, else empty), data, train_images, test_images, epochs,
-    stable (bool), unstable_because (the reasons, "; "-joined), training_s (fit only),
-    wall_s (training + per-epoch evaluation, the paper's clock), first_epoch_s,
-    steady_epoch_s (s), images_per_s (steady state), final_test_accuracy,
-    best_test_accuracy, time_to_accuracy_s (s, evaluation included, MLPerf; empty if not
-    reached), probe_gflops (the calibration probes' mean), achieved_gflops, efficiency
-    (achieved / probe), other_cpu_share, steal_percent, longest_stall_s, hourly_usd
-    (USD/h), price_source, cost_usd, cpu_percent_mean, memory_mib_peak (MiB),
-    gpu_energy_j, cpu_energy_j (J; "not measured" where no reading), images_per_joule,
-    parameters, cpu_model.
+    Columns: target, repeat, machine (:func:`machine_of`), software_differs (merged runs: how
+    their software differs from this workflow's, :mod:`embryo_bench.merge`), seed, runner,
+    backend, variant (train.variant: keras or original), cpus, threads, gpus, batch_size, sweep
+    (base target of a sweep point, else empty), data, train_images, test_images, epochs, stable
+    (bool), unstable_because (the reasons, "; "-joined), training_s (fit only), wall_s (training
+    + per-epoch evaluation, the paper's clock), first_epoch_s, steady_epoch_s (s), images_per_s
+    (steady state), final_test_accuracy, best_test_accuracy, time_to_accuracy_s (s, evaluation
+    included, MLPerf; empty if not reached), probe_gflops (the calibration probes' mean),
+    achieved_gflops, efficiency (achieved / probe), other_cpu_share, steal_percent,
+    longest_stall_s, hourly_usd (USD/h), price_source, cost_usd, cpu_percent_mean,
+    memory_mib_peak (MiB), gpu_energy_j, cpu_energy_j (J; "not measured" where no reading),
+    images_per_joule, parameters, cpu_model.
     """
     from .stability import assess, thresholds
 
@@ -125,6 +133,8 @@ def run_table(
             {
                 "target": m["target"],
                 "repeat": m.get("repeat", 1),
+                "machine": machine_of(r),
+                "software_differs": m.get("software_differs", ""),
                 "seed": m.get("seed"),
                 "runner": m.get("runner", "host"),
                 "backend": m.get("backend", m["provenance"].get("keras_backend")),
@@ -466,18 +476,23 @@ def cost_summary(
 
 
 def provenance_table(runs: list[Run]) -> pd.DataFrame:
-    """Per run: git commit, container image (id), Keras/backend versions, CPU model, GPU
-    names and driver, Python, dataset identity (sha256 or "synthetic"), Slurm job."""
+    """Per run: the machine it ran on (a docker run's daemon host name, else the host's),
+    the Docker daemon's ID (docker runs), git commit, container image (id), Keras/backend
+    versions, CPU model, GPU names and driver, Python, dataset identity (sha256 or
+    "synthetic"), Slurm job."""
     rows = []
     for r in runs:
         m, p = r.metrics, r.metrics["provenance"]
         ds = p.get("dataset", {})
         versions = p.get("versions", {})
         sched = p.get("scheduler") or {}
+        daemon = (m.get("container") or {}).get("daemon") or {}
         rows.append(
             {
                 "target": m["target"],
                 "repeat": m.get("repeat", 1),
+                "machine": machine_of(r),
+                "docker_daemon": daemon.get("id", ""),
                 "git_commit": p.get("git_commit"),
                 "container_image": p.get("container_image") or "host",
                 "backend": m.get("backend", p.get("keras_backend")),

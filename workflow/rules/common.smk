@@ -92,10 +92,13 @@ wildcard_constraints:
     shard=r"\d+",
     repeat=r"\d+",
     image="cpu|gpu",
+    daemon=r"[A-Za-z0-9._-]+",
     target="|".join(re.escape(n) for n in PLAN.targets),
 
 
 RUN_DIRS = [f"{OUT}/{layout.run_dir(t, k)}" for t, k in PLAN.runs]
+# Finished runs of other machines' result folders (merge:), read by the figures job only.
+MERGED_RUN_DIRS = PLAN.merged_run_dirs
 UTILISATION = [
     f"{OUT}/figures/{layout.utilisation_name(t, k)}.png" for t, k in PLAN.runs
 ]

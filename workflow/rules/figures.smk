@@ -8,6 +8,12 @@ rule figures:
         runs=[f"{d}/metrics.json" for d in RUN_DIRS],
         histories=[f"{d}/history.csv" for d in RUN_DIRS],
         telemetry=[f"{d}/telemetry.csv" for d in RUN_DIRS],
+        # Runs made elsewhere (merge:): read, never written.
+        merged=[
+            f"{d}/{f}"
+            for d in MERGED_RUN_DIRS
+            for f in ("metrics.json", "history.csv", layout.RUN_SPEC)
+        ],
         selection=rules.select.output.selection,
         counts=rules.select.output.summary,
         source=rules.index.output.source,
@@ -71,6 +77,7 @@ rule figures:
         bench_slot=OTHER_JOB_SLOTS,
     params:
         run_dirs=RUN_DIRS,
+        merged=CONFIG["merge"],
         # Prices, paper systems and sweep points: report fields only, so a price edit
         # reruns this rule and nothing else.
         targets=json.dumps(PLAN.report_targets(), sort_keys=True),
@@ -82,6 +89,7 @@ rule figures:
         code=code("figures"),
     shell:
         "python3 -m embryo_bench.cli figures --runs {params.run_dirs:q} "
+        "--merged {params.merged:q} "
         "--targets {params.targets:q} --cost-base={params.cost_base:q} "
         "--cost-note={params.cost_note:q} --stability {params.stability:q} --selection {input.selection:q} "
         "--select-summary {input.counts:q} "

@@ -2,6 +2,10 @@
 # small JSON record; it reruns only when what the image is built from changes.
 from embryo_bench.containers import image_content_hash, requirements_file
 
+# Daemons of targets on other machines (docker_host), by file key: read when the Snakefile is
+# parsed, so two addresses with one key fail before any job.
+REMOTE_DAEMONS = PLAN.remote_daemons
+
 
 rule base_image:
     output:
@@ -61,3 +65,23 @@ rule image:
         "python3 -m embryo_bench.cli build-image --image {wildcards.image} "
         "--tag {params.tag:q} --base-image {params.base:q} --pip-source {params.pip_source} "
         '--context "$EMBRYO_BENCH_REPO" --record {output:q} > {log:q} 2>&1'
+
+
+rule ship_image:
+    input:
+        f"{OUT}/images/{{image}}.json",
+    output:
+        f"{OUT}/images/{{image}}@{{daemon}}.json",
+    log:
+        f"{LOGS}/images/{{image}}@{{daemon}}.log",
+    conda:
+        "../../envs/embryo-bench.yaml"
+    resources:
+        bench_slot=OTHER_JOB_SLOTS,
+    params:
+        # The daemon a docker_host names: docker save here, docker load there.
+        docker_host=lambda wc: REMOTE_DAEMONS[wc.daemon],
+        code=code("ship-image"),
+    shell:
+        "python3 -m embryo_bench.cli ship-image --record {input:q} "
+        "--docker-host {params.docker_host:q} --out {output:q} > {log:q} 2>&1"

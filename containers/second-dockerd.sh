@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# A second Docker daemon on this machine, standing in for another machine's daemon (a GPU VM,
+# a lab server) so that a target's docker_host can be tried and tested without one:
+#
+#   bash containers/second-dockerd.sh start [PORT]   # answers at tcp://127.0.0.1:PORT (23750)
+#   bash containers/second-dockerd.sh stop
+#
+# Everything of its own: --data-root, --exec-root (its containerd too), --pidfile, a unix
+# socket, its identity key (otherwise the daemon ID derives from /etc/docker/key.json, the
+# same as the first daemon's: deprecated-key-path in its own --config-file), and a bridge
+# (ebdocker2, 172.31.250.1/24) instead of docker0, with iptables left to the first daemon
+# (training containers need no network). Stopping it removes its containers, its bridge and
+# its data. TCP without TLS: only ever on 127.0.0.1. Needs root
+# and docker.io (containers/start-dockerd.sh installs it). State: $DOCKERD2_ROOT.
+set -euo pipefail
+ROOT=${DOCKERD2_ROOT:-/tmp/embryo-bench-dockerd2}
+PORT=${2:-${DOCKERD2_PORT:-23750}}
+BRIDGE=ebdocker2
+ADDRESS=tcp://127.0.0.1:$PORT
+
+answers() { docker -H "$ADDRESS" info >/dev/null 2>&1; }
+# Alive and not a zombie (where PID 1 does not reap, a killed daemon stays one).
+alive() { ps -o stat= -p "$1" 2>/dev/null | grep -qv '^Z'; }
+
+start() {
+  command -v dockerd >/dev/null || {
+    echo "dockerd not found: run containers/start-dockerd.sh first (apt-get install docker.io)" >&2
+    exit 1
+  }
+  if answers; then
+    echo "a daemon already answers at $ADDRESS"
+    return 0
+  fi
+  mkdir -p "$ROOT"/data "$ROOT"/exec
+  if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
+    ip link add name "$BRIDGE" type bridge
+    ip addr add 172.31.250.1/24 dev "$BRIDGE"
+  fi
+  ip link set "$BRIDGE" up
+  echo "{\"deprecated-key-path\": \"$ROOT/key.json\"}" >"$ROOT/daemon.json"
+  nohup dockerd --data-root "$ROOT/data" --exec-root "$ROOT/exec" \
+    --pidfile "$ROOT/dockerd.pid" --config-file "$ROOT/daemon.json" --host "unix://$ROOT/docker.sock" --host "$ADDRESS" \
+    --bridge "$BRIDGE" --iptables=false --ip-masq=false --cgroup-parent embryo-bench-dockerd2 \
+    >"$ROOT/dockerd.log" 2>&1 &
+  for _ in $(seq 1 60); do
+    if answers; then
+      docker -H "$ADDRESS" info --format \
+        "second dockerd {{.ServerVersion}} up at $ADDRESS: ID {{.ID}}, {{.Driver}}, {{.NCPU}} CPUs"
+      return 0
+    fi
+    sleep 1
+  done
+  echo "the second dockerd did not answer at $ADDRESS within 60 s; its log:" >&2
+  tail -n 40 "$ROOT/dockerd.log" >&2
+  return 1
+}
+
+stop() {
+  if [ -s "$ROOT/dockerd.pid" ]; then
+    local pid
+    pid=$(cat "$ROOT/dockerd.pid")
+    if alive "$pid"; then
+      docker -H "unix://$ROOT/docker.sock" ps -aq | xargs -r docker -H "unix://$ROOT/docker.sock" rm -f >/dev/null || true
+      kill "$pid"
+      for _ in $(seq 1 60); do
+        alive "$pid" || break
+        sleep 0.5
+      done
+    fi
+  fi
+  ip link del "$BRIDGE" 2>/dev/null || true
+  # Its overlay mounts are gone with the daemon; then its data can go.
+  grep -o " $ROOT/[^ ]*" /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
+  rm -rf "$ROOT"
+}
+
+case "${1:-start}" in
+  start) start ;;
+  stop) stop ;;
+  *) echo "usage: $0 start [PORT] | stop" >&2; exit 2 ;;
+esac

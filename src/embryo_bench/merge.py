@@ -1,0 +1,159 @@
+"""Runs made on other machines, brought into this workflow's figures, tables and report.
+
+The paper's six systems were six machines. A user runs the workflow on each (each with its own
+``outdir``) and lists the other result folders under ``merge:`` in one config; the figures job
+reads their finished runs (never writes them), checks that they trained on the same data with
+the same preprocessing, names each by its machine and adds them to every table and figure.
+
+* :func:`run_dirs`: the finished runs of a result folder.
+* :func:`merge_runs`: the merged runs, checked and named ``<target>@<machine>``, and their
+  report fields (prices, paper system) from that folder's ``figures/config.yaml``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import ConfigError
+from .summary import Run, load_runs, machine_of
+
+#: What must be equal for runs to be comparable: the data (source.json, as each run's
+#: provenance carries it) and what the trainer was given (counts per split and class).
+DATASET_KEYS = ("dataset", "synthetic", "sha256", "embryos", "frames", "frames_labelled", "rules")
+RUN_KEYS = ("n_train", "n_test", "label_counts_train", "label_counts_test")
+#: Report fields a merged target takes from its own configuration.
+REPORT_FIELDS = ("hourly_usd", "price_source", "paper_system")
+
+
+def run_dirs(outdir: str | Path) -> list[str]:
+    """The finished runs (folders with metrics.json) under ``outdir/train/*/repeat-*``.
+
+    Raises:
+        ConfigError: ``outdir`` is not a folder, or holds no finished run.
+    """
+    root = Path(outdir)
+    if not root.is_dir():
+        raise ConfigError(f"merge: {outdir} is not a folder (a result folder, an outdir)")
+    found = sorted(str(p.parent) for p in root.glob("train/*/repeat-*/metrics.json"))
+    if not found:
+        raise ConfigError(
+            f"merge: {outdir} holds no finished run (no train/<target>/repeat-<k>/metrics.json)"
+        )
+    return found
+
+
+def identity(run: Run) -> dict:
+    """What makes runs comparable (:data:`DATASET_KEYS` of the data, :data:`RUN_KEYS`, the
+    preprocessing settings), as a flat dict."""
+    data = run.metrics["provenance"].get("dataset", {})
+    out = {f"dataset {k}": data.get(k) for k in DATASET_KEYS}
+    out |= {k: run.metrics.get(k) for k in RUN_KEYS}
+    out |= {
+        f"preprocessing {k}": v for k, v in ((run.spec or {}).get("preprocessing") or {}).items()
+    }
+    return out
+
+
+def difference(ours: dict, theirs: dict) -> str | None:
+    """The first key whose values differ, as ``key: theirs X, ours Y``; None if none."""
+    for key in sorted(set(ours) | set(theirs)):
+        if ours.get(key) != theirs.get(key):
+            return f"{key}: theirs {theirs.get(key)!r}, ours {ours.get(key)!r}"
+    return None
+
+
+def software_differences(run: Run, reference: list[Run]) -> str:
+    """How ``run``'s software differs from ``reference`` runs with the same runner (or any,
+    if none has it): the framework versions that differ, and how many installed packages do;
+    "" when the same."""
+    same = [r for r in reference if r.metrics.get("runner") == run.metrics.get("runner")]
+    if not (same or reference):
+        return ""
+    ref = (same or reference)[0].metrics["provenance"]
+    theirs = run.metrics["provenance"]
+    notes = [
+        f"{name} {version} (here {ref.get('versions', {}).get(name, 'absent')})"
+        for name, version in sorted(theirs.get("versions", {}).items())
+        if ref.get("versions", {}).get(name) != version
+    ]
+    packages = set(theirs.get("packages") or []) ^ set(ref.get("packages") or [])
+    if packages and (theirs.get("packages") and ref.get("packages")):
+        names = {p.split("==")[0] for p in packages}
+        notes.append(f"{len(names)} installed packages differ")
+    return "; ".join(notes)
+
+
+def _report_fields(outdir: Path) -> dict[str, dict]:
+    """Target name -> :data:`REPORT_FIELDS` from ``outdir/figures/config.yaml`` (the
+    configuration its figures job recorded); {} without one."""
+    import yaml
+
+    path = outdir / "figures" / "config.yaml"
+    if not path.is_file():
+        return {}
+    config = yaml.safe_load(path.read_text()) or {}
+    return {
+        t["name"]: {k: t[k] for k in REPORT_FIELDS if k in t} for t in config.get("targets", [])
+    }
+
+
+def merge_runs(
+    outdirs: list[str], ours: list[Run], targets: dict[str, dict]
+) -> tuple[list[Run], dict[str, dict]]:
+    """The finished runs of the result folders ``outdirs``, to be shown beside ``ours``.
+
+    Each merged run's target becomes ``<target>@<machine>`` (:func:`machine_of`), so the same
+    target from two machines gives two rows; its metrics gain ``machine``, ``merged_from``
+    (the folder) and ``software_differs`` (:func:`software_differences`). Nothing is written
+    to those folders.
+
+    Args:
+        outdirs: other result folders (the config's ``merge:``).
+        ours: this workflow's runs (the reference for data and software).
+        targets: this workflow's report fields per target; returned with the merged ones.
+
+    Returns:
+        (merged runs, ``targets`` plus each merged target's report fields).
+
+    Raises:
+        ConfigError: a folder without runs, a run on other data or preprocessing than ours
+            (naming the folder, the run and the first difference), a merged name that is
+            already taken, or the same machine, target and repeat twice.
+    """
+    reference = identity(ours[0]) if ours else None
+    merged: list[Run] = []
+    fields = dict(targets)
+    seen: dict[tuple[str, int], str] = {}
+    for outdir in outdirs:
+        report = _report_fields(Path(outdir))
+        for run in load_runs(run_dirs(outdir)):
+            if reference is None:
+                reference = identity(run)
+            diff = difference(reference, identity(run))
+            if diff:
+                raise ConfigError(
+                    f"merge: {run.dir} is not comparable with this workflow's runs ({diff}): "
+                    "runs on other data or preprocessing cannot share a table"
+                )
+            machine = machine_of(run)
+            target = run.metrics["target"]
+            name = f"{target}@{machine}"
+            if name in targets:
+                raise ConfigError(f"merge: {run.dir}: the name {name} is already a target")
+            key = (name, run.metrics.get("repeat", 1))
+            if key in seen:
+                raise ConfigError(
+                    f"merge: {run.dir} and {seen[key]} are both {name} repeat {key[1]}: "
+                    "list each machine's result folder once"
+                )
+            seen[key] = run.dir
+            run.metrics = {
+                **run.metrics,
+                "target": name,
+                "machine": machine,
+                "merged_from": str(outdir),
+                "software_differs": software_differences(run, ours),
+            }
+            fields[name] = report.get(target, {})
+            merged.append(run)
+    return merged, fields

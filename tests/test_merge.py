@@ -1,0 +1,149 @@
+"""Runs made on several machines in one report (merge:): machine A's workflow lists machine
+B's result folder; the figures, tables and report show both, each row naming its machine.
+Machine B is this host under another host name (a UTS namespace: `unshare --uts`), so its
+runs record a different machine as a real second machine would."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).parent))
+from workflow_helpers import job_counts, offline_config, snakemake, snakemake_command  # noqa: E402
+
+MACHINE_B = "bench-machine-b"
+
+
+def small_config(outdir: Path) -> dict:
+    """The offline demo's host-1cpu target alone, one epoch."""
+    config = offline_config(outdir)
+    config["targets"] = [t for t in config["targets"] if t["name"] == "host-1cpu"]
+    config["train"]["epochs"] = 1
+    return config
+
+
+def snakemake_on(host: str, work: Path, config: dict) -> subprocess.CompletedProcess:
+    """snakemake on ``config`` with the host name ``host`` (its own UTS namespace)."""
+    cfg = work / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    cmd = ["unshare", "--uts", "sh", "-c", f'hostname {host} && exec "$@"', "sh"]
+    proc = subprocess.run(
+        cmd + snakemake_command(cfg), cwd=work, capture_output=True, text=True, timeout=900
+    )
+    if proc.returncode and "unshare" in proc.stderr and "Operation not permitted" in proc.stderr:
+        pytest.skip(f"no UTS namespace here: {proc.stderr.strip()}")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc
+
+
+def digest(folder: Path) -> dict[str, str]:
+    """sha256 of every file under ``folder`` (what a merge must leave as it was)."""
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and ".snakemake" not in p.parts
+    }
+
+
+@pytest.fixture(scope="module")
+def two_machines(tmp_path_factory):
+    """Machine A's workflow (this host name) and machine B's (MACHINE_B), each finished in
+    its own outdir: (A's work dir, A's config, B's outdir)."""
+    a = tmp_path_factory.mktemp("machine-a")
+    b = tmp_path_factory.mktemp("machine-b")
+    config_a = small_config(a / "out")
+    snakemake(a, config_a)
+    snakemake_on(MACHINE_B, b, small_config(b / "out"))
+    return a, config_a, b / "out"
+
+
+@pytest.mark.slow
+def test_a_merge_shows_both_machines_in_every_table_and_the_report(two_machines):
+    a, config, other = two_machines
+    before = digest(other)
+    merged = {**config, "merge": [str(other)]}
+    assert job_counts(snakemake(a, merged, "-n").stdout) == {"figures": 1, "all": 1}
+    snakemake(a, merged)
+    fig = Path(config["outdir"]) / "figures"
+    table = pd.read_csv(fig / "results_table.csv", keep_default_na=False)
+    here = socket.gethostname()
+    assert dict(zip(table["target"], table["machine"], strict=True)) == {
+        "host-1cpu": here,
+        f"host-1cpu@{MACHINE_B}": MACHINE_B,
+    }
+    assert (table["cpu_model"] != "").all() and set(table["software_differs"]) == {""}
+    summary = pd.read_csv(fig / "summary_table.csv", keep_default_na=False)
+    assert set(summary["target"]) == {"host-1cpu", f"host-1cpu@{MACHINE_B}"}
+    prov = pd.read_csv(fig / "provenance.csv", keep_default_na=False)
+    assert set(prov["machine"]) == {here, MACHINE_B}
+    theirs = json.loads((other / "train/host-1cpu/repeat-1/metrics.json").read_text())
+    ours = table.set_index("target")
+    assert ours.loc[f"host-1cpu@{MACHINE_B}", "training_s"] == pytest.approx(
+        theirs["training_seconds"]
+    )
+    assert digest(other) == before  # read, never written
+    assert "Nothing to be done" in snakemake(a, merged, "-n").stdout
+    report = a / "report.zip"
+    snakemake(a, merged, "--report", str(report))
+    with zipfile.ZipFile(report) as z:
+        names = z.namelist()
+        assert "report/report.html" in names
+        csv = next(n for n in names if n.endswith("results_table.csv"))
+        assert f"host-1cpu@{MACHINE_B}" in z.read(csv).decode()
+
+
+@pytest.mark.slow
+def test_runs_on_other_preprocessing_are_refused(two_machines, tmp_path):
+    a, config, other = two_machines
+    copy = tmp_path / "out"
+    shutil.copytree(other, copy)
+    spec = copy / "train/host-1cpu/repeat-1/run.json"
+    settings = json.loads(spec.read_text())
+    settings["preprocessing"]["rotation_step"] = 36.0
+    spec.write_text(json.dumps(settings))
+    proc = snakemake(a, {**config, "merge": [str(copy)]}, check=False)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert f"merge: {copy}/train/host-1cpu/repeat-1 is not comparable" in text
+    assert "preprocessing rotation_step: theirs 36.0, ours 18.0" in text
+
+
+def test_a_merge_folder_without_runs_is_named_before_any_job(tmp_path):
+    config = {**small_config(tmp_path / "out"), "merge": [str(tmp_path / "nowhere")]}
+    proc = snakemake(tmp_path, config, "-n", check=False)
+    assert proc.returncode != 0
+    assert f"merge: {tmp_path / 'nowhere'} is not a folder" in proc.stdout + proc.stderr
+
+
+def _run(runner="host", versions=None, packages=None, **prov):
+    from embryo_bench.summary import Run
+
+    provenance = {"versions": versions or {}, "packages": packages or [], **prov}
+    return Run("x", {"runner": runner, "provenance": provenance}, pd.DataFrame())
+
+
+def test_software_differences_name_the_versions_and_count_the_packages():
+    from embryo_bench.merge import difference, software_differences
+
+    ours = [_run(versions={"keras": "3.15.1"}, packages=["keras==3.15.1", "numpy==2.3.0"])]
+    same = _run(versions={"keras": "3.15.1"}, packages=["keras==3.15.1", "numpy==2.3.0"])
+    assert software_differences(same, ours) == ""
+    older = _run(versions={"keras": "3.14.0"}, packages=["keras==3.14.0", "numpy==2.3.0"])
+    assert software_differences(older, ours) == (
+        "keras 3.14.0 (here 3.15.1); 1 installed packages differ"
+    )
+    # compared with a run of the same runner where there is one
+    docker = _run("docker", versions={"keras": "3.14.0"}, packages=["keras==3.14.0"])
+    assert software_differences(docker, [*ours, docker]) == ""
+    assert difference({"a": 1, "b": 2}, {"a": 1, "b": 3}) == "b: theirs 3, ours 2"
+    assert difference({"a": 1}, {"a": 1}) is None
