@@ -428,6 +428,9 @@ def test_sigint_to_snakemake_alone_stops_the_training_promptly(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,  # the signal goes to snakemake alone, not to a group
+        # As from a terminal: SIGINT not ignored. Under a script's background job (e.g.
+        # `.ci/run &`) it arrives ignored, and the workflow then leaves SIGINT alone.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     run_dir = tmp_path / "out/train/host-1cpu/repeat-1"
     trainer = None
