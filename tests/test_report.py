@@ -276,6 +276,9 @@ def report_run(tmp_path_factory):
     work = tmp_path_factory.mktemp("report")
     config = offline_config(work / "out", full=True)
     config["targets"][0]["repeats"] = 2
+    # Seven runs: one epoch on half the frames keeps every figure and table (10 -> 5 min).
+    config["train"]["epochs"] = 1
+    config["dataset"]["synthetic"]["frames_per_embryo"] = 12
     snakemake(work, config)
     snakemake(work, config, "--report", str(work / "report.zip"))
     return work, config, work / "out"
