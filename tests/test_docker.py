@@ -86,6 +86,13 @@ def test_container_training_outputs_and_telemetry(docker_run):
     packages = metrics["provenance"]["packages"]  # the image's environment, not the host's
     assert "tensorflow-cpu" in {p.split("==")[0] for p in packages}
     assert "pytest" not in {p.split("==")[0] for p in packages}
+    from embryo_bench.containers import locked_versions, requirements_file
+
+    locked = locked_versions(REPO / requirements_file("cpu"))
+    installed = dict(p.split("==", 1) for p in packages)
+    # The image holds exactly the lock, plus pip and the package itself.
+    assert {n: installed.get(n) for n in locked} == locked
+    assert set(installed) - set(locked) <= {"pip", "embryo-bench"}
     tel = pd.read_csv(run / "telemetry.csv")
     cpu = tel["cpu_percent"].dropna()
     assert len(cpu) >= 2 and cpu.max() <= 100 * target["cpus"] * 1.15
@@ -96,6 +103,8 @@ def test_container_training_outputs_and_telemetry(docker_run):
     assert _labelled(client) == []
     image = json.loads((out / "images/cpu.json").read_text())
     assert client.images.get(image["tag"]).id == image["image_id"]
+    # Built FROM the base image's id, recorded: a moved base tag cannot change the build.
+    assert image["base_image_id"] == client.images.get(image["base_image"]).id
     table = pd.read_csv(out / "figures/results_table.csv")
     assert table["runner"].tolist() == ["docker"]
 
@@ -282,15 +291,45 @@ def test_a_sigkilled_runners_container_stops_and_the_next_runner_removes_it(dock
 
 @pytest.mark.slow
 def test_image_build_failure_shows_the_log_tail(tmp_path):
+    import tarfile
+
     from embryo_bench.containers import build_image
 
     client = _daemon()
-    with pytest.raises(DockerError, match=r"image build embryo-bench/broken:0 failed"):
+    # A base image that exists but has no python3: the build's first RUN fails.
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w") as tar:
+        info = tarfile.TarInfo("etc/empty")
+        tar.addfile(info, io.BytesIO(b""))
+    client.api.import_image_from_data(data.getvalue(), repository="embryo-bench/empty", tag="0")
+    try:
+        with pytest.raises(DockerError, match=r"image build embryo-bench/broken:0 failed") as err:
+            build_image(
+                REPO,
+                "embryo-bench/broken:0",
+                "cpu",
+                "embryo-bench/empty:0",
+                "wheelhouse",
+                tmp_path / "rec.json",
+                log=io.StringIO(),
+                client=client,
+            )
+        assert "python3" in str(err.value)  # the log's tail: what failed
+        assert not (tmp_path / "rec.json").exists()
+    finally:
+        client.images.remove("embryo-bench/empty:0", force=True)
+
+
+def test_a_missing_base_image_is_named(tmp_path):
+    from embryo_bench.containers import build_image
+
+    client = _daemon()
+    with pytest.raises(DockerError, match=r"base image 127.0.0.1:9/none:0: not on the daemon"):
         build_image(
             REPO,
             "embryo-bench/broken:0",
-            "containers/requirements-cpu.txt",
-            "embryo-bench/no-such-base:0",
+            "cpu",
+            "127.0.0.1:9/none:0",
             "wheelhouse",
             tmp_path / "rec.json",
             log=io.StringIO(),

@@ -386,7 +386,7 @@ def cmd_base_image(p):
 
 def cmd_wheelhouse(p):
     """download an image's wheels on the host"""
-    p.add_argument("--requirements", default="containers/requirements-cpu.txt")
+    p.add_argument("--requirements", default="containers/requirements-cpu.lock")
     p.add_argument("--out", default="containers/wheelhouse")
     p.add_argument("--record", help="write the wheel list (JSON) here")
 

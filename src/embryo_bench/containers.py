@@ -2,10 +2,16 @@
 
 * :func:`build_base_image`: a Debian base image from Debian packages (``debootstrap`` +
   ``docker import``), for hosts without a container registry (air-gapped clusters, CI).
-* :func:`make_wheelhouse`: ``pip download`` of an image's pinned requirements on the host, so
+* :func:`make_wheelhouse`: ``pip download`` of an image's locked requirements on the host, so
   the image build installs Python packages without network access (``PIP_SOURCE=wheelhouse``).
-* :func:`build_image`: ``docker build`` of ``containers/Dockerfile`` with the SDK, build log
-  streamed to a file, and a record (image id, tag, content hash) written beside it.
+* :func:`build_image`: ``docker build`` of ``containers/Dockerfile`` with the SDK from the base
+  image's id (not its tag), build log streamed to a file, and a record (image id, tag, base
+  image id, content hash) written beside it.
+
+Requirements: ``containers/requirements-<image>.txt`` holds the top-level pins (edited by
+hand); ``containers/requirements-<image>.lock`` is generated from it by
+``containers/lock-requirements.sh`` (uv: every package, with the sha256 of its files) and is
+what the image installs, with ``--require-hashes``.
 """
 
 from __future__ import annotations
@@ -61,9 +67,67 @@ IMAGE_FILES = ["containers/Dockerfile", ".dockerignore", "pyproject.toml"]
 IMAGE_COMMAND = "cli:train"
 
 
-def requirements_file(image: str) -> str:
-    """The pinned requirements of a project image ("cpu", "gpu"), relative to the repo."""
+def requirements_pins(image: str) -> str:
+    """The top-level pins of a project image ("cpu", "gpu"), relative to the repo: the file a
+    person edits; :func:`requirements_file` is generated from it."""
     return f"containers/requirements-{image}.txt"
+
+
+def requirements_file(image: str) -> str:
+    """The hash-locked requirements a project image ("cpu", "gpu") installs, relative to the
+    repo (``containers/lock-requirements.sh`` writes it from :func:`requirements_pins`)."""
+    return f"containers/requirements-{image}.lock"
+
+
+def locked_versions(path: str | Path) -> dict[str, str]:
+    """``{name: version}`` of a requirements file's ``name==version`` lines (names in PEP 503
+    form: lower case, runs of ``-_.`` as ``-``; extras dropped). Comments, hashes and options
+    are skipped.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    import re
+
+    versions = {}
+    for line in Path(path).read_text().splitlines():
+        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*==\s*([^\s;\\]+)", line)
+        if m:
+            versions[re.sub(r"[-_.]+", "-", m.group(1)).lower()] = m.group(3)
+    return versions
+
+
+def resolve_base_image(client, base_image: str, log=sys.stderr) -> dict:
+    """The image a build starts ``FROM``, by id: ``base_image`` (a tag or id) looked up on the
+    daemon, pulled first where it is missing and a registry can be reached.
+
+    Returns:
+        ``{"base_image": the name given, "base_image_id": "sha256:...",
+        "base_repo_digests": [...]}`` (repo digests are empty for an imported image).
+
+    Raises:
+        DockerError: the image is neither on the daemon nor pullable.
+    """
+    import docker.errors
+
+    try:
+        image = client.images.get(base_image)
+    except docker.errors.ImageNotFound:
+        print(f"pulling base image {base_image}", file=log, flush=True)
+        try:
+            image = client.images.pull(base_image)
+        except Exception as exc:
+            raise DockerError(
+                f"base image {base_image}: not on the daemon and not pullable ({exc}); build it "
+                "with `embryo-bench base-image` (containers.build_base: true) or pull it"
+            ) from exc
+    except Exception as exc:
+        raise DockerError(f"base image {base_image}: {exc}") from exc
+    return {
+        "base_image": base_image,
+        "base_image_id": image.id,
+        "base_repo_digests": list(image.attrs.get("RepoDigests") or []),
+    }
 
 
 def image_content_hash(context: str | Path, image: str) -> str:
@@ -203,18 +267,22 @@ def build_image(
     client=None,
 ) -> dict:
     """Build ``containers/Dockerfile`` in ``context`` (the repository) as ``tag`` with the SDK
-    (``rm=True``), streaming the build log to ``log``, and write ``record`` (JSON: image id,
-    tag, base image, pip source, :func:`image_content_hash`, the host it was built on and
-    DOCKER_HOST).
+    (``rm=True``), ``FROM`` the base image's id (:func:`resolve_base_image`: a tag moved to
+    another image cannot change what is built), streaming the build log to ``log``, and write
+    ``record`` (JSON: image id, tag, base image name, id and repo digests, pip source, the
+    locked requirements and their sha256, :func:`image_content_hash`, the host it was built on
+    and DOCKER_HOST).
 
     Args:
         image: "cpu" or "gpu": which requirements file (:func:`requirements_file`).
 
     Raises:
-        DockerError: daemon unreachable, or the build failed (with the log's last lines).
+        DockerError: daemon unreachable, the base image missing, or the build failed (with
+        the log's last lines).
     """
     client = client or docker_client()
     requirements = requirements_file(image)
+    base = resolve_base_image(client, base_image, log=log)
     tail: deque[str] = deque(maxlen=40)
     image_id = None
     try:
@@ -226,7 +294,7 @@ def build_image(
             forcerm=True,
             decode=True,
             buildargs={
-                "BASE_IMAGE": base_image,
+                "BASE_IMAGE": base["base_image_id"],
                 "PIP_SOURCE": pip_source,
                 "REQUIREMENTS": requirements,
             },
@@ -251,9 +319,10 @@ def build_image(
     info = {
         "image_id": image_id or built.id,
         "tag": tag,
-        "base_image": base_image,
+        **base,
         "pip_source": pip_source,
         "requirements": requirements,
+        "requirements_sha256": sha256_file(Path(context) / requirements),
         "content_sha256": image_content_hash(context, image),
         "built_on": socket.gethostname(),
         "docker_host": os.environ.get("DOCKER_HOST", ""),
