@@ -74,9 +74,6 @@ def slurm_run(tmp_path_factory):
     work = tmp_path_factory.mktemp("slurm")
     config = offline_config(work / "out", docker=_docker_up())
     config["targets"].append({"name": "host-2cpu", "runner": "host", "cpus": 2})
-    # What is tested is the jobs' path through Slurm: one epoch on half the frames.
-    config["train"]["epochs"] = 1
-    config["dataset"]["synthetic"]["frames_per_embryo"] = 12
     proc = snakemake(work, config, profile=SLURM_PROFILE)
     return work, config, work / "out", proc.stdout + proc.stderr
 
