@@ -28,6 +28,7 @@ from workflow_helpers import (  # noqa: E402
     copy_repo,
     edit,
     job_counts,
+    locked_versions,
     offline_config,
     snakemake,
     snakemake_command,
@@ -86,7 +87,7 @@ def test_container_training_outputs_and_telemetry(docker_run):
     packages = metrics["provenance"]["packages"]  # the image's environment, not the host's
     assert "tensorflow-cpu" in {p.split("==")[0] for p in packages}
     assert "pytest" not in {p.split("==")[0] for p in packages}
-    from embryo_bench.containers import locked_versions, requirements_file
+    from embryo_bench.containers import requirements_file
 
     locked = locked_versions(REPO / requirements_file("cpu"))
     installed = dict(p.split("==", 1) for p in packages)

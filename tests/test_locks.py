@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 import tomllib
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from workflow_helpers import locked_versions
 
-from embryo_bench.containers import locked_versions, requirements_file, requirements_pins
+from embryo_bench.containers import requirements_file, requirements_pins
 
 REPO = Path(__file__).resolve().parents[1]
 HOST_LOCK = REPO / "envs" / "host-requirements.lock"
@@ -75,7 +77,7 @@ def test_the_host_lock_satisfies_pyproject():
     wanted = project["dependencies"] + project["optional-dependencies"]["workflow"]
     for text in wanted:
         req = Requirement(text)
-        name = re.sub(r"[-_.]+", "-", req.name).lower()
+        name = canonicalize_name(req.name)
         assert name in locked, f"{HOST_LOCK.name} lacks {name}: run containers/lock-requirements.sh"
         assert req.specifier.contains(locked[name], prereleases=True), (text, locked[name])
     assert all(_blocks(HOST_LOCK).values())  # every package hashed

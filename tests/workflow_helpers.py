@@ -152,3 +152,22 @@ def edit(path: Path, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text, f"{old!r} not in {path}"
     path.write_text(text.replace(old, new, 1))
+
+
+def locked_versions(path: Path) -> dict[str, str]:
+    """``{name: version}`` of a requirements file's ``name==version`` requirements (names
+    canonical, PEP 503; extras and markers dropped; hash and comment lines skipped), read with
+    ``packaging``."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    versions = {}
+    for line in Path(path).read_text().splitlines():
+        text = line.split("#", 1)[0].strip().rstrip("\\").strip()
+        if not text or text.startswith("-"):
+            continue
+        req = Requirement(text)
+        pins = [s.version for s in req.specifier if s.operator == "=="]
+        if len(pins) == 1:
+            versions[canonicalize_name(req.name)] = pins[0]
+    return versions

@@ -79,24 +79,6 @@ def requirements_file(image: str) -> str:
     return f"containers/requirements-{image}.lock"
 
 
-def locked_versions(path: str | Path) -> dict[str, str]:
-    """``{name: version}`` of a requirements file's ``name==version`` lines (names in PEP 503
-    form: lower case, runs of ``-_.`` as ``-``; extras dropped). Comments, hashes and options
-    are skipped.
-
-    Raises:
-        OSError: the file cannot be read.
-    """
-    import re
-
-    versions = {}
-    for line in Path(path).read_text().splitlines():
-        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*==\s*([^\s;\\]+)", line)
-        if m:
-            versions[re.sub(r"[-_.]+", "-", m.group(1)).lower()] = m.group(3)
-    return versions
-
-
 def resolve_base_image(client, base_image: str, log=sys.stderr) -> dict:
     """The image a build starts ``FROM``, by id: ``base_image`` (a tag or id) looked up on the
     daemon, pulled first where it is missing and a registry can be reached.

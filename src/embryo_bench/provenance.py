@@ -86,13 +86,14 @@ def installed_packages() -> list[str]:
     (names normalised as in PEP 503, sorted): the equivalent of ``pip freeze``, read with
     importlib.metadata."""
     import importlib.metadata as md
-    import re
+
+    from packaging.utils import canonicalize_name
 
     found = {}
     for dist in md.distributions():
         name = dist.metadata["Name"]
         if name:
-            found[re.sub(r"[-_.]+", "-", name).lower()] = dist.version
+            found[canonicalize_name(name)] = dist.version
     return [f"{n}=={v}" for n, v in sorted(found.items())]
 
 
