@@ -4,6 +4,7 @@ that import the module."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -115,3 +116,150 @@ def test_image_hash_follows_its_build_files_and_code_not_comments(tmp_path):
     dockerfile = ctx / "containers/Dockerfile"
     dockerfile.write_text(dockerfile.read_text() + "\nENV X=1\n")
     assert image_content_hash(ctx, "cpu") not in (original, changed)
+
+
+# --- speed without a change of value (issue 14) -------------------------------------------
+
+NESTED = '''
+"""module doc"""
+import os
+from embryo_bench import io
+
+
+def f():
+    """f doc"""
+    try:
+        from embryo_bench import layout
+    except ImportError:
+        from . import paper
+    else:
+        import embryo_bench.spec
+    finally:
+        class C:
+            """C doc"""
+
+            async def g(self):
+                """g doc"""
+                async with x:
+                    async for y in z:
+                        import embryo_bench.hardware
+                    else:
+                        def h():
+                            """h doc"""
+    while True:
+        with open(p) as fh:
+            if a:
+                pass
+            elif b:
+                from .merge import run_dirs
+            else:
+                for i in r:
+                    pass
+                else:
+                    from embryo_bench.errors import ConfigError
+    match v:
+        case 1:
+            def k():
+                """k doc"""
+                from embryo_bench import stages
+    return lambda: (i for i in [1])
+'''
+
+
+def _walk_defs_with_docstrings(tree):
+    import ast
+
+    return sorted(
+        type(n).__name__ + getattr(n, "name", "")
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and n.body
+        and isinstance(n.body[0], ast.Expr)
+        and isinstance(n.body[0].value, ast.Constant)
+        and isinstance(n.body[0].value.value, str)
+    )
+
+
+def test_the_statement_walk_reaches_every_import_and_docstring():
+    """Imports and docstrings are found through statement bodies only, not every node (issue
+    14: walking every expression was most of the hashing time): that walk must reach every
+    statement a walk of every node reaches, in every kind of nested block."""
+    import ast
+
+    holders = (ast.stmt, ast.excepthandler, ast.match_case)
+    sources = {"nested": NESTED} | {p.stem: p.read_text() for p in sorted(PACKAGE.glob("*.py"))}
+    for name, text in sources.items():
+        tree = ast.parse(text)
+        reached = {id(n) for n in codehash.statements([tree])}
+        assert all(id(n) in reached for n in ast.walk(tree) if isinstance(n, holders)), name
+        codehash._strip_docstrings(tree)
+        assert _walk_defs_with_docstrings(tree) == [], name
+    nested = ast.parse(NESTED)
+    assert len(_walk_defs_with_docstrings(nested)) == 6
+    modules = ["io", "layout", "paper", "spec", "hardware", "merge", "errors", "stages"]
+    assert codehash.imported_modules(nested.body, "embryo_bench.nested") == {
+        "embryo_bench",
+        *(f"embryo_bench.{m}" for m in modules),
+    }
+
+
+def _forget(monkeypatch):
+    """A new process: no hash, parse or dump kept in memory."""
+    monkeypatch.setattr(codehash, "_HASHES", {})
+    for f in (codehash._parse, codehash._dump, codehash._module_imports, codehash._cli_code,
+              codehash._cli_shared):  # fmt: skip
+        f.cache_clear()
+
+
+def _no_computing(*args):
+    raise AssertionError("hash computed again")
+
+
+def test_hashes_are_read_from_the_cache_until_a_file_changes(pkg, monkeypatch):
+    before = _hashes(pkg)
+    assert (pkg / codehash.CACHE_FILE).is_file()
+    _forget(monkeypatch)
+    with monkeypatch.context() as m:
+        m.setattr(codehash, "_code_hash", _no_computing)
+        assert _hashes(pkg) == before  # a later process: from the file, nothing parsed
+        _edit(pkg / "preprocess.py", "from __future__ import annotations\n",
+              "from __future__ import annotations  # a comment\n")  # fmt: skip
+        with pytest.raises(AssertionError, match="computed again"):
+            code_hash("cli:augment", root=pkg)  # any edit is a new key
+    assert _hashes(pkg) == before  # ... with the same value for a comment
+    _edit(pkg / "model.py", 'name="paper_cnn"', 'name="paper_cnn_v2"')
+    after = _hashes(pkg)
+    assert after["train"] != before["train"] and after["augment"] == before["augment"]
+    _forget(monkeypatch)
+    assert _hashes(pkg) == after
+
+
+def test_a_new_module_file_is_a_new_cache_key(pkg):
+    key = codehash.source_key(pkg)
+    (pkg / "extra.py").write_text("X = 1\n")
+    assert codehash.source_key(pkg) != key
+    (pkg / "extra.py").unlink()
+    assert codehash.source_key(pkg) == key
+
+
+def test_a_garbled_or_foreign_cache_file_is_ignored(pkg, monkeypatch):
+    expected = _hashes(PACKAGE)
+    cache_file = pkg / codehash.CACHE_FILE
+    cache_file.parent.mkdir(exist_ok=True)
+    for text in ("{not json", "[]", '{"key": "other", "hashes": {"cli:crop": "0"}}'):
+        cache_file.write_text(text)
+        _forget(monkeypatch)
+        assert _hashes(pkg) == expected
+    stale = {"key": codehash.source_key(pkg) + "x", "hashes": {"cli:crop": "0" * 16}}
+    cache_file.write_text(json.dumps(stale))
+    _forget(monkeypatch)
+    assert code_hash("cli:crop", root=pkg) == expected["crop"]
+
+
+def test_an_unwritable_package_hashes_without_a_cache(pkg, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise PermissionError("read-only")
+
+    monkeypatch.setattr(codehash.tempfile, "mkstemp", refuse)
+    assert _hashes(pkg) == _hashes(PACKAGE)
+    assert not (pkg / codehash.CACHE_FILE).exists()

@@ -243,3 +243,30 @@ def test_check_config_accepts_the_shipped_configs_and_names_a_bad_setting(tmp_pa
     (tmp_path / "list.yaml").write_text("- a\n- b\n")
     assert main(["check-config", str(tmp_path / "list.yaml")]) == 2
     assert "expected a mapping of settings" in capsys.readouterr().err
+
+
+def test_the_schema_reads_as_pyyamls_safe_loader_reads_it():
+    """load_schema uses libyaml's parser where PyYAML has it (issue 14): the same dict."""
+    assert load_schema() == yaml.safe_load((REPO / "config" / "schema.yaml").read_text())
+
+
+def test_planning_asks_each_docker_daemon_once(monkeypatch):
+    """The local check asks the daemon of every docker target before any job, once per
+    address however many targets name it (issue 14: each answer costs a client and a round
+    trip)."""
+    from embryo_bench import hardware
+
+    asked = []
+
+    def daemon_info(address):
+        asked.append(address)
+        return {"NCPU": 8, "Runtimes": {"runc": {}}}
+
+    monkeypatch.setattr(hardware, "_daemon_info", daemon_info)
+    monkeypatch.setattr(hardware, "local_node", lambda: hardware.Node("this host", 8, None, 2))
+    config = copy.deepcopy(PAPER)
+    remote = {**config["targets"][0], "docker_host": "tcp://10.0.0.9:2375"}
+    config["targets"] += [{**remote, "name": "elsewhere"}, {**remote, "name": "elsewhere-2"}]
+    p = Plan.from_config(config, hardware_check="local")
+    assert asked == ["", "tcp://10.0.0.9:2375"]
+    assert len(p.targets) == len(config["targets"]) and not p.skipped

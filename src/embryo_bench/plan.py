@@ -56,7 +56,9 @@ def load_schema(path: str | Path | None = None) -> dict:
 
     path = Path(path or SCHEMA)
     try:
-        return yaml.safe_load(path.read_text())
+        # libyaml's parser where PyYAML has it: the same safe constructors, 10x faster (the
+        # schema is read at every Snakefile parse).
+        return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except FileNotFoundError as exc:
         raise ConfigError(f"{path}: configuration schema not found") from exc
 
