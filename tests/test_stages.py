@@ -4,12 +4,15 @@ or with the run's spec."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from embryo_bench import stages
+from embryo_bench import preprocess, stages
 from embryo_bench.errors import DataError
 from embryo_bench.select import assign_shards
 from embryo_bench.sources import index_db
@@ -86,3 +89,72 @@ def test_settings_file_is_read_back_strictly(tmp_path):
         Preprocessing.from_settings_file(tmp_path / "settings.json")
     with pytest.raises(DataError, match="file not found"):
         Preprocessing.from_settings_file(tmp_path / "none.json")
+
+
+def test_augment_does_not_depend_on_threads_and_is_the_per_frame_chain(small_db, tmp_path):
+    shard = _chain(small_db, tmp_path)
+    one = dict(np.load(shard))
+    stages.augment_shard(tmp_path / "i-a.npz", PP.rotation_step, PP.image_size,
+                         tmp_path / "t3.npz", threads=3)  # fmt: skip
+    three = dict(np.load(tmp_path / "t3.npz"))
+    assert one.keys() == three.keys()
+    for key in one:
+        np.testing.assert_array_equal(one[key], three[key])
+    inverted = np.load(tmp_path / "i-a.npz")["images"]
+    angles = PP.angles()
+    reference = [preprocess.rotate_resize(img, angles, PP.image_size) for img in inverted]
+    np.testing.assert_array_equal(one["images"], np.concatenate(reference))
+
+
+_JOBS = """
+import sys
+from embryo_bench import cli
+
+work = sys.argv[1]
+assert cli.main(["crop", "--selection", f"{work}/selected.csv", "--shard", "0",
+                 "--frame-size", "48", "--fraction", "0.5", "--out", f"{work}/c.npz"]) == 0
+assert cli.main(["invert", "--input", f"{work}/c.npz", "--centre", "128",
+                 "--out", f"{work}/i.npz"]) == 0
+assert cli.main(["augment", "--input", f"{work}/i.npz", "--rotation-step", "90",
+                 "--image-size", "16", "--out", f"{work}/a.npz"]) == 0
+heavy = {"pandas", "matplotlib", "tensorflow", "keras", "docker", "scipy"}
+print(sorted(heavy & {m.split(".")[0] for m in sys.modules}))
+"""
+
+
+def test_stage_jobs_import_no_heavy_modules(small_db, tmp_path):
+    """A stage job is one interpreter per shard: pandas, matplotlib, TensorFlow, Keras,
+    Docker and SciPy stay out of it (issue 14: start-up and imports were a third of the
+    preprocessing's CPU time)."""
+    manifest, _ = index_db(small_db, 48)
+    assign_shards(manifest, 1).to_csv(tmp_path / "selected.csv", index=False)
+    src = str(Path(preprocess.__file__).parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run(
+        [sys.executable, "-c", _JOBS, str(tmp_path)], env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+    n = len(np.load(tmp_path / "c.npz")["cells"])
+    assert n > 0 and len(np.load(tmp_path / "a.npz")["images"]) == 4 * n
+
+
+def test_the_selection_is_read_and_checked(tmp_path):
+    sel = tmp_path / "selected.csv"
+    sel.write_text("embryo,frame,path,cells,split,shard\nE01,F1,/a.png,2,train,0\n"
+                   "E02,007,/b.png,4,test,1\n")  # fmt: skip
+    df = stages.read_selection(sel)
+    assert df["cells"].tolist() == [2, 4] and df["cells"].dtype == np.int64
+    assert df["frame"].tolist() == ["F1", "007"]  # ids stay strings
+    assert stages.read_selection(sel, 1)["path"].tolist() == ["/b.png"]
+    with pytest.raises(DataError, match="selection file not found"):
+        stages.read_selection(tmp_path / "none.csv")
+    sel.write_text("embryo,frame,path,cells,split\nE01,F1,/a.png,2,train\n")
+    with pytest.raises(DataError, match=r"columns .*; expected .*'shard'"):
+        stages.read_selection(sel)
+    sel.write_text("embryo,frame,path,cells,split,shard\nE01,F1,/a.png,5,train,0\n")
+    with pytest.raises(DataError, match=r"labels \[5\] outside 1-4"):
+        stages.read_selection(sel)
+    sel.write_text("embryo,frame,path,cells,split,shard\nE01,F1,/a.png,two,train,0\n")
+    with pytest.raises(DataError, match="'cells' holds a non-integer"):
+        stages.read_selection(sel)

@@ -16,16 +16,20 @@ trains on, not from the configuration.
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from . import preprocess
 from .errors import DataError
 from .io import load_arrays, save_arrays
 from .spec import Preprocessing
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 META = ("cells", "split", "embryo", "frame")
 STAGES = ("crop", "invert", "augment")
@@ -73,27 +77,56 @@ def _input_settings(path: str | Path, data: dict, stage: str) -> dict:
     return record["preprocessing"]
 
 
-def read_selection(path: str | Path, shard: int | None = None) -> pd.DataFrame:
-    """Read ``selected.csv`` (optionally one shard's rows).
+def _selection_columns(path: str | Path, shard: int | None = None) -> dict[str, np.ndarray]:
+    """The columns of ``selected.csv`` (optionally one shard's rows): ``cells`` and ``shard``
+    int64, the others str. Read with the csv module: a stage job need not import pandas.
 
     Raises:
-        DataError: missing file or columns, or labels outside 1-4.
+        DataError: missing file or columns, a non-integer label or shard, or labels outside
+            1-4.
     """
     try:
-        df = pd.read_csv(
-            path,
-            dtype={"embryo": str, "frame": str, "path": str, "split": str},
-            keep_default_na=False,
-        )
+        with open(path, newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, [])
+            rows = [row for row in reader if row]  # blank lines skipped, as pandas does
     except FileNotFoundError as exc:
         raise DataError(f"{path}: selection file not found") from exc
     need = {"embryo", "frame", "path", "cells", "split", "shard"}
-    if not need <= set(df.columns):
-        raise DataError(f"{path}: columns {sorted(df.columns)}; expected {sorted(need)}")
-    if not df["cells"].between(1, 4).all():
-        bad = df.loc[~df["cells"].between(1, 4), "cells"].unique()
-        raise DataError(f"{path}: labels {bad.tolist()} outside 1-4 cells")
-    return df[df["shard"] == shard] if shard is not None else df
+    if not need <= set(header):
+        raise DataError(f"{path}: columns {sorted(header)}; expected {sorted(need)}")
+    if any(len(row) != len(header) for row in rows):
+        raise DataError(f"{path}: a row without {len(header)} fields")
+    ints = {}
+    for name in ("cells", "shard"):
+        i = header.index(name)
+        try:
+            ints[name] = np.array([int(row[i]) for row in rows], dtype=np.int64)
+        except ValueError as exc:
+            raise DataError(f"{path}: column {name!r} holds a non-integer ({exc})") from exc
+    cells = ints["cells"]
+    if ((cells < 1) | (cells > 4)).any():
+        bad = np.unique(cells[(cells < 1) | (cells > 4)]).tolist()
+        raise DataError(f"{path}: labels {bad} outside 1-4 cells")
+    keep = np.ones(len(rows), bool) if shard is None else ints["shard"] == shard
+    rows = [row for row, k in zip(rows, keep, strict=True) if k]
+    return {
+        name: ints[name][keep] if name in ints else np.array([row[i] for row in rows], dtype=str)
+        for i, name in enumerate(header)
+    }
+
+
+def read_selection(path: str | Path, shard: int | None = None) -> pd.DataFrame:
+    """Read ``selected.csv`` (optionally one shard's rows) as a DataFrame: ``cells`` and
+    ``shard`` int64, the other columns str.
+
+    Raises:
+        DataError: missing file or columns, a non-integer label or shard, or labels outside
+            1-4.
+    """
+    import pandas as pd
+
+    return pd.DataFrame(_selection_columns(path, shard))
 
 
 def crop_shard(
@@ -115,8 +148,8 @@ def crop_shard(
         DataError: the shard is empty, or a frame is missing, corrupt, truncated, of the
             wrong size or not 8-bit gray (the message names it).
     """
-    rows = read_selection(selection, shard)
-    if rows.empty:
+    rows = _selection_columns(selection, shard)
+    if not len(rows["path"]):
         raise DataError(f"{selection}: shard {shard} has no rows")
     images = np.stack(
         [
@@ -127,13 +160,13 @@ def crop_shard(
     save_arrays(
         out,
         images=images,
-        cells=rows["cells"].to_numpy(np.int8),
-        split=rows["split"].to_numpy(str),
-        embryo=rows["embryo"].to_numpy(str),
-        frame=rows["frame"].to_numpy(str),
+        cells=rows["cells"].astype(np.int8),
+        split=rows["split"],
+        embryo=rows["embryo"],
+        frame=rows["frame"],
         settings=_record("crop", {"frame_size": frame_size, "crop_fraction": fraction}),
     )
-    return len(rows)
+    return len(images)
 
 
 def invert_shard(cropped: str | Path, centre: int, out: str | Path) -> int:
@@ -160,9 +193,14 @@ def invert_shard(cropped: str | Path, centre: int, out: str | Path) -> int:
 
 
 def augment_shard(
-    inverted: str | Path, rotation_step: float, image_size: int, out: str | Path
+    inverted: str | Path,
+    rotation_step: float,
+    image_size: int,
+    out: str | Path,
+    threads: int | None = None,
 ) -> int:
-    """Rotate every inverted image by each angle and downsize; write ``out``.
+    """Rotate every inverted image by each angle and downsize
+    (:func:`embryo_bench.preprocess.rotate_resize_many`); write ``out``.
 
     Args:
         inverted: an invert-stage shard (uint8 images (N, S, S) + metadata).
@@ -171,6 +209,8 @@ def augment_shard(
         out: destination ``.npz``: uint8 images (N*R, image_size, image_size), float32
             ``angle`` (N*R,) in degrees, and the metadata repeated R times. Sample order is
             frame-major: rows ``i*R .. i*R+R-1`` are frame i's R rotations in angle order.
+        threads: worker threads; None: :func:`embryo_bench.preprocess.default_threads` (the
+            job's ``threads`` under Snakemake). The output does not depend on it.
 
     Returns the number of samples N*R.
 
@@ -185,9 +225,8 @@ def augment_shard(
         "image_size": image_size,
     }
     angles = preprocess.rotation_angles(rotation_step)
-    images = np.concatenate(
-        [preprocess.rotate_resize(img, angles, image_size) for img in data["images"]]
-    )
+    threads = preprocess.default_threads() if threads is None else threads
+    images = preprocess.rotate_resize_many(data["images"], angles, image_size, threads)
     reps = len(angles)
     save_arrays(
         out,
