@@ -103,7 +103,8 @@ def test_every_keras_backend_trains_the_same_model_and_times_it(backend):
     """Same parameter count on every backend, and each epoch's training time holds its
     training steps, not the scoring after it: JAX dispatches steps asynchronously, and
     without a wait at the epoch's end its 2 training steps (~0.5 s) were counted as the
-    scoring of 4 images."""
+    scoring of 4 images. Seeding (as a run seeds) leaves TensorFlow out of a JAX or PyTorch
+    process (Keras's own set_random_seed imports it: +460 MiB)."""
     import importlib.util
     import subprocess
     import sys
@@ -116,14 +117,16 @@ def test_every_keras_backend_trains_the_same_model_and_times_it(backend):
         "limit_threads(1)\n"
         "import keras\n"
         "from embryo_bench.model import build_model, compile_model\n"
-        "from embryo_bench.train import fit_epochs\n"
+        "from embryo_bench.train import fit_epochs, seed_everything\n"
+        "seed_everything(0)\n"
         "m = compile_model(build_model(64))\n"
         "x = np.random.default_rng(0).integers(0, 129, (64, 64, 64, 1), dtype=np.uint8)\n"
         "y = np.arange(64, dtype=np.int32) % 4\n"
         "rows = fit_epochs(m, (x, y), (x[:4], y[:4]), batch_size=32, epochs=3)\n"
         "print(keras.backend.backend(), m.count_params(), len(rows),\n"
         "      all(np.isfinite(r['train_loss']) and r['eval_seconds'] > 0 for r in rows),\n"
-        "      [r['epoch_seconds'] > r['eval_seconds'] for r in rows[1:]])\n"
+        "      [r['epoch_seconds'] > r['eval_seconds'] for r in rows[1:]],\n"
+        "      'tensorflow' in __import__('sys').modules)\n"
     )
     env = {**__import__("os").environ, "KERAS_BACKEND": backend}
     out = (
@@ -133,7 +136,8 @@ def test_every_keras_backend_trains_the_same_model_and_times_it(backend):
         .stdout.strip()
         .splitlines()[-1]
     )
-    assert out == f"{backend} 16834436 3 True [True, True]"
+    tf_loaded = backend == "tensorflow"
+    assert out == f"{backend} 16834436 3 True [True, True] {tf_loaded}"
 
 
 def test_both_variants_build_the_paper_model_with_their_own_initial_weights():

@@ -261,6 +261,29 @@ def select_backend(backend: str) -> None:
     os.environ["KERAS_BACKEND"] = backend
 
 
+def seed_everything(seed: int) -> None:
+    """``keras.utils.set_random_seed(seed)`` (Python's, NumPy's, Keras's and the backend's
+    random generators) without importing TensorFlow into a run on another backend.
+
+    Keras seeds TensorFlow whenever it is installed, importing it (issue 14: +460 MiB RSS and
+    TensorFlow's start-up in every JAX or PyTorch run, whose numbers then are not that
+    framework's alone). On a backend other than TensorFlow, TensorFlow is hidden from that one
+    call (``sys.modules`` entry None: Keras finds it not installed, and remembers that for the
+    process); runs on those backends feed Keras numpy arrays, not ``tf.data``. Call after
+    :func:`select_backend`.
+    """
+    import keras
+
+    if keras.backend.backend() == "tensorflow" or "tensorflow" in sys.modules:
+        keras.utils.set_random_seed(seed)
+        return
+    sys.modules["tensorflow"] = None  # type: ignore[assignment]
+    try:
+        keras.utils.set_random_seed(seed)
+    finally:
+        del sys.modules["tensorflow"]
+
+
 def setup(spec: RunSpec, shards: list[str], dataset: dict) -> Session:
     """Prepare a run: choose the backend, pin to ``spec.cpus`` cores with ``spec.threads``
     threads, record provenance, seed everything, load the shards (checked against
@@ -288,7 +311,7 @@ def setup(spec: RunSpec, shards: list[str], dataset: dict) -> Session:
     from .model import build_model, compile_model
 
     scope, replicas_in_sync = distribution_scope(spec.strategy, spec.replicas)
-    keras.utils.set_random_seed(spec.seed)
+    seed_everything(spec.seed)
     data, pp = load_dataset(shards, spec.preprocessing)
     if spec.holdout:
         # The original script's validation slice: the first images, never trained on.
