@@ -43,7 +43,8 @@ def limit_threads(threads: int, cores: int | None = None) -> list[int]:
     flag for N threads, so for N = 1 its multi-threaded Eigen is switched off and otherwise
     the affinity alone bounds it). A CPU quota does not hide the host's cores from a
     framework; without this a 1-CPU target would oversubscribe and its timings would be
-    false. Call before the backend runs its first operation.
+    false. On JAX the XLA:CPU settings of :func:`jax_xla_flags` are added to ``XLA_FLAGS``
+    as well. Call before the backend runs its first operation.
 
     Returns:
         the cores the process is now pinned to.
@@ -65,15 +66,58 @@ def limit_threads(threads: int, cores: int | None = None) -> list[int]:
 
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(threads)
-    elif backend == "jax" and threads == 1:
+    elif backend == "jax":
         flags = os.environ.get("XLA_FLAGS", "")
-        os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
+        os.environ["XLA_FLAGS"] = " ".join([flags, *jax_xla_flags(threads, flags)]).strip()
     elif backend == "torch":
         import torch
 
         torch.set_num_threads(threads)
         torch.set_num_interop_threads(threads)
     return pinned
+
+
+#: XLA:CPU's YNNPACK offload of convolutions, off (issue 14). jaxlib 0.10's XLA hands every
+#: convolution to YNNPACK. The filter gradient of the paper CNN's second convolution (a window
+#: the size of the image, the batch contracted) ran there at 2-5 GFLOP/s on one core, 6-8x
+#: slower than its forward pass, while XLA's own (Eigen) convolution runs it at about the
+#: forward pass's speed: without it Keras on JAX trained 2.25x faster at 1 thread and batch
+#: 480 (2 interleaved pairs, 24-26 -> 56 images/s; benchmarks/bench_peers.py).
+XLA_YNN_CONVOLUTION_OFF = "--xla_cpu_experimental_ynn_fusion_type=-individual_convolution"
+#: XLA:CPU's memory-minimising schedule for 1 thread (issue 14). The default schedule orders
+#: a step's operations so that independent ones can run at once, which keeps more of them
+#: alive together; one thread cannot run them at once. For the paper CNN's train step at
+#: batch 480 it cut XLA's temporary buffer from 2,656 to 1,800 MiB and the run's peak RSS
+#: from 3,843 to 2,954 MiB, at the same speed (2 interleaved pairs).
+XLA_MEMORY_SCHEDULE = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
+#: The first jaxlib these flags were verified on; an XLA flag unknown to a jaxlib aborts the
+#: process ("Unknown flag in XLA_FLAGS"), so older ones get neither.
+JAXLIB_VERIFIED = (0, 10)
+
+
+def jax_xla_flags(threads: int, flags: str = "") -> list[str]:
+    """XLA flags for training on JAX's CPU backend with ``threads`` threads, less any that
+    ``flags`` (the ``XLA_FLAGS`` already set) set themselves.
+
+    * ``--xla_cpu_multi_thread_eigen=false`` for 1 thread (XLA's Eigen kernels single
+      threaded; for more, the affinity bounds them);
+    * on jaxlib >= :data:`JAXLIB_VERIFIED`: :data:`XLA_YNN_CONVOLUTION_OFF`, and for 1 thread
+      :data:`XLA_MEMORY_SCHEDULE`.
+    """
+    import importlib.metadata as md
+
+    try:
+        jaxlib = tuple(int(p) for p in md.version("jaxlib").split(".")[:2])
+    except (md.PackageNotFoundError, ValueError):
+        jaxlib = (0, 0)
+    wanted = []
+    if threads == 1:
+        wanted.append("--xla_cpu_multi_thread_eigen=false")
+    if jaxlib >= JAXLIB_VERIFIED:
+        wanted.append(XLA_YNN_CONVOLUTION_OFF)
+        if threads == 1:
+            wanted.append(XLA_MEMORY_SCHEDULE)
+    return [f for f in wanted if f.split("=", 1)[0] not in flags]
 
 
 @dataclass(frozen=True)
