@@ -212,6 +212,26 @@ def _batches(n: int, batch: int, steps: int, rng):
     return [order[i * batch : (i + 1) * batch] for i in range(steps)]
 
 
+def _timed_epochs(train_step, read_loss, n: int, args) -> dict:
+    """The raw loops' clock: ``1 + args.epochs`` epochs of ``args.steps`` calls of
+    ``train_step(idx)`` (idx: int array (batch,) into the ``n`` training images, a new
+    permutation each epoch); each epoch ends by reading its last loss back with
+    ``read_loss`` (float), which waits for the step. Returns epoch_seconds and
+    epoch_cpu_seconds (wall and process CPU s of each epoch) and final_loss."""
+    import numpy as np
+
+    rng = np.random.default_rng(args.seed)
+    seconds, cpu, loss = [], [], None
+    for _ in range(1 + args.epochs):
+        t0, c0 = time.perf_counter(), cpu_seconds()
+        for idx in _batches(n, args.batch, args.steps, rng):
+            loss = train_step(idx)
+        loss = read_loss(loss)
+        seconds.append(time.perf_counter() - t0)
+        cpu.append(cpu_seconds() - c0)
+    return {"epoch_seconds": seconds, "epoch_cpu_seconds": cpu, "final_loss": loss}
+
+
 def run_tf_original(data, args) -> dict:
     """The authors' formulation as raw TensorFlow ops in one ``tf.function`` train step."""
     import numpy as np
@@ -259,19 +279,8 @@ def run_tf_original(data, args) -> dict:
         return loss
 
     x, y, _, _ = data
-    rng = np.random.default_rng(args.seed)
-    seconds, cpu, loss = [], [], None
-    for _ in range(1 + args.epochs):
-        t0, c0 = time.perf_counter(), cpu_seconds()
-        for idx in _batches(len(y), args.batch, args.steps, rng):
-            loss = train_step(x[idx], y[idx])
-        loss = float(loss)
-        seconds.append(time.perf_counter() - t0)
-        cpu.append(cpu_seconds() - c0)
     return {
-        "epoch_seconds": seconds,
-        "epoch_cpu_seconds": cpu,
-        "final_loss": loss,
+        **_timed_epochs(lambda idx: train_step(x[idx], y[idx]), float, len(y), args),
         "parameters": int(sum(int(np.prod(p.shape)) for p in params)),
         "versions": {"tensorflow": tf.__version__},
     }
@@ -279,7 +288,6 @@ def run_tf_original(data, args) -> dict:
 
 def run_torch(data, args) -> dict:
     """A plain PyTorch training loop (``nn.Sequential``, ``torch.optim.Adam``)."""
-    import numpy as np
     import torch
     from torch import nn
 
@@ -303,25 +311,19 @@ def run_torch(data, args) -> dict:
     loss_fn = nn.CrossEntropyLoss()
     model.train()
     x, y, _, _ = data
-    rng = np.random.default_rng(args.seed)
-    seconds, cpu, loss = [], [], None
-    for _ in range(1 + args.epochs):
-        t0, c0 = time.perf_counter(), cpu_seconds()
-        for idx in _batches(len(y), args.batch, args.steps, rng):
-            # NHWC with one channel is NCHW with one channel: a reshape, no copy.
-            images = torch.from_numpy(x[idx]).reshape(-1, 1, IMAGE, IMAGE).float().div_(255.0)
-            labels = torch.from_numpy(y[idx]).long()
-            optimizer.zero_grad(set_to_none=True)
-            loss = loss_fn(model(images), labels)
-            loss.backward()
-            optimizer.step()
-        loss = float(loss.item())
-        seconds.append(time.perf_counter() - t0)
-        cpu.append(cpu_seconds() - c0)
+
+    def train_step(idx):
+        # NHWC with one channel is NCHW with one channel: a reshape, no copy.
+        images = torch.from_numpy(x[idx]).reshape(-1, 1, IMAGE, IMAGE).float().div_(255.0)
+        labels = torch.from_numpy(y[idx]).long()
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(images), labels)
+        loss.backward()
+        optimizer.step()
+        return loss
+
     return {
-        "epoch_seconds": seconds,
-        "epoch_cpu_seconds": cpu,
-        "final_loss": loss,
+        **_timed_epochs(train_step, lambda loss: float(loss.item()), len(y), args),
         "parameters": int(sum(p.numel() for p in model.parameters())),
         "versions": {"torch": torch.__version__},
     }

@@ -52,6 +52,15 @@ TARGET_FRAMES, TARGET_SECONDS, TARGET_CORES = 3064, 10.0, 2
 TARGET_FPS = TARGET_FRAMES / TARGET_SECONDS
 
 
+def _run_cpu(cmd: list[str], **kwargs) -> tuple[subprocess.CompletedProcess, float]:
+    """``subprocess.run(cmd, capture_output=True, **kwargs)`` and the CPU seconds (user +
+    system) it and every process it waited for used."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run(cmd, capture_output=True, **kwargs)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return proc, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def _stage_run(repo: Path, work: Path, name: str, db: Path, cores: int, shards: int):
     """One ``snakemake --cores`` run of crop/invert/augment in ``repo``'s workflow on the
     selection in ``work/select``: a fresh output folder ``work/name``. Returns (wall s, CPU s
@@ -74,12 +83,9 @@ def _stage_run(repo: Path, work: Path, name: str, db: Path, cores: int, shards: 
     cmd = [sys.executable, "-m", "snakemake", *targets, "-s", str(repo / "Snakefile")]
     cmd += ["--configfile", str(out / "config.yaml"), "--cores", str(cores)]
     cmd += ["--allowed-rules", "crop", "invert", "augment"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=out, capture_output=True, text=True)
+    proc, cpu = _run_cpu(cmd, cwd=out, text=True)
     wall = time.perf_counter() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode:
         raise SystemExit(f"snakemake failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return wall, cpu, targets
@@ -114,11 +120,8 @@ def _difference(ours: list[str], theirs: list[str]) -> dict:
 
 
 def _child_cpu(cmd: list[str], env: dict) -> float:
-    """CPU seconds (user + system) of a subprocess."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(cmd, env=env, check=True, capture_output=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    """CPU seconds (user + system) of a subprocess that must succeed."""
+    return _run_cpu(cmd, env=env, check=True)[1]
 
 
 def _breakdown(work: Path, run: str, frames: int, shards: int, cores: int) -> dict:
