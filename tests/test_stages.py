@@ -155,6 +155,9 @@ def test_the_selection_is_read_and_checked(tmp_path):
     sel.write_text("embryo,frame,path,cells,split,shard\nE01,F1,/a.png,5,train,0\n")
     with pytest.raises(DataError, match=r"labels \[5\] outside 1-4"):
         stages.read_selection(sel)
+    sel.write_text("embryo,frame,path,cells,split,shard\nE01,F1,/a.png,2,train\n")
+    with pytest.raises(DataError, match=r"row \['E01', 'F1', '/a.png'\] has 5 fields; expected 6"):
+        stages.read_selection(sel)
     sel.write_text("embryo,frame,path,cells,split,shard\nE01,F1,/a.png,two,train,0\n")
     with pytest.raises(DataError, match="'cells' holds a non-integer"):
         stages.read_selection(sel)

@@ -95,8 +95,9 @@ def _selection_columns(path: str | Path, shard: int | None = None) -> dict[str, 
     need = {"embryo", "frame", "path", "cells", "split", "shard"}
     if not need <= set(header):
         raise DataError(f"{path}: columns {sorted(header)}; expected {sorted(need)}")
-    if any(len(row) != len(header) for row in rows):
-        raise DataError(f"{path}: a row without {len(header)} fields")
+    for row in rows:
+        if len(row) != len(header):
+            raise DataError(f"{path}: row {row[:3]} has {len(row)} fields; expected {len(header)}")
     ints = {}
     for name in ("cells", "shard"):
         i = header.index(name)
