@@ -1,8 +1,23 @@
-"""Shared fixtures: small synthetic databases and the real 28 px subset's location."""
+"""Shared fixtures (small synthetic databases, the real 28 px subset's location, the offline
+run) and how the suite shares the machine.
+
+The suite runs on pytest-xdist workers (``-n 2 --dist loadfile`` in pyproject.toml): each
+worker is pinned to a core of its own, so the 1-cpu trainers it starts (pinned to the first
+allowed core, ``hardware.run_cores``) do not share a core with the other worker's. Tests
+marked ``alone`` (timing and interference tests, 2-cpu runs) run with nothing beside them:
+every test takes a shared lock, an ``alone`` test an exclusive one, with a turnstile so a
+waiting ``alone`` test is not starved; it gets all the worker's original cores back while it
+runs. Expensive session fixtures wanted by several files are made once for all workers
+(:func:`made_once`).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,6 +27,102 @@ from embryo_bench.synthetic import generate_db
 
 REPO = Path(__file__).resolve().parents[1]
 CELLS28 = REPO.parent / "shared" / "data" / "embryo-cells-28px"
+
+# The heaviest files first: --dist loadfile hands whole files to workers in this order, so
+# the long ones start at once and short ones fill the gaps at the end.
+HEAVY_FIRST = [
+    "test_slurm.py",
+    "test_docker.py",
+    "test_workflow.py",
+    "test_report.py",
+    "test_merge.py",
+]
+
+_ORIGINAL_CORES: set[int] = set()
+
+
+def _worker() -> str | None:
+    return os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "alone: runs with no other test beside it and on every core (timing, interference)",
+    )
+    _ORIGINAL_CORES.update(os.sched_getaffinity(0))
+    worker = _worker()
+    if worker and worker.startswith("gw"):
+        cores = sorted(_ORIGINAL_CORES)
+        os.sched_setaffinity(0, {cores[int(worker[2:]) % len(cores)]})
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    def rank(item) -> int:
+        name = item.path.name
+        return HEAVY_FIRST.index(name) if name in HEAVY_FIRST else len(HEAVY_FIRST)
+
+    items.sort(key=rank)  # stable: tests keep their order within a file
+
+
+def _shared_root(config) -> Path | None:
+    """A folder every worker of this run sees (None outside xdist)."""
+    worker_input = getattr(config, "workerinput", None)
+    if worker_input is None:
+        return None
+    root = Path(os.environ.get("TMPDIR", "/tmp")) / f"embryo-bench-{worker_input['testrunuid']}"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+@contextlib.contextmanager
+def _flock(path: Path, mode: int):
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    root = _shared_root(item.config)
+    if root is None:
+        yield
+        return
+    alone = item.get_closest_marker("alone") is not None
+    with contextlib.ExitStack() as stack:
+        with _flock(root / "turnstile.lock", fcntl.LOCK_EX):
+            stack.enter_context(
+                _flock(root / "tests.lock", fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+            )
+        pinned = os.sched_getaffinity(0)
+        if alone:
+            os.sched_setaffinity(0, _ORIGINAL_CORES)
+        try:
+            yield
+        finally:
+            os.sched_setaffinity(0, pinned)
+
+
+def made_once(request, tmp_path_factory, name: str, make) -> Path:
+    """The folder ``name`` filled by ``make(folder)`` once for the whole run: the first
+    worker to ask makes it under a lock, the others wait and reuse it. Outside xdist, once
+    per session like any session fixture."""
+    root = _shared_root(request.config)
+    if root is None:
+        folder = tmp_path_factory.mktemp(name)
+        make(folder)
+        return folder
+    folder = root / name
+    with _flock(root / f"{name}.lock", fcntl.LOCK_EX):
+        if not (folder / ".made").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            (folder / ".made").touch()
+    return folder
 
 
 @pytest.fixture(scope="session")
@@ -25,8 +136,6 @@ def small_db(tmp_path_factory) -> Path:
 @pytest.fixture
 def db_copy(small_db, tmp_path) -> Path:
     """A private copy of :func:`small_db` that a test may damage."""
-    import shutil
-
     dst = tmp_path / "db"
     shutil.copytree(small_db, dst)
     return dst
@@ -50,10 +159,15 @@ def require_or_skip(facility: str, why: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def offline_run(tmp_path_factory):
-    """The offline config (host targets) run once for the session: (work dir, config, output
-    dir, CompletedProcess)."""
-    work = tmp_path_factory.mktemp("offline")
-    config = offline_config(work / "out")
-    proc = snakemake(work, config)
-    return work, config, work / "out", proc
+def offline_run(request, tmp_path_factory):
+    """The offline config (host TensorFlow target, 64 px: the paper's model) run once for the
+    whole test run: (work dir, config, output dir, snakemake's output). Tests only read it
+    (dry runs included); a test that runs jobs works on a copy."""
+
+    def make(work: Path) -> None:
+        proc = snakemake(work, offline_config(work / "out"))
+        (work / "snakemake.log").write_text(proc.stdout + proc.stderr)
+
+    work = made_once(request, tmp_path_factory, "offline", make)
+    config = json.loads(json.dumps(offline_config(work / "out")))
+    return work, config, work / "out", (work / "snakemake.log").read_text()

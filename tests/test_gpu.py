@@ -37,6 +37,7 @@ def _gpu_backend() -> str | None:
     return None
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_host_run_on_a_gpu_is_sampled_through_nvml(tmp_path):
     names = gpu_names()

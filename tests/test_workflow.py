@@ -570,6 +570,7 @@ def test_local_archive_source(tmp_path):
     assert summary["test_embryos"] == ["E00", "E05"]
 
 
+@pytest.mark.alone
 def test_mirrored_strategy_on_two_logical_cpus(offline_run, tmp_path):
     """strategy: mirrored trains through tf.distribute.MirroredStrategy; on a CPU host over
     two logical CPU devices (global batch 480 split across the replicas)."""
@@ -638,6 +639,7 @@ def _train_host(config, out, run_dir, spec_file):
     return json.loads((run_dir / "metrics.json").read_text()), proc.stderr
 
 
+@pytest.mark.alone
 def test_a_cpu_hog_on_the_runs_core_marks_it_unstable(offline_run, tmp_path):
     """Done-means of issue 10: the same 1-cpu run, without and then with a busy process
     pinned to its core; the first is stable, the second unstable, naming the other
