@@ -148,6 +148,24 @@ def cells28() -> Path:
     return CELLS28
 
 
+def nvidia_gpus() -> list[str]:
+    """The GPUs ``nvidia-smi -L`` lists (none where it is missing or fails): asked of the
+    driver's own tool, not of the code under test (hardware.gpu_names reads NVML)."""
+    import subprocess
+
+    if shutil.which("nvidia-smi") is None:
+        return []
+    proc = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+    return [line for line in proc.stdout.splitlines() if line.startswith("GPU ")]
+
+
+def require_gpu() -> None:
+    """Skip a GPU-only test where the driver lists no GPU (fail instead when
+    EMBRYO_BENCH_REQUIRE names gpu)."""
+    if not nvidia_gpus():
+        require_or_skip("gpu", "no NVIDIA GPU here (nvidia-smi -L lists none)")
+
+
 def require_or_skip(facility: str, why: str) -> None:
     """Skip a test whose ``facility`` ("docker", "slurm") is missing, with ``why`` - or fail
     it when EMBRYO_BENCH_REQUIRE names that facility (CI sets it, so a daemon that did not
@@ -171,3 +189,16 @@ def offline_run(request, tmp_path_factory):
     work = made_once(request, tmp_path_factory, "offline", make)
     config = json.loads(json.dumps(offline_config(work / "out")))
     return work, config, work / "out", (work / "snakemake.log").read_text()
+
+
+@pytest.fixture(scope="session")
+def tiny_run(request, tmp_path_factory):
+    """The offline config's host TensorFlow target at workflow_helpers.TINY's settings, run
+    once for the whole test run: (work dir, config, output dir). Read only: copy it (with
+    its .snakemake) to run jobs in it."""
+
+    def make(work: Path) -> None:
+        snakemake(work, offline_config(work / "out", tiny=True))
+
+    work = made_once(request, tmp_path_factory, "tiny", make)
+    return work, offline_config(work / "out", tiny=True), work / "out"

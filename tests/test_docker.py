@@ -23,7 +23,7 @@ from embryo_bench.errors import DockerError
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import require_or_skip  # noqa: E402
+from conftest import nvidia_gpus, require_gpu, require_or_skip  # noqa: E402
 from workflow_helpers import (  # noqa: E402
     copy_repo,
     edit,
@@ -53,7 +53,7 @@ def _labelled(client):
 
 
 def docker_config(outdir: Path, epochs: int = 2) -> dict:
-    config = offline_config(outdir, docker=True)
+    config = offline_config(outdir, docker=True, tiny=True)
     config["targets"] = [t for t in config["targets"] if t["runner"] == "docker"]
     config.pop("cost", None)  # its base target is not among these
     config["on_missing_hardware"] = "fail"
@@ -111,7 +111,7 @@ def test_container_training_outputs_and_telemetry(docker_run):
 
 
 @pytest.mark.slow
-def test_image_rule_reruns_only_when_its_sources_change(docker_run):
+def test_a_second_invocation_builds_and_trains_nothing(docker_run):
     _, work, config, _ = docker_run
     proc = snakemake(work, config, "-n")
     assert "Nothing to be done" in proc.stdout + proc.stderr
@@ -339,6 +339,7 @@ def test_a_missing_base_image_is_named(tmp_path):
     assert not (tmp_path / "rec.json").exists()
 
 
+@pytest.mark.slow
 def test_missing_daemon_fails_before_any_job(tmp_path):
     config = docker_config(tmp_path / "out")
     config["targets"][0]["docker_host"] = "tcp://127.0.0.1:9"
@@ -349,6 +350,7 @@ def test_missing_daemon_fails_before_any_job(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_missing_daemon_target_is_skipped_when_asked(tmp_path):
     config = offline_config(tmp_path / "out", docker=True)
     for t in config["targets"]:
@@ -361,11 +363,10 @@ def test_missing_daemon_target_is_skipped_when_asked(tmp_path):
     assert "train/docker-1cpu" not in text and "train/host-1cpu" in text
 
 
+@pytest.mark.slow
 def test_missing_gpus_reported(tmp_path):
-    from embryo_bench.hardware import gpu_names
-
-    if gpu_names():
-        pytest.skip("this host has GPUs")
+    if nvidia_gpus():
+        pytest.skip("this host has GPUs (nvidia-smi -L)")
     config = offline_config(tmp_path / "out")
     config["targets"] = [{"name": "host-gpu", "runner": "host", "cpus": 1, "gpus": 1}]
     config.pop("cost", None)  # its base target is not among these
@@ -379,13 +380,10 @@ def test_missing_gpus_reported(tmp_path):
 def test_gpu_target_samples_nvml(tmp_path):
     """Where a GPU and a daemon with the NVIDIA runtime exist: build the gpu image and train
     one epoch on one GPU; the telemetry has NVML readings. Skipped elsewhere."""
-    from embryo_bench.hardware import gpu_names
-
-    if not gpu_names():
-        pytest.skip("no NVIDIA GPU visible through NVML on this host")
+    require_gpu()
     client = _daemon()
     if "nvidia" not in client.info().get("Runtimes", {}):
-        pytest.skip("the Docker daemon has no nvidia runtime (NVIDIA Container Toolkit)")
+        require_or_skip("gpu", "the Docker daemon has no nvidia runtime (NVIDIA Container Toolkit)")
     config = docker_config(tmp_path / "out", epochs=1)
     config["targets"] = [
         {

@@ -11,6 +11,7 @@ import sys
 import pandas as pd
 import pytest
 import yaml
+from conftest import require_gpu
 from workflow_helpers import REPO, train_command, write_spec
 
 from embryo_bench import stages
@@ -40,12 +41,11 @@ def _gpu_backend() -> str | None:
 @pytest.mark.alone
 @pytest.mark.slow
 def test_host_run_on_a_gpu_is_sampled_through_nvml(tmp_path):
+    require_gpu()
     names = gpu_names()
-    if not names:
-        pytest.skip("no NVIDIA GPU visible through NVML on this host")
+    assert names, "nvidia-smi lists GPUs, NVML (hardware.gpu_names) none"
     backend = _gpu_backend()
-    if backend is None:
-        pytest.skip("no installed Keras backend (tensorflow, jax, torch) sees the GPU")
+    assert backend, "a GPU is here, and no installed Keras backend (tf, jax, torch) sees it"
     config = yaml.safe_load((REPO / "config" / "offline.yaml").read_text())
     out = tmp_path / "out"
     generate_db(tmp_path / "db", embryos=10, frames_per_embryo=24, frame_size=96, seed=0)

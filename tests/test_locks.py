@@ -15,6 +15,7 @@ from packaging.utils import canonicalize_name
 from workflow_helpers import locked_versions
 
 from embryo_bench.containers import requirements_file, requirements_pins
+from embryo_bench.errors import DockerError
 
 REPO = Path(__file__).resolve().parents[1]
 HOST_LOCK = REPO / "envs" / "host-requirements.lock"
@@ -81,3 +82,46 @@ def test_the_host_lock_satisfies_pyproject():
         assert name in locked, f"{HOST_LOCK.name} lacks {name}: run containers/lock-requirements.sh"
         assert req.specifier.contains(locked[name], prereleases=True), (text, locked[name])
     assert all(_blocks(HOST_LOCK).values())  # every package hashed
+
+
+def test_a_wheelhouse_is_complete_only_with_every_locked_hash(tmp_path):
+    """make_wheelhouse skips pip when every locked requirement has a wheel whose sha256 the
+    lock allows: a missing wheel, or one with other bytes, leaves it incomplete."""
+    import hashlib
+
+    from embryo_bench.containers import locked_hashes, wheelhouse_missing
+
+    a, b = b"wheel a bytes", b"wheel b bytes"
+    sha = {k: hashlib.sha256(v).hexdigest() for k, v in (("a", a), ("b", b))}
+    lock = tmp_path / "req.lock"
+    lock.write_text(
+        "# header\n"
+        f"alpha==1.0 \\\n    --hash=sha256:{sha['a']} \\\n    --hash=sha256:{'0' * 64}\n"
+        "    # via beta\n"
+        f"beta==2.0 ; python_version >= '3.8' \\\n    --hash=sha256:{sha['b']}\n"
+    )
+    assert locked_hashes(lock) == {"alpha==1.0": {sha["a"], "0" * 64}, "beta==2.0": {sha["b"]}}
+    house = tmp_path / "wheels"
+    house.mkdir()
+    assert wheelhouse_missing(lock, house) == ["alpha==1.0", "beta==2.0"]
+    (house / "alpha-1.0-py3-none-any.whl").write_bytes(a)
+    (house / "beta-2.0-py3-none-any.whl").write_bytes(b + b"tampered")
+    assert wheelhouse_missing(lock, house) == ["beta==2.0"]
+    (house / "beta-2.0-py3-none-any.whl").write_bytes(b)
+    assert wheelhouse_missing(lock, house) == []
+    unlocked = tmp_path / "plain.txt"
+    unlocked.write_text("alpha==1.0\n")
+    with pytest.raises(DockerError, match=r"plain.txt: alpha==1.0 has no --hash=sha256:"):
+        locked_hashes(unlocked)
+
+
+def test_the_shipped_locks_are_read_whole():
+    """Every requirement of each image's lock is found with its hashes (the continuation
+    lines joined), as many as locked_versions finds."""
+    from embryo_bench.containers import locked_hashes
+
+    for image in ("cpu", "gpu"):
+        path = REPO / requirements_file(image)
+        found = locked_hashes(path)
+        assert len(found) == len(locked_versions(path)) > 40
+        assert all(len(d) >= 1 and all(len(h) == 64 for h in d) for d in found.values())

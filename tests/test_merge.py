@@ -19,16 +19,16 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
+from conftest import require_or_skip  # noqa: E402
 from workflow_helpers import job_counts, offline_config, snakemake, snakemake_command  # noqa: E402
 
 MACHINE_B = "bench-machine-b"
 
 
 def small_config(outdir: Path) -> dict:
-    """The offline demo's host-1cpu target alone, one epoch."""
-    config = offline_config(outdir)
+    """The offline demo's host-1cpu target alone, tiny (workflow_helpers.TINY)."""
+    config = offline_config(outdir, tiny=True)
     config["targets"] = [t for t in config["targets"] if t["name"] == "host-1cpu"]
-    config["train"]["epochs"] = 1
     return config
 
 
@@ -41,7 +41,7 @@ def snakemake_on(host: str, work: Path, config: dict) -> subprocess.CompletedPro
         cmd + snakemake_command(cfg), cwd=work, capture_output=True, text=True, timeout=900
     )
     if proc.returncode and "unshare" in proc.stderr and "Operation not permitted" in proc.stderr:
-        pytest.skip(f"no UTS namespace here: {proc.stderr.strip()}")
+        require_or_skip("namespaces", f"no UTS namespace here: {proc.stderr.strip()}")
     assert proc.returncode == 0, proc.stderr[-4000:]
     return proc
 
@@ -115,9 +115,10 @@ def test_runs_on_other_preprocessing_are_refused(two_machines, tmp_path):
     text = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert f"merge: {copy}/train/host-1cpu/repeat-1 is not comparable" in text
-    assert "preprocessing rotation_step: theirs 36.0, ours 18.0" in text
+    assert "preprocessing rotation_step: theirs 36.0, ours 90.0" in text
 
 
+@pytest.mark.slow
 def test_a_merge_folder_without_runs_is_named_before_any_job(tmp_path):
     config = {**small_config(tmp_path / "out"), "merge": [str(tmp_path / "nowhere")]}
     proc = snakemake(tmp_path, config, "-n", check=False)

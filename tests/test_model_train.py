@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import require_or_skip
 
 from embryo_bench.errors import ConfigError
 from embryo_bench.spec import VARIANTS
@@ -98,6 +99,7 @@ def test_limit_threads_rejects_zero():
         limit_threads(1, cores=0)
 
 
+@pytest.mark.slow
 @pytest.mark.alone
 @pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
 def test_every_keras_backend_trains_the_same_model_and_times_it(backend):
@@ -111,7 +113,7 @@ def test_every_keras_backend_trains_the_same_model_and_times_it(backend):
     import sys
 
     if importlib.util.find_spec(backend) is None:
-        pytest.skip(f"{backend} is not installed (optional Keras backend)")
+        require_or_skip(backend, f"{backend} is not installed (optional Keras backend)")
     code = (
         "import numpy as np\n"
         "from embryo_bench.backend import limit_threads\n"
@@ -172,6 +174,7 @@ def test_both_variants_build_the_paper_model_with_their_own_initial_weights():
         build_model(64, variant="tf1")
 
 
+@pytest.mark.slow
 def test_original_variant_trains_fixed_step_epochs_without_the_holdout(tmp_path):
     """epoch_steps batches per epoch from reshuffled passes (leftover dropped), the first
     `holdout` training images never used, a random test subset scored after each epoch."""

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from workflow_helpers import offline_config, snakemake
+from workflow_helpers import TINY_PARAMETERS, offline_config, snakemake
 
 from embryo_bench import paper, summary
 from embryo_bench.errors import ConfigError
@@ -106,13 +106,17 @@ def test_energy_not_measured_without_rapl_or_nvml():
 def test_process_sampler_samples_this_process():
     sampler = ProcessSampler(cpus=1.0, gpu_indices=[], cores=[0], interval=0.1)
     sampler.start()
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < 0.6:  # keep one core busy
+    wall0, cpu0 = time.monotonic(), time.process_time()
+    # Busy until this process has used 0.6 s of CPU (on a shared machine that takes longer
+    # than 0.6 s of wall time); the sampler must see about the share it really got.
+    while time.process_time() - cpu0 < 0.6 and time.monotonic() - wall0 < 60:
         sum(range(10_000))
+    share = 100 * (time.process_time() - cpu0) / (time.monotonic() - wall0)
     sampler.stop()
     frame = sampler.frame()
     assert len(frame) >= 3 and list(frame.columns) == COLUMNS
-    assert frame["cpu_percent"].max() > 30 and frame["memory_mib"].gt(10).all()
+    assert 0.5 * share < frame["cpu_percent"].mean() < 1.5 * share + 10, (share, frame)
+    assert frame["memory_mib"].gt(10).all()
     assert frame["gpu_index"].isna().all()
 
 
@@ -271,14 +275,15 @@ def test_paper_comparison_puts_the_data_counts_first():
 
 @pytest.fixture(scope="module")
 def report_run(tmp_path_factory):
-    """The full offline config (its JAX target and sweep; host targets), host-1cpu repeated
-    twice, then `snakemake --report`."""
+    """The full offline config (its JAX target and sweep; host targets), tiny
+    (workflow_helpers.TINY: the figures and tables are the point, not the model), host-1cpu
+    repeated twice, then `snakemake --report`."""
     work = tmp_path_factory.mktemp("report")
-    config = offline_config(work / "out", full=True)
+    config = offline_config(work / "out", full=True, tiny=True)
     config["targets"][0]["repeats"] = 2
-    # Seven runs: one epoch on half the frames keeps every figure and table (10 -> 5 min).
-    config["train"]["epochs"] = 1
-    config["dataset"]["synthetic"]["frames_per_embryo"] = 12
+    # Every run summarised: the tables' arithmetic is the point here, not the verdicts (a
+    # shared machine's probes drift by more than the default 10 % between many runs).
+    config["stability"] = {"probe_change": 10.0, "other_cpu_share": 1.0, "steal_percent": 100}
     snakemake(work, config)
     snakemake(work, config, "--report", str(work / "report.zip"))
     return work, config, work / "out"
@@ -345,7 +350,7 @@ def test_report_tables_rows_and_values(report_run):
     assert summ.loc["host-1cpu", "training_s_median"] == pytest.approx(host.median())
     assert summ.loc["host-1cpu", "training_s_min"] == pytest.approx(host.min())
     comp = pd.read_csv(fig / "paper_comparison.csv", keep_default_na=False).set_index("quantity")
-    assert comp.loc["parameters", "ours"] == "16,834,436 (counted by Keras)"
+    assert comp.loc["parameters", "ours"] == f"{TINY_PARAMETERS:,} (counted by Keras)"
     assert comp.loc["training time, 2-core laptop", "target"] == "host-1cpu"
     assert comp.loc["training time, 4-core desktop", "ours"] == "no matching target ran"
     cost = pd.read_csv(fig / "cost_table.csv").set_index("target")

@@ -65,12 +65,35 @@ def snakemake(
     return proc
 
 
-def offline_config(outdir: Path, docker: bool = False, full: bool = False) -> dict:
+# Where a test is not about the paper's model or its preprocessing at 64 px: 48 px frames,
+# half the frames, one shard, 4 rotations, 16 px model input (1,105,796 parameters instead of
+# 16,834,436: a 13 MB model.keras, not 193 MB), one epoch, 0.25 s calibration probes. The
+# offline run (conftest.offline_run) keeps the paper's 64 px model.
+TINY = {
+    "dataset": {"frame_size": 48, "synthetic": {"frames_per_embryo": 12}},
+    "select": {"shards": 1},
+    "preprocess": {"rotation_step": 90, "image_size": 16},
+    "train": {"epochs": 1, "probe_seconds": 0.25},
+}
+TINY_PARAMETERS = 1_105_796  # 832 + 51,264 + (4 * 4 * 64 + 1) * 1,024 + 4,100
+
+
+def offline_config(
+    outdir: Path, docker: bool = False, full: bool = False, tiny: bool = False
+) -> dict:
     """config/offline.yaml writing to ``outdir``; host targets only unless ``docker``
     (tests/test_docker.py covers the docker runner), and without its sweeps and its
-    non-TensorFlow backends unless ``full`` (tests/test_report.py runs those)."""
+    non-TensorFlow backends unless ``full`` (tests/test_report.py runs those); with
+    :data:`TINY`'s settings over it when ``tiny``."""
     config = yaml.safe_load((REPO / "config" / "offline.yaml").read_text())
     config["outdir"] = str(outdir)
+    if tiny:
+        for section, values in TINY.items():
+            for key, value in values.items():
+                if isinstance(value, dict):
+                    config[section][key].update(value)
+                else:
+                    config[section][key] = value
     if not docker:
         config["targets"] = [t for t in config["targets"] if t["runner"] == "host"]
     if not full:
@@ -115,7 +138,8 @@ def train_command(spec: Path, out: Path, run_dir: Path, *extra: str) -> list[str
 def evaluate(model: Path, images: Path, *extra: str, check: bool = True):
     """Run ``embryo-bench evaluate`` on ``images``; returns the CompletedProcess."""
     return subprocess.run(
-        ["embryo-bench", "evaluate", "--model", str(model), "--images", str(images), *extra],
+        [sys.executable, "-m", "embryo_bench.cli", "evaluate", "--model", str(model), "--images"]
+        + [str(images), *extra],
         capture_output=True,
         text=True,
         check=check,

@@ -203,19 +203,65 @@ def build_base_image(
     return {"image_id": image.id, "tag": tag, "suite": suite, "mirror": mirror}
 
 
+def locked_hashes(requirements: str | Path) -> dict[str, set[str]]:
+    """The sha256 digests a hash-locked requirements file allows, per requirement line.
+
+    Returns:
+        ``{requirement: {hex sha256, ...}}``, the requirement as written (``name==version``).
+
+    Raises:
+        DockerError: a requirement without any ``--hash=sha256:`` (not a hash-locked file).
+    """
+    logical = Path(requirements).read_text().replace("\\\n", " ")
+    found: dict[str, set[str]] = {}
+    for line in logical.splitlines():
+        words = line.split("#", 1)[0].split()
+        if not words or words[0].startswith("-"):
+            continue
+        digests = {w.split(":", 1)[1] for w in words[1:] if w.startswith("--hash=sha256:")}
+        if not digests:
+            raise DockerError(f"{requirements}: {words[0]} has no --hash=sha256: (not a lock)")
+        found[words[0]] = digests
+    return found
+
+
+def wheelhouse_missing(requirements: str | Path, out_dir: str | Path) -> list[str]:
+    """The locked requirements of ``requirements`` that no wheel in ``out_dir`` satisfies
+    with one of its allowed sha256 digests (all of them when the folder is empty)."""
+    have = {sha256_file(p) for p in Path(out_dir).glob("*.whl")}
+    return [req for req, digests in locked_hashes(requirements).items() if not digests & have]
+
+
 def make_wheelhouse(requirements: str | Path, out_dir: str | Path, log=sys.stderr) -> dict:
     """Download wheels of ``requirements`` (and their dependencies) into ``out_dir`` with the
     host's pip, for an offline image build. The host's Python (3.11, x86_64 Linux) must match
-    the image's.
+    the image's. When ``out_dir`` already holds a wheel with an allowed sha256 for every
+    locked requirement (:func:`wheelhouse_missing`), pip is not run (it asked the index again
+    for every package: ~20 s each time).
 
     Returns:
-        the wheelhouse record: requirements (path), wheels (file names), requirements_sha256.
+        the wheelhouse record: requirements (path), wheels (file names), requirements_sha256,
+        downloaded (whether pip ran).
 
     Raises:
-        DockerError: pip fails (with its output's tail).
+        DockerError: pip fails (with its output's tail), or a requirement is not hash-locked.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    record = {
+        "requirements": str(requirements),
+        "requirements_sha256": sha256_file(requirements),
+    }
+    missing = wheelhouse_missing(requirements, out)
+    if not missing:
+        print(
+            f"every locked wheel of {requirements} is in {out} with its sha256: "
+            "pip download skipped",
+            file=log,
+            flush=True,
+        )
+        return {**record, "wheels": sorted(p.name for p in out.glob("*.whl")), "downloaded": False}
+    print(f"{len(missing)} locked wheels missing from {out} (first: {missing[0]})", file=log)
     cmd = [
         sys.executable,
         "-m",
@@ -231,11 +277,7 @@ def make_wheelhouse(requirements: str | Path, out_dir: str | Path, log=sys.stder
     print(proc.stdout[-5000:], proc.stderr[-5000:], file=log, flush=True)
     if proc.returncode:
         raise DockerError(f"pip download -r {requirements} failed: {proc.stderr[-1500:]}")
-    return {
-        "requirements": str(requirements),
-        "wheels": sorted(p.name for p in out.glob("*.whl")),
-        "requirements_sha256": sha256_file(requirements),
-    }
+    return {**record, "wheels": sorted(p.name for p in out.glob("*.whl")), "downloaded": True}
 
 
 def build_image(
@@ -253,7 +295,11 @@ def build_image(
     another image cannot change what is built), streaming the build log to ``log``, and write
     ``record`` (JSON: image id, tag, base image name, id and repo digests, pip source, the
     locked requirements and their sha256, :func:`image_content_hash`, the host it was built on
-    and DOCKER_HOST).
+    and DOCKER_HOST, ``reused``).
+
+    The image carries labels of what it was built from (:func:`build_labels`); when the daemon
+    already has an image with the same labels, it is tagged ``tag`` and reused instead of
+    built again (sending the ~360 MB context and checking every cached layer took ~10-20 s).
 
     Args:
         image: "cpu" or "gpu": which requirements file (:func:`requirements_file`).
@@ -265,6 +311,30 @@ def build_image(
     client = client or docker_client()
     requirements = requirements_file(image)
     base = resolve_base_image(client, base_image, log=log)
+    content = image_content_hash(context, image)
+    labels = build_labels(content, base["base_image_id"], pip_source)
+    same = client.images.list(filters={"label": [f"{k}={v}" for k, v in labels.items()]})
+    if same:
+        repository, _, version = tag.partition(":")
+        same[0].tag(repository, version or None)
+        print(
+            f"{same[0].id} has the same content, base image and pip source ({labels}): "
+            f"tagged {tag} and reused, not built again",
+            file=log,
+            flush=True,
+        )
+        return _image_record(
+            record,
+            client,
+            same[0].id,
+            tag,
+            base,
+            pip_source,
+            context,
+            requirements,
+            content,
+            reused=True,
+        )
     tail: deque[str] = deque(maxlen=40)
     image_id = None
     try:
@@ -275,6 +345,7 @@ def build_image(
             rm=True,
             forcerm=True,
             decode=True,
+            labels=labels,
             buildargs={
                 "BASE_IMAGE": base["base_image_id"],
                 "PIP_SOURCE": pip_source,
@@ -297,17 +368,44 @@ def build_image(
         raise
     except Exception as exc:
         raise DockerError(f"image build {tag} failed: {exc}\n" + "\n".join(tail)) from exc
-    built = client.images.get(tag)
+    return _image_record(
+        record,
+        client,
+        image_id or client.images.get(tag).id,
+        tag,
+        base,
+        pip_source,
+        context,
+        requirements,
+        content,
+        reused=False,
+    )
+
+
+def build_labels(content_sha256: str, base_image_id: str, pip_source: str) -> dict[str, str]:
+    """The labels a project image is built with: what decides its contents (the
+    :func:`image_content_hash`, the base image's id, where pip took the packages from)."""
+    return {
+        "embryo-bench.content-sha256": content_sha256,
+        "embryo-bench.base-image-id": base_image_id,
+        "embryo-bench.pip-source": pip_source,
+    }
+
+
+def _image_record(
+    record, client, image_id, tag, base, pip_source, context, requirements, content, reused: bool
+) -> dict:
     info = {
-        "image_id": image_id or built.id,
+        "image_id": image_id,
         "tag": tag,
         **base,
         "pip_source": pip_source,
         "requirements": requirements,
         "requirements_sha256": sha256_file(Path(context) / requirements),
-        "content_sha256": image_content_hash(context, image),
+        "content_sha256": content,
         "built_on": socket.gethostname(),
         "docker_host": os.environ.get("DOCKER_HOST", ""),
+        "reused": reused,
     }
     write_json(record, info)
     return info
