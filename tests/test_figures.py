@@ -298,12 +298,6 @@ def test_efficiency_says_not_measured_without_any_probe(drawn):
     assert not ax.patches  # no bar
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fig_efficiency: a target without a probe (efficiency NaN) beside one with a probe "
-    "gets no bar and no 'not measured' label (its annotation is 'nan %', placed at NaN so not "
-    "drawn): an empty slot that reads as 0 %",
-)
 def test_efficiency_says_not_measured_for_a_target_without_a_probe(drawn):
     runs = [_set(_run("a", 1, 20.0), flops={"efficiency": 0.25}), _run("b", 1, 20.0)]
     figures.fig_efficiency(_summary(runs), None, "")
@@ -364,12 +358,6 @@ def test_backends_shows_throughput_and_time_to_accuracy_per_backend(drawn):
     assert colours[0] != colours[1]  # one colour per backend
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="summary.target_summary keeps a not-reached repeat's time to accuracy (NaN: "
-    "as_number passes float NaN) in the median, so one repeat that missed the target makes the "
-    "median NaN and fig_backends draws 'not reached' and no bar though 2 of 3 repeats reached it",
-)
 def test_backends_time_to_accuracy_is_the_median_of_the_repeats_that_reached_it(drawn):
     runs = [
         _set(_run("a", k, 20.0), time_to_accuracy_seconds=t)
@@ -381,12 +369,6 @@ def test_backends_time_to_accuracy_is_the_median_of_the_repeats_that_reached_it(
     assert _bars(ax_a)[1] == [35.0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fig_backends: 'k/n reached' counts reaching runs among the stable runs (tta_reached) "
-    "but divides by every repeat (repeats), so a run left out as unstable reads as one that "
-    "never reached the target",
-)
 def test_backends_counts_reached_runs_among_the_runs_summarised(drawn):
     runs = [
         _set(_run("a", 1, 20.0), time_to_accuracy_seconds=30.0),

@@ -744,18 +744,22 @@ def test_original_variant_runs_and_the_tables_say_so(tmp_path):
     epochs) and the results table's variant column."""
     config = offline_config(tmp_path / "out", tiny=True)
     config["targets"] = config["targets"][:1]
+    # Tiny data: 8-image batches, so that the 100-odd training images make full batches.
     config["train"].update(
-        epochs=1, variant="original", original={"epoch_steps": 3, "holdout": 100, "test_subset": 96}
+        epochs=1,
+        batch_size=8,
+        variant="original",
+        original={"epoch_steps": 3, "holdout": 8, "test_subset": 16},
     )
     snakemake(tmp_path, config)
     name = config["targets"][0]["name"]
     run = tmp_path / "out/train" / name / "repeat-1"
     spec = json.loads((run / "run.json").read_text())
-    assert (spec["variant"], spec["epoch_steps"], spec["holdout"]) == ("original", 3, 100)
+    assert (spec["variant"], spec["epoch_steps"], spec["holdout"]) == ("original", 3, 8)
     metrics = json.loads((run / "metrics.json").read_text())
-    assert metrics["variant"] == "original" and metrics["images_per_epoch"] == 3 * 480
+    assert metrics["variant"] == "original" and metrics["images_per_epoch"] == 3 * 8
     shards = sorted((tmp_path / "out/augment").glob("shard-*.npz"))
     augmented = sum(int((np.load(f)["split"] == "train").sum()) for f in shards)
-    assert metrics["n_train"] == sum(metrics["label_counts_train"]) == augmented - 100
+    assert metrics["n_train"] == sum(metrics["label_counts_train"]) == augmented - 8
     table = pd.read_csv(tmp_path / "out/figures/results_table.csv")
     assert table["variant"].tolist() == ["original"]

@@ -166,7 +166,10 @@ def _target_bars(ax, summ: pd.DataFrame, col: str, scale: float, label: str) -> 
     colors = [COLORS.get(b, "tab:gray") for b in summ["backend"]]
     bars = _bars(ax, range(len(summ)), med, err, color=colors)
     for i, v in enumerate(med):
-        ax.annotate(label.format(v), (i, v), ha="center", va="bottom", fontsize=7)
+        if np.isfinite(v):
+            ax.annotate(label.format(v), (i, v), ha="center", va="bottom", fontsize=7)
+        else:  # no reading: said on the figure, not an empty slot that reads as zero
+            ax.annotate("not measured", (i, 0), ha="center", va="bottom", fontsize=7)
     _target_ticks(ax, list(summ["target"]))
     ax.margins(y=0.15)
     _legend(ax, _backend_entries(summ["backend"]) + _mark_unstable(bars, summ))
@@ -403,7 +406,7 @@ def fig_backends(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
     ax_a.bar(x, np.nan_to_num(tta), color=colors)
     for i, (v, row) in enumerate(zip(tta, summ.itertuples(), strict=True)):
         text = (
-            f"{v:.0f} s ({row.tta_reached}/{row.repeats} reached)"
+            f"{v:.0f} s ({row.tta_reached}/{row.runs_summarised} reached)"
             if np.isfinite(v)
             else f"not reached\n(final accuracy {row.final_test_accuracy_median:.3f})"
         )

@@ -80,8 +80,9 @@ def cost_usd(training_seconds: float, hourly_usd: float | None) -> float | None:
 
 
 def as_number(value) -> float | None:
-    """A float, or None for missing / "not measured (...)" values."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    """A float, or None for missing, NaN (a run that never reached its accuracy target, an
+    empty table cell) and "not measured (...)" values."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
         return float(value)
     return None
 
