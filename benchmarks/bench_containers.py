@@ -138,11 +138,13 @@ def main() -> None:
                     a.image_record,
                 )
                 verdict = assess(metrics, limits)
-                run = {"images_per_s": metrics["mean_images_per_s"], **verdict}
+                run = {
+                    "images_per_s": metrics["mean_images_per_s"],
+                    "stable": verdict["clean"],
+                    **verdict,
+                }
                 runs.setdefault(f"{runner}_{cpus}cpu", []).append(run)
-                state = (
-                    "stable" if verdict["stable"] else "UNSTABLE: " + "; ".join(verdict["reasons"])
-                )
+                state = "clean" if verdict["clean"] else "FLAGGED: " + "; ".join(verdict["reasons"])
                 print(
                     f"run {rep + 1}/{a.repeats} {runner} {cpus} cpu: "
                     f"{run['images_per_s']:.1f} images/s ({state})",

@@ -379,7 +379,7 @@ def bench_training(work: Path, shards: int, threads: int, epochs: int, repeats: 
             "pipeline_first_epoch_s": round(pipe_first, 2),
             "random_first_epoch_s": round(rand_first, 2),
             "ratio": round(pipe / rand, 3),
-            "stable": all(v["stable"] for v in verdicts.values()),
+            "stable": all(v["clean"] for v in verdicts.values()),
             "unstable_because": {k: v["reasons"] for k, v in verdicts.items() if v["reasons"]},
         }
         pairs.append(pair)

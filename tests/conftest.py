@@ -28,14 +28,20 @@ from embryo_bench.synthetic import generate_db
 REPO = Path(__file__).resolve().parents[1]
 CELLS28 = REPO.parent / "shared" / "data" / "embryo-cells-28px"
 
-# The heaviest files first: --dist loadfile hands whole files to workers in this order, so
-# the long ones start at once and short ones fill the gaps at the end.
+# The heaviest files first: --dist loadfile hands whole files to workers in this order (two
+# each to start with: the 1st and 3rd to one worker, the 2nd and 4th to the other), so the
+# long ones start at once and short ones fill the gaps at the end. Measured seconds of each
+# file's tests on 2 cores, 2026-11-23: workflow ~200, docker ~200, slurm ~160, interrupts
+# ~115, report ~85, merge ~65, model_train ~55.
 HEAVY_FIRST = [
-    "test_slurm.py",
-    "test_docker.py",
     "test_workflow.py",
+    "test_docker.py",
+    "test_slurm.py",
+    "test_interrupts.py",
     "test_report.py",
     "test_merge.py",
+    "test_model_train.py",
+    "test_bench_peers.py",
 ]
 
 _ORIGINAL_CORES: set[int] = set()

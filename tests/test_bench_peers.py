@@ -166,9 +166,9 @@ def test_jax_xla_flags(monkeypatch, jaxlib, threads, preset, expected):
 
     real = md.version
     monkeypatch.setattr(md, "version", lambda d: jaxlib if d == "jaxlib" else real(d))
-    names = {
-        "YNN": backend.XLA_YNN_CONVOLUTION_OFF,
-        "MEM": backend.XLA_MEMORY_SCHEDULE,
+    names = {  # the flags as XLA spells them, written here (not the module's constants)
+        "YNN": "--xla_cpu_experimental_ynn_fusion_type=-individual_convolution",
+        "MEM": "--xla_cpu_enable_concurrency_optimized_scheduler=false",
         "E": "--xla_cpu_multi_thread_eigen=false",
     }
     want = [names.get(f, f) for f in expected]

@@ -24,7 +24,7 @@ from embryo_bench.synthetic import generate_db
 pytestmark = pytest.mark.slow
 SLURM_PROFILE = REPO / "profiles" / "slurm"
 SUBMITTED = re.compile(
-    r"Job (\d+) has been submitted with SLURM jobid (\d+) \(log: (\S+)\)\.", re.MULTILINE
+    r"Job (\S+) has been submitted with SLURM jobid (\d+) \(log: (\S+)\)\.", re.MULTILINE
 )
 
 
@@ -187,7 +187,7 @@ def test_failed_job_shows_its_slurm_log_and_error(tmp_path):
     output = proc.stdout + proc.stderr
     assert proc.returncode != 0
     jobs = _submissions(output)
-    slurm_id, log = jobs["index"]
+    slurm_id, log = jobs["preprocessing"]  # the group job whose index step failed
     assert f"SLURM-job '{slurm_id}' failed, SLURM status is: 'FAILED'" in output
     assert str(log) in output and log.is_file()  # the Slurm log's path, kept
     # The rule's own log is printed (show-failed-logs) with the error naming the file.

@@ -156,7 +156,7 @@ def test_stability_verdict_names_each_reason():
             }
         },  # fmt: skip
     }
-    assert assess(clean, limits) == {"stable": True, "reasons": [], "unchecked": []}
+    assert assess(clean, limits) == {"clean": True, "flags": [], "reasons": [], "unchecked": []}
     bad = {
         "flops": {"probe_change": 0.25},
         "calibration": {"before": {"gflops": 40.0}, "after": {"gflops": 30.0}},
@@ -169,13 +169,17 @@ def test_stability_verdict_names_each_reason():
         },  # fmt: skip
     }
     verdict = assess(bad, limits)
-    assert not verdict["stable"] and len(verdict["reasons"]) == 4
-    assert verdict["reasons"][0].startswith("calibration probes differ by 25% (40.0 -> 30.0")
-    assert "other processes used 40% of its cores" in verdict["reasons"][1]
-    assert "stalled 12 s idle" in verdict["reasons"][3]
+    assert not verdict["clean"] and verdict["flags"] == ["interfered", "drifted"]
+    assert len(verdict["reasons"]) == 4  # interference first, then the drift
+    assert "other processes used 40% of its cores" in verdict["reasons"][0]
+    assert "steal time 9.0 % of its cores" in verdict["reasons"][1]
+    assert "stalled 12 s idle" in verdict["reasons"][2]
+    assert verdict["reasons"][3].startswith("calibration probes differ by 25% (40.0 -> 30.0")
+    only_drift = {**clean, "flops": {"probe_change": 0.25}, "calibration": bad["calibration"]}
+    assert assess(only_drift, limits)["flags"] == ["drifted"]
     # Thresholds come from the config; missing evidence is listed, not counted against it.
     loose = {"probe_change": 0.5, "other_cpu_share": 0.5, "steal_percent": 10, "stall_seconds": 20}
-    assert assess(bad, thresholds(loose))["stable"]
+    assert assess(bad, thresholds(loose))["clean"]
     assert assess({}, limits)["unchecked"] == [
         "calibration probes", "other processes' CPU", "steal time", "stalls"]  # fmt: skip
 

@@ -10,16 +10,13 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import psutil
 import pytest
 import yaml
 from workflow_helpers import (
@@ -28,9 +25,11 @@ from workflow_helpers import (
     edit,
     evaluate,
     job_counts,
+    local_config,
     offline_config,
     snakemake,
     snakemake_command,
+    synthetic_db,
     train_command,
     write_spec,
 )
@@ -316,22 +315,10 @@ def test_imagefolder_source(tmp_path):
     assert "index" in job_counts(proc.stdout)
 
 
-def _local_config(tmp_path: Path, db: Path) -> dict:
-    config = offline_config(tmp_path / "out", tiny=True)
-    config["dataset"] = {"kind": "local", "path": str(db), "frame_size": 48}
-    return config
-
-
-def _damaged_db(tmp_path: Path) -> Path:
-    db = tmp_path / "db"
-    generate_db(db, embryos=10, frames_per_embryo=12, frame_size=48, seed=1)
-    return db
-
-
 def test_garbled_trajectories_fail_index(tmp_path):
-    db = _damaged_db(tmp_path)
+    db = synthetic_db(tmp_path)
     (db / "E03" / "_trajectories.txt").write_text("1\t2\t3\n4\t5\n")
-    proc = snakemake(tmp_path, _local_config(tmp_path, db), check=False)
+    proc = snakemake(tmp_path, local_config(tmp_path, db), check=False)
     assert proc.returncode != 0
     log = (tmp_path / "out/logs/index.log").read_text()
     assert "E03/_trajectories.txt, line 2: 2 fields; expected a non-empty multiple of 3" in log
@@ -346,7 +333,7 @@ def test_jobs_use_snakemakes_interpreter_without_an_activated_venv(tmp_path):
     decoy.mkdir()
     (decoy / "python3").write_text("#!/bin/sh\necho decoy python3 ran >&2\nexit 3\n")
     (decoy / "python3").chmod(0o755)
-    config = _local_config(tmp_path, _damaged_db(tmp_path))
+    config = local_config(tmp_path, synthetic_db(tmp_path))
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     cmd = snakemake_command(tmp_path / "config.yaml", str(tmp_path / "out/manifest/manifest.csv"))
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
@@ -358,175 +345,11 @@ def test_jobs_use_snakemakes_interpreter_without_an_activated_venv(tmp_path):
     assert (tmp_path / "out/manifest/manifest.csv").exists()
 
 
-def _ended(pid: int) -> bool:
-    """Whether process ``pid`` has ended (gone, or a zombie not yet reaped)."""
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
-def _trainer_pid(snakemake_proc: subprocess.Popen) -> int | None:
-    """The pid of the `embryo_bench.cli train` process under ``snakemake_proc``, if any."""
-    try:
-        children = psutil.Process(snakemake_proc.pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        return None
-    for child in children:
-        try:
-            if "embryo_bench.cli" in child.cmdline() and "train" in child.cmdline():
-                return child.pid
-        except psutil.NoSuchProcess:
-            continue
-    return None
-
-
-def test_a_killed_rerun_is_demanded_again_and_no_table_mixes_settings(tmp_path):
-    # Issue 12, item 1: a run that completed, then a rerun under a new setting whose trainer
-    # is SIGKILLed mid-run (as an OOM kill would). The next invocation must demand the run
-    # and the figures again, and until then the recorded configuration must still be the one
-    # the tables were made from (a rule of its own wrote the new settings beside old tables).
-    config = _local_config(tmp_path, _damaged_db(tmp_path))
-    config["train"]["epochs"] = 1
-    snakemake(tmp_path, config)
-    figures = tmp_path / "out/figures"
-    table = (figures / "results_table.csv").read_bytes()
-
-    config["train"]["epochs"] = 400
-    cfg = tmp_path / "config.yaml"
-    cfg.write_text(yaml.safe_dump(config))
-    proc = subprocess.Popen(
-        snakemake_command(cfg), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
-    progress = tmp_path / "out/train/host-1cpu/repeat-1/progress.csv"
-    killed = None
-    deadline = time.monotonic() + 600
-    while killed is None and proc.poll() is None and time.monotonic() < deadline:
-        if progress.exists() and len(progress.read_text().splitlines()) >= 2:
-            killed = _trainer_pid(proc)
-            if killed is not None:
-                os.kill(killed, signal.SIGKILL)
-        time.sleep(0.05)
-    out = proc.communicate(timeout=300)[0].decode()
-    assert killed is not None, f"no epoch finished to kill the trainer after:\n{out[-3000:]}"
-    assert proc.returncode != 0, out[-3000:]
-
-    jobs = job_counts(snakemake(tmp_path, config, "-n").stdout)
-    assert jobs.get("train", 0) >= 1 and jobs.get("figures") == 1, jobs
-    recorded = yaml.safe_load((figures / "config.yaml").read_text())
-    assert recorded["train"]["epochs"] == 1
-    assert (figures / "results_table.csv").read_bytes() == table
-
-
-def test_the_host_trainer_ends_with_a_killed_snakemake(tmp_path):
-    # Issue 12, item 2: after SIGKILL of snakemake the host trainer trained on as an orphan
-    # and wrote its outputs. Now it ends at once and writes no metrics.json.
-    config = _local_config(tmp_path, _damaged_db(tmp_path))
-    config["train"]["epochs"] = 400
-    cfg = tmp_path / "config.yaml"
-    cfg.write_text(yaml.safe_dump(config))
-    proc = subprocess.Popen(
-        snakemake_command(cfg), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
-    run_dir = tmp_path / "out/train/host-1cpu/repeat-1"
-    trainer = None
-    deadline = time.monotonic() + 600
-    while trainer is None and proc.poll() is None and time.monotonic() < deadline:
-        if (run_dir / "progress.csv").exists():
-            trainer = _trainer_pid(proc)
-        time.sleep(0.1)
-    assert trainer is not None, proc.communicate()[0].decode()[-3000:]
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate()
-    deadline = time.monotonic() + 10
-    while not _ended(trainer) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    alive = not _ended(trainer)
-    if alive:
-        os.kill(trainer, signal.SIGKILL)
-    assert not alive, "the trainer outlived snakemake by 10 s"
-    # (the kernel's SIGKILL ends it before it can say so in its log)
-    assert not (run_dir / "metrics.json").exists()
-    assert not (run_dir / "history.csv").exists()
-
-
-def test_sigint_to_snakemake_alone_stops_the_training_promptly(tmp_path):
-    # Issue 12, item 4: `kill -INT <snakemake>` made Snakemake wait for every epoch, then
-    # report failure and mark the finished outputs incomplete. The workflow forwards it to
-    # the running jobs, as a terminal's Ctrl-C reaches them: the run stops at once, no output.
-    config = _local_config(tmp_path, _damaged_db(tmp_path))
-    config["train"]["epochs"] = 400
-    cfg = tmp_path / "config.yaml"
-    cfg.write_text(yaml.safe_dump(config))
-    proc = subprocess.Popen(
-        snakemake_command(cfg),
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # the signal goes to snakemake alone, not to a group
-        # As from a terminal: SIGINT not ignored. Under a script's background job (e.g.
-        # `.ci/run &`) it arrives ignored, and the workflow then leaves SIGINT alone.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    run_dir = tmp_path / "out/train/host-1cpu/repeat-1"
-    trainer = None
-    deadline = time.monotonic() + 600
-    while trainer is None and proc.poll() is None and time.monotonic() < deadline:
-        if (run_dir / "progress.csv").exists():
-            trainer = _trainer_pid(proc)
-        time.sleep(0.1)
-    assert trainer is not None, proc.communicate()[0].decode()[-3000:]
-    os.kill(proc.pid, signal.SIGINT)
-    try:
-        out = proc.communicate(timeout=60)[0].decode()
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        raise AssertionError("snakemake still ran 60 s after SIGINT") from None
-    assert proc.returncode != 0
-    assert _ended(trainer)
-    assert not (run_dir / "metrics.json").exists(), out[-3000:]
-
-
-@pytest.fixture
-def small_device(tmp_path):
-    """A 64 MiB tmpfs (too small for the 193 MiB model.keras); skipped where mounting is
-    not allowed (needs root)."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    proc = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount)],
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def test_a_full_disk_at_model_save_is_named_and_leaves_no_outputs(offline_run, small_device):
-    # Issue 12, item 9: a full disk during model.save ended in a raw OSError traceback.
-    _, config, out, _ = offline_run
-    target = next(t for t in config["targets"] if t["name"] == "host-1cpu")
-    spec_file = small_device / "run.json"
-    write_spec(spec_file, config, target, epochs=1)
-    run_dir = small_device / "run"
-    proc = subprocess.run(
-        train_command(spec_file, out, run_dir), capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 2, proc.stderr[-3000:]
-    assert f"embryo-bench: error: {run_dir}/model.keras: not enough space" in proc.stderr
-    assert "MiB needed" in proc.stderr and "Traceback" not in proc.stderr
-    left = sorted(p.name for p in run_dir.iterdir())
-    assert not {"model.keras", "history.csv", "metrics.json", "settings.json"} & set(left)
-    assert not [n for n in left if n.startswith(".model.keras")]
-
-
 def test_corrupt_png_fails_crop_and_leaves_no_shard(tmp_path):
-    db = _damaged_db(tmp_path)
+    db = synthetic_db(tmp_path)
     frame = db / "E03" / "Frame008.png"  # a 3-cell frame: the rarest class is kept whole
     frame.write_bytes(frame.read_bytes()[:60])
-    config = _local_config(tmp_path, db)
+    config = local_config(tmp_path, db)
     config["select"]["shards"] = 1
     proc = snakemake(tmp_path, config, check=False)
     assert proc.returncode != 0
@@ -539,7 +362,7 @@ def test_corrupt_png_fails_crop_and_leaves_no_shard(tmp_path):
 
 
 def test_empty_class_fails_select(tmp_path):
-    db = _damaged_db(tmp_path)
+    db = synthetic_db(tmp_path)
     for traj in db.glob("E*/_trajectories.txt"):  # turn every 3-cell line into 4 cells
         lines = []
         for line in traj.read_text().splitlines():
@@ -548,7 +371,7 @@ def test_empty_class_fails_select(tmp_path):
                 v[15:18] = ["5", "5", "3"]  # an empty grand-daughter slot
             lines.append("\t".join(v))
         traj.write_text("\n".join(lines) + "\n")
-    proc = snakemake(tmp_path, _local_config(tmp_path, db), check=False)
+    proc = snakemake(tmp_path, local_config(tmp_path, db), check=False)
     assert proc.returncode != 0
     assert (
         "no frames with [3] cells after selection" in (tmp_path / "out/logs/select.log").read_text()
@@ -565,7 +388,7 @@ def _serve(directory: Path):
 
 
 def test_download_path_and_checksum(tmp_path):
-    db = _damaged_db(tmp_path)
+    db = synthetic_db(tmp_path)
     www = tmp_path / "www"
     www.mkdir()
     archive = zip_tree(db, www / "MouEmbTrkDtb.zip", prefix="MouEmbTrkDtb")
@@ -595,9 +418,9 @@ def test_download_path_and_checksum(tmp_path):
 
 
 def test_local_archive_source(tmp_path):
-    db = _damaged_db(tmp_path)
+    db = synthetic_db(tmp_path)
     archive = zip_tree(db, tmp_path / "mirror.zip", prefix="MouEmbTrkDtb")
-    config = _local_config(tmp_path, archive)
+    config = local_config(tmp_path, archive)
     snakemake(tmp_path, config, "--until", "select")
     source = json.loads((tmp_path / "out/manifest/source.json").read_text())
     assert source["sha256"] == hashlib.sha256(archive.read_bytes()).hexdigest()
@@ -667,56 +490,6 @@ def test_a_named_profiles_default_resources_reach_the_jobs(tmp_path):
         if rule != "train":  # the train rule asks for its target's memory and runtime
             assert "mem_mb=1234" in resources and "runtime=17" in resources, (rule, resources)
         assert rule == "all" or re.search(r"bench_slot=(1|100)\b", resources), (rule, resources)
-
-
-def _train_host(config, out, run_dir, spec_file):
-    proc = subprocess.run(train_command(spec_file, out, run_dir), capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads((run_dir / "metrics.json").read_text()), proc.stderr
-
-
-@pytest.mark.alone
-def test_a_cpu_hog_on_the_runs_core_marks_it_unstable(tiny_run, tmp_path):
-    """Done-means of issue 10: the same 1-cpu run, without and then with a busy process
-    pinned to its core; the second is unstable, naming the other processes' share of its
-    core, the first is not said to be interfered with (its probes may still drift: this
-    machine's speed moves by more than 10 % in seconds on its own). Both carry the probes,
-    efficiency and three timings."""
-
-    from embryo_bench.hardware import run_cores
-    from embryo_bench.stability import assess, thresholds
-
-    _, config, out = tiny_run
-    target = {"name": "host-1cpu", "runner": "host", "cpus": 1}
-    write_spec(tmp_path / "run.json", config, target, epochs=8)  # seconds of 1 Hz samples
-    quiet, log = _train_host(config, out, tmp_path / "quiet", tmp_path / "run.json")
-    core = run_cores(1)[0]
-    hog = subprocess.Popen(
-        [sys.executable, "-c", f"import os; os.sched_setaffinity(0, [{core}])\nwhile True: pass"]
-    )
-    try:
-        noisy, _ = _train_host(config, out, tmp_path / "noisy", tmp_path / "run.json")
-    finally:
-        hog.kill()
-        hog.wait()
-    limits = thresholds()
-    calm, busy = assess(quiet, limits), assess(noisy, limits)
-    assert not any(r.startswith("other processes used") for r in calm["reasons"]), calm
-    assert not busy["stable"]
-    assert any(r.startswith("other processes used") for r in busy["reasons"]), busy
-    share = noisy["telemetry"]["interference"]["other_cpu_share_mean"]
-    assert 0.2 < share <= 1.0  # the hog got a large part of the one core
-    for m in (quiet, noisy):
-        assert m["calibration"]["before"]["gflops"] > 0 and m["calibration"]["after"]["gflops"] > 0
-        assert 0 < m["flops"]["efficiency"] < 1.5
-        assert m["flops"]["training_flops_per_image"] == 27_205_632  # 3 x forward at 16 px
-        assert m["wall_seconds"] >= m["training_seconds"] > 0 and m["eval_seconds_total"] > 0
-        # Keras's "auto" leaves XLA off for TensorFlow on a CPU-only machine.
-        assert m["provenance"]["compute"]["jit_compile"] is False
-    # One progress line per epoch in the log; progress.csv is gone once history.csv is there.
-    assert len(re.findall(r"epoch \d+/\d+: .* images/s, ETA", log)) == quiet["epochs"]
-    assert not (tmp_path / "quiet/progress.csv").exists()
-    assert os.path.getsize(tmp_path / "quiet/history.csv") > 0
 
 
 def test_trajectory_rules_reach_index_and_its_log(tmp_path):

@@ -104,6 +104,24 @@ def offline_config(
     return config
 
 
+def synthetic_db(tmp_path: Path) -> Path:
+    """A synthetic database (10 embryos x 12 frames of 48 px) at ``tmp_path``/db, for a test
+    to damage or read in place."""
+    from embryo_bench.synthetic import generate_db
+
+    db = tmp_path / "db"
+    generate_db(db, embryos=10, frames_per_embryo=12, frame_size=48, seed=1)
+    return db
+
+
+def local_config(tmp_path: Path, db: Path) -> dict:
+    """The tiny offline config (:data:`TINY`) reading the database folder ``db`` in place
+    (dataset.kind local), writing to ``tmp_path``/out."""
+    config = offline_config(tmp_path / "out", tiny=True)
+    config["dataset"] = {"kind": "local", "path": str(db), "frame_size": 48}
+    return config
+
+
 def write_spec(path: Path, config: dict, target: dict, epochs: int | None = None, repeat=1):
     """Write the run.json of ``target`` (a bare ``targets:`` entry) under ``config``'s train
     and preprocessing settings, as the workflow's run_spec rule would; returns the RunSpec."""

@@ -20,8 +20,8 @@
   cost_table, paper_comparison, provenance.
 
 Every figure carries the dataset's label (e.g. "SYNTHETIC frames") on its face. Per-target
-statistics use the stable runs only (:mod:`embryo_bench.stability`) and titles say how many
-unstable runs were left out; a target without a stable run is drawn hatched grey. Only measured
+statistics use every run; titles say how many carry a flag (:mod:`embryo_bench.stability`:
+interfered, drifted), and a target whose every run is flagged is drawn hatched grey. Only measured
 values are drawn; the paper's values are drawn as the paper's; missing readings are written
 as "not measured", never filled in.
 """
@@ -83,8 +83,8 @@ def _errorbars(df: pd.DataFrame, col: str, scale: float = 1.0):
     lo = med - df[f"{col}_min"].to_numpy(float) * scale
     hi = df[f"{col}_max"].to_numpy(float) * scale - med
     err = np.vstack([lo, hi])
-    if "runs_summarised" in df:
-        err[:, df["runs_summarised"].to_numpy(int) <= 1] = np.nan
+    if "repeats" in df:
+        err[:, df["repeats"].to_numpy(int) <= 1] = np.nan
     return med, err
 
 
@@ -112,27 +112,27 @@ def _target_ticks(ax, names: list[str]) -> None:
     )
 
 
-#: How a target with no stable run is drawn (its statistics then use every run).
-UNSTABLE_HATCH = "//"
-UNSTABLE_NOTE = "hatched grey: no stable run (results_table: unstable_because)"
+#: How a target whose every run carries a flag is drawn (its runs still count).
+FLAGGED_HATCH = "//"
+FLAGGED_NOTE = "hatched grey: every run flagged (results_table: flags, flag_reasons)"
 
 
-def _mark_unstable(bars, summ: pd.DataFrame) -> list:
-    """Draw the bars of targets without a stable run hatched and grey; returns the legend
+def _mark_flagged(bars, summ: pd.DataFrame) -> list:
+    """Draw the bars of targets without a clean run hatched and grey; returns the legend
     entries ([(handle, label)]) to add, if any bar was marked."""
     from matplotlib.patches import Patch
 
     marked = False
-    for bar, stable in zip(bars, summ["stable_repeats"], strict=True):
-        if stable == 0:
-            bar.set_hatch(UNSTABLE_HATCH)
+    for bar, clean in zip(bars, summ["clean_runs"], strict=True):
+        if clean == 0:
+            bar.set_hatch(FLAGGED_HATCH)
             bar.set_facecolor("lightgray")
             bar.set_edgecolor("dimgray")
             marked = True
     if not marked:
         return []
-    swatch = Patch(facecolor="lightgray", hatch=UNSTABLE_HATCH, edgecolor="dimgray")
-    return [(swatch, UNSTABLE_NOTE)]
+    swatch = Patch(facecolor="lightgray", hatch=FLAGGED_HATCH, edgecolor="dimgray")
+    return [(swatch, FLAGGED_NOTE)]
 
 
 def _legend(ax, entries: list, **kw) -> None:
@@ -151,17 +151,16 @@ def _backend_entries(backends) -> list:
     return [(Patch(color=COLORS.get(b, "tab:gray")), f"Keras on {b}") for b in present]
 
 
-def _left_out(summ: pd.DataFrame) -> str:
-    """How many unstable runs the statistics left out, for a title."""
-    with_stable = summ[summ["stable_repeats"] > 0]
-    n = int((with_stable["repeats"] - with_stable["stable_repeats"]).sum())
-    return f"; {n} unstable run(s) left out" if n else ""
+def _flagged(summ: pd.DataFrame) -> str:
+    """How many of the runs counted carry a flag, for a title."""
+    n = int((summ["repeats"] - summ["clean_runs"]).sum())
+    return f"; {n} of {int(summ['repeats'].sum())} runs flagged, all counted" if n else ""
 
 
 def _target_bars(ax, summ: pd.DataFrame, col: str, scale: float, label: str) -> None:
     """One bar per target of ``col`` (median x ``scale``, min-max error bars where more than
     one run), coloured by backend (with its legend), each labelled with ``label`` formatted
-    with its value; targets without a stable run hatched (:func:`_mark_unstable`)."""
+    with its value; targets without a clean run hatched (:func:`_mark_flagged`)."""
     med, err = _errorbars(summ, col, scale)
     colors = [COLORS.get(b, "tab:gray") for b in summ["backend"]]
     bars = _bars(ax, range(len(summ)), med, err, color=colors)
@@ -172,7 +171,7 @@ def _target_bars(ax, summ: pd.DataFrame, col: str, scale: float, label: str) -> 
             ax.annotate("not measured", (i, 0), ha="center", va="bottom", fontsize=7)
     _target_ticks(ax, list(summ["target"]))
     ax.margins(y=0.15)
-    _legend(ax, _backend_entries(summ["backend"]) + _mark_unstable(bars, summ))
+    _legend(ax, _backend_entries(summ["backend"]) + _mark_flagged(bars, summ))
 
 
 def fig_preprocessing(selection: str, pp: Preprocessing, out_dir: Path, footer: str) -> None:
@@ -293,7 +292,7 @@ def fig_training_time(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
         for i, v in enumerate(med):
             ax.annotate(f"{v:.3g} {unit}", (i, v), ha="center", va="bottom", fontsize=7)
         workload = _workload(g)
-        names = [f"{n}\nn={k}" for n, k in zip(g["target"], g["runs_summarised"], strict=True)]
+        names = [f"{n}\nn={k}" for n, k in zip(g["target"], g["repeats"], strict=True)]
         if workload is None:
             names = [
                 f"{n}\n{int(i):,} img x {int(e)} ep"
@@ -303,7 +302,7 @@ def fig_training_time(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
         ax.set_ylabel(f"training time ({unit})")
         ax.margins(y=0.15)
         ax.set_title(f"{title}\n{workload or 'workloads differ (see labels)'}", fontsize=8)
-        _legend(ax, _mark_unstable(bars, g), loc="upper left", bbox_to_anchor=(0, -0.25))
+        _legend(ax, _mark_flagged(bars, g), loc="upper left", bbox_to_anchor=(0, -0.25))
     ax = axes[-1]
     hours = [m / 60 for m in paper.TRAINING_MINUTES.values()]
     ax.bar(range(len(hours)), hours, color="tab:gray")
@@ -318,7 +317,7 @@ def fig_training_time(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
         fontsize=8,
     )
     fig.suptitle(
-        f"Training time (fit only; median, min-max over repeats{_left_out(summ)})", fontsize=9
+        f"Training time (fit only; median, min-max over repeats{_flagged(summ)})", fontsize=9
     )
     fig.tight_layout()
     _save(fig, out_dir, "fig5_6_training_time", footer)
@@ -336,7 +335,7 @@ def fig_epoch_times(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
     _target_ticks(ax, list(summ["target"]))
     ax.set_ylabel("epoch time (s)")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_title(f"First vs steady-state epoch (median, min-max{_left_out(summ)})", fontsize=9)
+    ax.set_title(f"First vs steady-state epoch (median, min-max{_flagged(summ)})", fontsize=9)
     _save(fig, out_dir, "epoch_times", footer)
 
 
@@ -346,7 +345,7 @@ def fig_throughput(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
     _target_bars(ax, summ, "images_per_s", 1.0, "{:.0f}")
     ax.set_ylabel("training throughput (images/s)")
     ax.set_title(
-        f"Steady-state training throughput (epochs 2..; median, min-max{_left_out(summ)})",
+        f"Steady-state training throughput (epochs 2..; median, min-max{_flagged(summ)})",
         fontsize=9,
     )
     _save(fig, out_dir, "throughput", footer)
@@ -364,7 +363,7 @@ def fig_efficiency(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
         ax.set_ylabel("achieved / probe GFLOP/s (%)")
     ax.set_title(
         "Training FLOPs/s as a share of the matmul probe's (3 x forward FLOPs per image; "
-        f"median, min-max{_left_out(summ)})",
+        f"median, min-max{_flagged(summ)})",
         fontsize=8,
     )
     _save(fig, out_dir, "efficiency", footer)
@@ -406,7 +405,7 @@ def fig_backends(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
     ax_a.bar(x, np.nan_to_num(tta), color=colors)
     for i, (v, row) in enumerate(zip(tta, summ.itertuples(), strict=True)):
         text = (
-            f"{v:.0f} s ({row.tta_reached}/{row.runs_summarised} reached)"
+            f"{v:.0f} s ({row.tta_reached}/{row.repeats} reached)"
             if np.isfinite(v)
             else f"not reached\n(final accuracy {row.final_test_accuracy_median:.3f})"
         )

@@ -103,8 +103,9 @@ def run_table(
     Columns: target, repeat, machine (:func:`machine_of`), software_differs (merged runs: how
     their software differs from this workflow's, :mod:`embryo_bench.merge`), seed, runner,
     backend, variant (train.variant: keras or original), cpus, threads, gpus, batch_size, sweep
-    (base target of a sweep point, else empty), data, train_images, test_images, epochs, stable
-    (bool), unstable_because (the reasons, "; "-joined), training_s (fit only), wall_s (training
+    (base target of a sweep point, else empty), data, train_images, test_images, epochs, flags
+    (:data:`embryo_bench.stability.FLAGS` the run carries, ", "-joined; empty for a clean
+    run), flag_reasons (why, "; "-joined), training_s (fit only), wall_s (training
     + per-epoch evaluation, the paper's clock), first_epoch_s, steady_epoch_s (s), images_per_s
     (steady state), final_test_accuracy, best_test_accuracy, time_to_accuracy_s (s, evaluation
     included, MLPerf; empty if not reached), probe_gflops (the calibration probes' mean),
@@ -149,8 +150,8 @@ def run_table(
                 "train_images": m["n_train"],
                 "test_images": m["n_test"],
                 "epochs": m["epochs"],
-                "stable": verdict["stable"],
-                "unstable_because": "; ".join(verdict["reasons"]),
+                "flags": ", ".join(verdict["flags"]),
+                "flag_reasons": "; ".join(verdict["reasons"]),
                 "training_s": m["training_seconds"],
                 "wall_s": m.get("wall_seconds", NOT_MEASURED),
                 "first_epoch_s": m["first_epoch_seconds"],
@@ -198,6 +199,11 @@ SUMMARISED = [
 ]
 
 
+def _numbers(column: pd.Series) -> np.ndarray:
+    """The numbers of a table column (float64), leaving out missing and "not measured"."""
+    return np.array([v for v in map(as_number, column) if v is not None], dtype=float)
+
+
 def olympic_mean(values) -> float | None:
     """MLPerf's olympic mean: the mean after dropping the fastest and the slowest result;
     None with fewer than 5 results (MLPerf's minimum for it)."""
@@ -206,25 +212,20 @@ def olympic_mean(values) -> float | None:
 
 
 def target_summary(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per target: repeats, stable_repeats, summarised (which runs the statistics use, in
-    words), runs_summarised (how many) and,
-    for each :data:`SUMMARISED` column, ``<col>_median``, ``<col>_min`` and ``<col>_max``
-    over its stable repeats, or over all of them when none is stable (``summarised`` says
-    which); NaN where no repeat has a number. A time to accuracy only counts the repeats
-    that reached it (``tta_reached`` says how many); ``time_to_accuracy_s_olympic`` is
-    MLPerf's olympic mean of it (5 or more repeats). Targets keep the order of their
-    first run."""
+    """Per target, over every run (a flag is a warning, not a gate: issue 23): repeats (the
+    runs), ``<flag>_runs`` for each of :data:`embryo_bench.stability.FLAGS` and clean_runs
+    (how many runs carry it / none), and for each :data:`SUMMARISED` column ``<col>_median``,
+    ``<col>_min`` and ``<col>_max``; NaN where no run has a number. ``images_per_s_median_clean``
+    is the median throughput of the clean runs alone (NaN without one), to read beside. A
+    time to accuracy only counts the runs that reached it (``tta_reached`` says how many);
+    ``time_to_accuracy_s_olympic`` is MLPerf's olympic mean of it (5 or more runs). Targets
+    keep the order of their first run."""
+    from .stability import FLAGS
+
     rows = []
-    for name, all_runs in runs.groupby("target", sort=False):
-        stable = all_runs[all_runs["stable"].astype(bool)] if "stable" in all_runs else all_runs
-        g = stable if len(stable) else all_runs
-        left_out = len(all_runs) - len(stable)
-        if not len(stable):
-            summarised = f"all {len(all_runs)} runs: none is stable"
-        elif left_out:
-            summarised = f"{len(stable)} stable of {len(all_runs)} ({left_out} unstable left out)"
-        else:
-            summarised = f"all {len(all_runs)} runs (stable)"
+    for name, g in runs.groupby("target", sort=False):
+        flags = g["flags"].fillna("").astype(str) if "flags" in g else pd.Series([""] * len(g))
+        clean = g[(flags == "").to_numpy()]
         row = {
             "target": name,
             "runner": g["runner"].iloc[0],
@@ -235,10 +236,9 @@ def target_summary(runs: pd.DataFrame) -> pd.DataFrame:
             "batch_size": g["batch_size"].iloc[0],
             "threads": g["threads"].iloc[0],
             "sweep": g["sweep"].iloc[0],
-            "repeats": len(all_runs),
-            "stable_repeats": len(stable),
-            "summarised": summarised,
-            "runs_summarised": len(g),
+            "repeats": len(g),
+            **{f"{f}_runs": int(flags.str.contains(f).sum()) for f in FLAGS},
+            "clean_runs": len(clean),
             "train_images": g["train_images"].iloc[0],
             "epochs": g["epochs"].iloc[0],
             "hourly_usd": g["hourly_usd"].iloc[0],
@@ -247,9 +247,13 @@ def target_summary(runs: pd.DataFrame) -> pd.DataFrame:
             "time_to_accuracy_s_olympic": olympic_mean(g["time_to_accuracy_s"].dropna()),
         }
         for col in SUMMARISED:
-            vals = np.array([v for v in map(as_number, g[col]) if v is not None], dtype=float)
+            vals = _numbers(g[col])
             for stat, fn in (("median", np.median), ("min", np.min), ("max", np.max)):
                 row[f"{col}_{stat}"] = float(fn(vals)) if len(vals) else np.nan
+        clean_rates = _numbers(clean["images_per_s"])
+        row["images_per_s_median_clean"] = (
+            float(np.median(clean_rates)) if len(clean_rates) else np.nan
+        )
         rows.append(row)
     return pd.DataFrame(rows)
 
