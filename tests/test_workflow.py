@@ -44,7 +44,7 @@ def test_offline_outputs(offline_run):
     _, config, out, _ = offline_run
     manifest = pd.read_csv(out / "manifest/manifest.csv", keep_default_na=False)
     assert list(manifest.columns) == ["embryo", "frame", "path", "cells", "split"]
-    assert len(manifest) == 10 * 24
+    assert len(manifest) == 10 * 12
     sel = pd.read_csv(out / "select/selected.csv", keep_default_na=False)
     per_class = sel["cells"].value_counts()
     assert per_class.nunique() == 1 and sorted(per_class.index) == [1, 2, 3, 4]
@@ -500,15 +500,15 @@ def test_trajectory_rules_reach_index_and_its_log(tmp_path):
     manifest = tmp_path / "out/manifest/manifest.csv"
     snakemake(tmp_path, config, str(manifest))
     source = json.loads((tmp_path / "out/manifest/source.json").read_text())
-    assert source["frames"] == 10 * 26 and source["frames_labelled"] == 10 * 24
+    assert source["frames"] == 10 * 14 and source["frames_labelled"] == 10 * 12
     assert source["frames_unlabelled"] == 20 and len(source["per_embryo"]) == 10
-    assert len(pd.read_csv(manifest)) == 240
+    assert len(pd.read_csv(manifest)) == 120
     log = (tmp_path / "out/logs/index.log").read_text()
     assert "20 frames after their embryo's last trajectory line (unlabelled), in 10 embryos" in log
     config["dataset"]["trajectories"] = {"unlabelled_frames": "error"}
     proc = snakemake(tmp_path, config, str(manifest), check=False)
     assert proc.returncode != 0
-    assert "24 lines for 26 frames" in (tmp_path / "out/logs/index.log").read_text()
+    assert "12 lines for 14 frames" in (tmp_path / "out/logs/index.log").read_text()
     assert not manifest.exists()
 
 
