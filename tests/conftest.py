@@ -200,11 +200,19 @@ def offline_run(request, tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_run(request, tmp_path_factory):
     """The offline config's host TensorFlow target at workflow_helpers.TINY's settings, run
-    once for the whole test run: (work dir, config, output dir). Read only: copy it (with
-    its .snakemake) to run jobs in it."""
+    once for the whole test run: (work dir, config, output dir). Its outdir is relative
+    ("out"), so :func:`copy_run` gives a test a finished workflow of its own to change.
+    Read only."""
 
     def make(work: Path) -> None:
-        snakemake(work, offline_config(work / "out", tiny=True))
+        snakemake(work, offline_config(Path("out"), tiny=True))
 
     work = made_once(request, tmp_path_factory, "tiny", make)
-    return work, offline_config(work / "out", tiny=True), work / "out"
+    return work, offline_config(Path("out"), tiny=True), work / "out"
+
+
+def copy_run(work: Path, dst: Path) -> Path:
+    """A copy of a finished workflow's folder (outputs, times and .snakemake kept, so the
+    copy has nothing to do until a setting changes) at ``dst``."""
+    shutil.copytree(work, dst, symlinks=True)
+    return dst

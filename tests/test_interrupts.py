@@ -4,9 +4,11 @@ tests/test_workflow.py so that the two pytest-xdist workers share the workflow t
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +18,7 @@ import numpy as np
 import psutil
 import pytest
 import yaml
+from conftest import copy_run, require_or_skip
 from workflow_helpers import (
     job_counts,
     local_config,
@@ -52,24 +55,24 @@ def _trainer_pid(snakemake_proc: subprocess.Popen) -> int | None:
     return None
 
 
-def test_a_killed_rerun_is_demanded_again_and_no_table_mixes_settings(tmp_path):
+def test_a_killed_rerun_is_demanded_again_and_no_table_mixes_settings(tiny_run, tmp_path):
     # Issue 12, item 1: a run that completed, then a rerun under a new setting whose trainer
     # is SIGKILLed mid-run (as an OOM kill would). The next invocation must demand the run
     # and the figures again, and until then the recorded configuration must still be the one
     # the tables were made from (a rule of its own wrote the new settings beside old tables).
-    config = local_config(tmp_path, synthetic_db(tmp_path))
-    config["train"]["epochs"] = 1
-    snakemake(tmp_path, config)
-    figures = tmp_path / "out/figures"
+    work, config, _ = tiny_run
+    work, config = copy_run(work, tmp_path / "work"), copy.deepcopy(config)  # a finished run
+    assert "Nothing to be done" in snakemake(work, config, "-n").stdout
+    figures = work / "out/figures"
     table = (figures / "results_table.csv").read_bytes()
 
     config["train"]["epochs"] = 400
-    cfg = tmp_path / "config.yaml"
+    cfg = work / "config.yaml"
     cfg.write_text(yaml.safe_dump(config))
     proc = subprocess.Popen(
-        snakemake_command(cfg), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        snakemake_command(cfg), cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
-    progress = tmp_path / "out/train/host-1cpu/repeat-1/progress.csv"
+    progress = work / "out/train/host-1cpu/repeat-1/progress.csv"
     killed = None
     deadline = time.monotonic() + 600
     while killed is None and proc.poll() is None and time.monotonic() < deadline:
@@ -82,7 +85,7 @@ def test_a_killed_rerun_is_demanded_again_and_no_table_mixes_settings(tmp_path):
     assert killed is not None, f"no epoch finished to kill the trainer after:\n{out[-3000:]}"
     assert proc.returncode != 0, out[-3000:]
 
-    jobs = job_counts(snakemake(tmp_path, config, "-n").stdout)
+    jobs = job_counts(snakemake(work, config, "-n").stdout)
     assert jobs.get("train", 0) >= 1 and jobs.get("figures") == 1, jobs
     recorded = yaml.safe_load((figures / "config.yaml").read_text())
     assert recorded["train"]["epochs"] == 1
@@ -160,24 +163,25 @@ def test_sigint_to_snakemake_alone_stops_the_training_promptly(tmp_path):
 
 @pytest.fixture
 def small_device(tmp_path):
-    """A 64 MiB tmpfs (too small for the 193 MiB model.keras); skipped where mounting is
-    not allowed (needs root)."""
+    """A 4 MiB tmpfs (too small for the tiny model's 13 MB model.keras); skipped where
+    mounting is not allowed (needs root; fails instead when EMBRYO_BENCH_REQUIRE names
+    mount)."""
     mount = tmp_path / "small"
     mount.mkdir()
     proc = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount)],
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
         capture_output=True,
         text=True,
     )
     if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+        require_or_skip("mount", f"cannot mount a tmpfs here: {proc.stderr.strip()}")
     yield mount
     subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
-def test_a_full_disk_at_model_save_is_named_and_leaves_no_outputs(offline_run, small_device):
+def test_a_full_disk_at_model_save_is_named_and_leaves_no_outputs(tiny_run, small_device):
     # Issue 12, item 9: a full disk during model.save ended in a raw OSError traceback.
-    _, config, out, _ = offline_run
+    _, config, out = tiny_run
     target = next(t for t in config["targets"] if t["name"] == "host-1cpu")
     spec_file = small_device / "run.json"
     write_spec(spec_file, config, target, epochs=1)
@@ -213,7 +217,7 @@ def test_a_cpu_hog_on_the_runs_core_flags_it_interfered_and_it_still_counts(tiny
 
     _, config, out = tiny_run
     target = {"name": "host-1cpu", "runner": "host", "cpus": 1}
-    write_spec(tmp_path / "run.json", config, target, epochs=8)  # seconds of 1 Hz samples
+    write_spec(tmp_path / "run.json", config, target, epochs=5)  # seconds of 1 Hz samples
     quiet, log = _train_host(config, out, tmp_path / "quiet", tmp_path / "run.json")
     core = run_cores(1)[0]
     hog = subprocess.Popen(
@@ -231,6 +235,8 @@ def test_a_cpu_hog_on_the_runs_core_flags_it_interfered_and_it_still_counts(tiny
     assert any(r.startswith("other processes used") for r in busy["reasons"]), busy
     share = noisy["telemetry"]["interference"]["other_cpu_share_mean"]
     assert 0.2 < share <= 1.0  # the hog got a large part of the one core
+    for run in ("quiet", "noisy"):  # a run folder holds its run.json, as in the workflow
+        shutil.copy(tmp_path / "run.json", tmp_path / run / "run.json")
     table = run_table(load_runs([tmp_path / "quiet", tmp_path / "noisy"]), {}, "tiny", limits)
     assert ["interfered" in f for f in table["flags"]] == [False, True]
     (summ,) = target_summary(table).to_dict("records")

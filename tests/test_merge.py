@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import require_or_skip  # noqa: E402
+from conftest import copy_run, require_or_skip  # noqa: E402
 from workflow_helpers import job_counts, offline_config, snakemake, snakemake_command  # noqa: E402
 
 MACHINE_B = "bench-machine-b"
@@ -56,15 +56,14 @@ def digest(folder: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def two_machines(tmp_path_factory):
-    """Machine A's workflow (this host name) and machine B's (MACHINE_B), each finished in
-    its own outdir: (A's work dir, A's config, B's outdir)."""
-    a = tmp_path_factory.mktemp("machine-a")
+def two_machines(tiny_run, tmp_path_factory):
+    """Machine A's workflow (this host name: a copy of the shared tiny run) and machine B's
+    (MACHINE_B), each finished in its own outdir: (A's work dir, A's config, B's outdir)."""
+    work, config, _ = tiny_run
+    a = copy_run(work, tmp_path_factory.mktemp("machine-a") / "work")
     b = tmp_path_factory.mktemp("machine-b")
-    config_a = small_config(a / "out")
-    snakemake(a, config_a)
     snakemake_on(MACHINE_B, b, small_config(b / "out"))
-    return a, config_a, b / "out"
+    return a, config, b / "out"  # config's outdir: "out", relative to A's work dir
 
 
 @pytest.mark.slow
@@ -74,7 +73,7 @@ def test_a_merge_shows_both_machines_in_every_table_and_the_report(two_machines)
     merged = {**config, "merge": [str(other)]}
     assert job_counts(snakemake(a, merged, "-n").stdout) == {"figures": 1, "all": 1}
     snakemake(a, merged)
-    fig = Path(config["outdir"]) / "figures"
+    fig = a / config["outdir"] / "figures"
     table = pd.read_csv(fig / "results_table.csv", keep_default_na=False)
     here = socket.gethostname()
     assert dict(zip(table["target"], table["machine"], strict=True)) == {

@@ -100,7 +100,6 @@ def test_limit_threads_rejects_zero():
 
 
 @pytest.mark.slow
-@pytest.mark.alone
 @pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
 def test_every_keras_backend_trains_the_same_model_and_times_it(backend):
     """Same parameter count on every backend, and each epoch's training time holds its

@@ -40,7 +40,7 @@ def _cluster() -> None:
 PREPROCESSING = ("synthesize", "index", "select", "crop", "invert", "augment")
 
 
-def _test_profile(folder: Path) -> Path:
+def _test_profile(folder: Path, group: bool = True) -> Path:
     """profiles/slurm for tests: the first status check after 1 s instead of 5 (the plugin
     adds 10 s to the interval after each check that finds no job ended, so a 9 s job was
     seen 20 s after its submission), and the preprocessing jobs as one group job (each Slurm
@@ -50,7 +50,8 @@ def _test_profile(folder: Path) -> Path:
     settings = yaml.safe_load((folder / "config.yaml").read_text())
     assert settings["slurm-init-seconds-before-status-checks"] == 5  # what is replaced
     settings["slurm-init-seconds-before-status-checks"] = 1
-    settings["groups"] = [f"{rule}=preprocessing" for rule in PREPROCESSING]
+    if group:
+        settings["groups"] = [f"{rule}=preprocessing" for rule in PREPROCESSING]
     (folder / "config.yaml").write_text(yaml.safe_dump(settings))
     return folder
 
@@ -182,12 +183,12 @@ def test_failed_job_shows_its_slurm_log_and_error(tmp_path):
     (db / "E03" / "_trajectories.txt").write_text("1\t2\t3\n4\t5\n")
     config = offline_config(tmp_path / "out", tiny=True)
     config["dataset"] = {"kind": "local", "path": str(db), "frame_size": 48}
-    profile = _test_profile(tmp_path / "profile")
+    profile = _test_profile(tmp_path / "profile", group=False)  # index fails as a job of its own
     proc = snakemake(tmp_path, config, check=False, profile=profile, timeout=600)
     output = proc.stdout + proc.stderr
     assert proc.returncode != 0
     jobs = _submissions(output)
-    slurm_id, log = jobs["preprocessing"]  # the group job whose index step failed
+    slurm_id, log = jobs["index"]
     assert f"SLURM-job '{slurm_id}' failed, SLURM status is: 'FAILED'" in output
     assert str(log) in output and log.is_file()  # the Slurm log's path, kept
     # The rule's own log is printed (show-failed-logs) with the error naming the file.

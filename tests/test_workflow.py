@@ -3,6 +3,7 @@ inputs, checking outputs' contents, DAG caching and errors."""
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import http.server
@@ -19,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from conftest import copy_run
 from workflow_helpers import (
     TINY_PARAMETERS,
     copy_repo,
@@ -512,11 +514,11 @@ def test_trajectory_rules_reach_index_and_its_log(tmp_path):
     assert not manifest.exists()
 
 
-def test_original_variant_runs_and_the_tables_say_so(tmp_path):
+def test_original_variant_runs_and_the_tables_say_so(tiny_run, tmp_path):
     """train.variant original reaches the run spec, the trainer (holdout left out, fixed-step
-    epochs) and the results table's variant column."""
-    config = offline_config(tmp_path / "out", tiny=True)
-    config["targets"] = config["targets"][:1]
+    epochs) and the results table's variant column; only the run and figures rerun."""
+    work, config, _ = tiny_run
+    work, config = copy_run(work, tmp_path / "work"), copy.deepcopy(config)
     # Tiny data: 8-image batches, so that the 100-odd training images make full batches.
     config["train"].update(
         epochs=1,
@@ -524,15 +526,17 @@ def test_original_variant_runs_and_the_tables_say_so(tmp_path):
         variant="original",
         original={"epoch_steps": 3, "holdout": 8, "test_subset": 16},
     )
-    snakemake(tmp_path, config)
+    jobs = job_counts(snakemake(work, config, "-n").stdout)
+    assert jobs == {"run_spec": 1, "train": 1, "figures": 1, "all": 1}, jobs
+    snakemake(work, config)
     name = config["targets"][0]["name"]
-    run = tmp_path / "out/train" / name / "repeat-1"
+    run = work / "out/train" / name / "repeat-1"
     spec = json.loads((run / "run.json").read_text())
     assert (spec["variant"], spec["epoch_steps"], spec["holdout"]) == ("original", 3, 8)
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["variant"] == "original" and metrics["images_per_epoch"] == 3 * 8
-    shards = sorted((tmp_path / "out/augment").glob("shard-*.npz"))
+    shards = sorted((work / "out/augment").glob("shard-*.npz"))
     augmented = sum(int((np.load(f)["split"] == "train").sum()) for f in shards)
     assert metrics["n_train"] == sum(metrics["label_counts_train"]) == augmented - 8
-    table = pd.read_csv(tmp_path / "out/figures/results_table.csv")
+    table = pd.read_csv(work / "out/figures/results_table.csv")
     assert table["variant"].tolist() == ["original"]
