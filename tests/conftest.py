@@ -4,11 +4,11 @@ run) and how the suite shares the machine.
 The suite runs on pytest-xdist workers (``-n 2 --dist loadfile`` in pyproject.toml): each
 worker is pinned to a core of its own, so the 1-cpu trainers it starts (pinned to the first
 allowed core, ``hardware.run_cores``) do not share a core with the other worker's. Tests
-marked ``alone`` (timing and interference tests, 2-cpu runs) run with nothing beside them:
-every test takes a shared lock, an ``alone`` test an exclusive one, with a turnstile so a
-waiting ``alone`` test is not starved; it gets all the worker's original cores back while it
-runs. Expensive session fixtures wanted by several files are made once for all workers
-(:func:`made_once`).
+marked ``alone`` (the interference test) run with nothing beside them: every test takes a
+shared lock, an ``alone`` test an exclusive one, with a turnstile so a waiting ``alone`` test
+is not starved; it gets all the worker's original cores back while it runs, as does a test
+marked ``all_cores`` (2-cpu runs), which shares the machine. Expensive session fixtures
+wanted by several files are made once for all workers (:func:`made_once`).
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ CELLS28 = REPO.parent / "shared" / "data" / "embryo-cells-28px"
 # each to start with: the 1st and 3rd to one worker, the 2nd and 4th to the other), so the
 # long ones start at once and short ones fill the gaps at the end. Measured seconds of each
 # file's tests on 2 cores, 2026-11-23: workflow ~200, docker ~200, slurm ~160, interrupts
-# ~115, report ~85, merge ~65, model_train ~55.
+# ~115, report ~85, merge ~65, model_train ~55 (before the cuts that followed).
 HEAVY_FIRST = [
     "test_workflow.py",
     "test_docker.py",
     "test_slurm.py",
-    "test_interrupts.py",
     "test_report.py",
     "test_merge.py",
+    "test_interrupts.py",  # its 'alone' test late: waiting for a long fixture beside it idles
     "test_model_train.py",
     "test_bench_peers.py",
 ]
@@ -55,6 +55,9 @@ def pytest_configure(config) -> None:
     config.addinivalue_line(
         "markers",
         "alone: runs with no other test beside it and on every core (timing, interference)",
+    )
+    config.addinivalue_line(
+        "markers", "all_cores: runs on every core, other tests beside it (2-cpu runs)"
     )
     _ORIGINAL_CORES.update(os.sched_getaffinity(0))
     worker = _worker()
@@ -98,13 +101,14 @@ def pytest_runtest_protocol(item, nextitem):
         yield
         return
     alone = item.get_closest_marker("alone") is not None
+    widen = alone or item.get_closest_marker("all_cores") is not None
     with contextlib.ExitStack() as stack:
         with _flock(root / "turnstile.lock", fcntl.LOCK_EX):
             stack.enter_context(
                 _flock(root / "tests.lock", fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
             )
         pinned = os.sched_getaffinity(0)
-        if alone:
+        if widen:
             os.sched_setaffinity(0, _ORIGINAL_CORES)
         try:
             yield

@@ -431,7 +431,7 @@ def test_local_archive_source(tmp_path):
     assert summary["test_embryos"] == ["E00", "E05"]
 
 
-@pytest.mark.alone
+@pytest.mark.all_cores
 def test_mirrored_strategy_on_two_logical_cpus(tiny_run, tmp_path):
     """strategy: mirrored trains through tf.distribute.MirroredStrategy; on a CPU host over
     two logical CPU devices (global batch 480 split across the replicas)."""
