@@ -118,6 +118,29 @@ def test_a_second_invocation_builds_and_trains_nothing(docker_run):
 
 
 @pytest.mark.slow
+def test_an_image_with_the_same_labels_is_reused_not_built(docker_run, tmp_path):
+    """A second build of the same content on the same base and pip source tags the image
+    that has those labels and records it as reused; no build log is streamed."""
+    from embryo_bench.containers import build_image
+
+    client, _, config, out = docker_run
+    built = json.loads((out / "images/cpu.json").read_text())
+    log = io.StringIO()
+    again = build_image(
+        REPO, "embryo-bench/cpu:reuse-test", "cpu", built["base_image"],
+        config["containers"]["pip_source"], tmp_path / "cpu.json", log=log,
+    )  # fmt: skip
+    try:
+        assert again["reused"] is True and again["image_id"] == built["image_id"]
+        assert again["content_sha256"] == built["content_sha256"]
+        assert "reused, not built again" in log.getvalue() and "Step 1/" not in log.getvalue()
+        assert json.loads((tmp_path / "cpu.json").read_text()) == again
+        assert client.images.get("embryo-bench/cpu:reuse-test").id == built["image_id"]
+    finally:
+        client.images.remove("embryo-bench/cpu:reuse-test")
+
+
+@pytest.mark.slow
 def test_a_hardware_code_change_reruns_docker_training(docker_run, tmp_path):
     """hardware.py decides what a container gets and is checked before it starts: a code
     change there rebuilds the image (the container runs that code) and reruns the training."""

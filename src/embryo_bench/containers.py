@@ -313,6 +313,23 @@ def build_image(
     base = resolve_base_image(client, base_image, log=log)
     content = image_content_hash(context, image)
     labels = build_labels(content, base["base_image_id"], pip_source)
+
+    def record_image(image_id: str, reused: bool) -> dict:
+        info = {
+            "image_id": image_id,
+            "tag": tag,
+            **base,
+            "pip_source": pip_source,
+            "requirements": requirements,
+            "requirements_sha256": sha256_file(Path(context) / requirements),
+            "content_sha256": content,
+            "built_on": socket.gethostname(),
+            "docker_host": os.environ.get("DOCKER_HOST", ""),
+            "reused": reused,
+        }
+        write_json(record, info)
+        return info
+
     same = client.images.list(filters={"label": [f"{k}={v}" for k, v in labels.items()]})
     if same:
         repository, _, version = tag.partition(":")
@@ -323,18 +340,7 @@ def build_image(
             file=log,
             flush=True,
         )
-        return _image_record(
-            record,
-            client,
-            same[0].id,
-            tag,
-            base,
-            pip_source,
-            context,
-            requirements,
-            content,
-            reused=True,
-        )
+        return record_image(same[0].id, reused=True)
     tail: deque[str] = deque(maxlen=40)
     image_id = None
     try:
@@ -368,18 +374,7 @@ def build_image(
         raise
     except Exception as exc:
         raise DockerError(f"image build {tag} failed: {exc}\n" + "\n".join(tail)) from exc
-    return _image_record(
-        record,
-        client,
-        image_id or client.images.get(tag).id,
-        tag,
-        base,
-        pip_source,
-        context,
-        requirements,
-        content,
-        reused=False,
-    )
+    return record_image(image_id or client.images.get(tag).id, reused=False)
 
 
 def build_labels(content_sha256: str, base_image_id: str, pip_source: str) -> dict[str, str]:
@@ -390,25 +385,6 @@ def build_labels(content_sha256: str, base_image_id: str, pip_source: str) -> di
         "embryo-bench.base-image-id": base_image_id,
         "embryo-bench.pip-source": pip_source,
     }
-
-
-def _image_record(
-    record, client, image_id, tag, base, pip_source, context, requirements, content, reused: bool
-) -> dict:
-    info = {
-        "image_id": image_id,
-        "tag": tag,
-        **base,
-        "pip_source": pip_source,
-        "requirements": requirements,
-        "requirements_sha256": sha256_file(Path(context) / requirements),
-        "content_sha256": content,
-        "built_on": socket.gethostname(),
-        "docker_host": os.environ.get("DOCKER_HOST", ""),
-        "reused": reused,
-    }
-    write_json(record, info)
-    return info
 
 
 def daemon_identity(info: dict) -> dict:
