@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import psutil
@@ -55,6 +56,30 @@ def _trainer_pid(snakemake_proc: subprocess.Popen) -> int | None:
     return None
 
 
+RUN = "out/train/host-1cpu/repeat-1"  # the run the tiny config's host-1cpu target makes
+
+
+def _training(cfg: Path, cwd: Path, epochs_done: int = 0, **popen):
+    """Start snakemake on ``cfg`` in ``cwd`` (``popen`` passed on) and wait until its host
+    trainer has written progress.csv with ``epochs_done`` epochs; returns (the snakemake
+    Popen, the trainer's pid). Fails, with snakemake's output, if that does not happen
+    within 600 s."""
+    proc = subprocess.Popen(
+        snakemake_command(cfg), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **popen
+    )
+    progress = cwd / RUN / "progress.csv"
+    deadline = time.monotonic() + 600
+    while proc.poll() is None and time.monotonic() < deadline:
+        if progress.exists() and len(progress.read_text().splitlines()) >= 1 + epochs_done:
+            trainer = _trainer_pid(proc)
+            if trainer is not None:
+                return proc, trainer
+        time.sleep(0.05)
+    proc.kill()
+    out = proc.communicate()[0].decode()
+    raise AssertionError(f"no trainer with {epochs_done} epochs done:\n{out[-3000:]}")
+
+
 def test_a_killed_rerun_is_demanded_again_and_no_table_mixes_settings(tiny_run, tmp_path):
     # Issue 12, item 1: a run that completed, then a rerun under a new setting whose trainer
     # is SIGKILLed mid-run (as an OOM kill would). The next invocation must demand the run
@@ -69,20 +94,9 @@ def test_a_killed_rerun_is_demanded_again_and_no_table_mixes_settings(tiny_run, 
     config["train"]["epochs"] = 400
     cfg = work / "config.yaml"
     cfg.write_text(yaml.safe_dump(config))
-    proc = subprocess.Popen(
-        snakemake_command(cfg), cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
-    progress = work / "out/train/host-1cpu/repeat-1/progress.csv"
-    killed = None
-    deadline = time.monotonic() + 600
-    while killed is None and proc.poll() is None and time.monotonic() < deadline:
-        if progress.exists() and len(progress.read_text().splitlines()) >= 2:
-            killed = _trainer_pid(proc)
-            if killed is not None:
-                os.kill(killed, signal.SIGKILL)
-        time.sleep(0.05)
+    proc, killed = _training(cfg, work, epochs_done=1)
+    os.kill(killed, signal.SIGKILL)
     out = proc.communicate(timeout=300)[0].decode()
-    assert killed is not None, f"no epoch finished to kill the trainer after:\n{out[-3000:]}"
     assert proc.returncode != 0, out[-3000:]
 
     jobs = job_counts(snakemake(work, config, "-n").stdout)
@@ -99,17 +113,8 @@ def test_the_host_trainer_ends_with_a_killed_snakemake(tmp_path):
     config["train"]["epochs"] = 400
     cfg = tmp_path / "config.yaml"
     cfg.write_text(yaml.safe_dump(config))
-    proc = subprocess.Popen(
-        snakemake_command(cfg), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
-    run_dir = tmp_path / "out/train/host-1cpu/repeat-1"
-    trainer = None
-    deadline = time.monotonic() + 600
-    while trainer is None and proc.poll() is None and time.monotonic() < deadline:
-        if (run_dir / "progress.csv").exists():
-            trainer = _trainer_pid(proc)
-        time.sleep(0.1)
-    assert trainer is not None, proc.communicate()[0].decode()[-3000:]
+    proc, trainer = _training(cfg, tmp_path)
+    run_dir = tmp_path / RUN
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate()
     deadline = time.monotonic() + 10
@@ -132,24 +137,15 @@ def test_sigint_to_snakemake_alone_stops_the_training_promptly(tmp_path):
     config["train"]["epochs"] = 400
     cfg = tmp_path / "config.yaml"
     cfg.write_text(yaml.safe_dump(config))
-    proc = subprocess.Popen(
-        snakemake_command(cfg),
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+    proc, trainer = _training(
+        cfg,
+        tmp_path,
         start_new_session=True,  # the signal goes to snakemake alone, not to a group
         # As from a terminal: SIGINT not ignored. Under a script's background job (e.g.
         # `.ci/run &`) it arrives ignored, and the workflow then leaves SIGINT alone.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    run_dir = tmp_path / "out/train/host-1cpu/repeat-1"
-    trainer = None
-    deadline = time.monotonic() + 600
-    while trainer is None and proc.poll() is None and time.monotonic() < deadline:
-        if (run_dir / "progress.csv").exists():
-            trainer = _trainer_pid(proc)
-        time.sleep(0.1)
-    assert trainer is not None, proc.communicate()[0].decode()[-3000:]
+    run_dir = tmp_path / RUN
     os.kill(proc.pid, signal.SIGINT)
     try:
         out = proc.communicate(timeout=60)[0].decode()

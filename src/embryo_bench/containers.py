@@ -227,7 +227,12 @@ def locked_hashes(requirements: str | Path) -> dict[str, set[str]]:
 
 def wheelhouse_missing(requirements: str | Path, out_dir: str | Path) -> list[str]:
     """The locked requirements of ``requirements`` that no wheel in ``out_dir`` satisfies
-    with one of its allowed sha256 digests (all of them when the folder is empty)."""
+    with one of its allowed sha256 digests (all of them when the folder is empty), as
+    written in the lock (``name==version``), in its order.
+
+    Raises:
+        DockerError: a requirement is not hash-locked (:func:`locked_hashes`).
+    """
     have = {sha256_file(p) for p in Path(out_dir).glob("*.whl")}
     return [req for req, digests in locked_hashes(requirements).items() if not digests & have]
 
