@@ -8,7 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from embryo_bench.compare import compare, median_interval, noise, paired_ratios
+from embryo_bench.compare import (
+    compare,
+    comparison_table,
+    in_planned_order,
+    median_interval,
+    noise,
+    paired_ratios,
+)
 
 
 def _runs(order: list[str], truth: dict[str, float], drift: float, sd: float, seed: int = 0):
@@ -108,3 +115,69 @@ def test_noise_is_a_robust_standard_deviation_of_the_logarithm():
     assert noise(values) == pytest.approx(0.05, rel=0.1)
     assert noise(np.append(values[:99], 1e6)) == pytest.approx(0.05, rel=0.2)  # one outlier
     assert noise([3.0]) == 0.0
+
+
+def _table(rates: dict[str, list[float]], tta: dict[str, list[float]] | None = None):
+    """A results table: target -> one throughput per round (and time to accuracy); runs
+    slower than 80 images/s are flagged."""
+    rows = []
+    for target, values in rates.items():
+        for k, v in enumerate(values, start=1):
+            t = (tta or {}).get(target, [np.nan] * len(values))[k - 1]
+            flags = "drifted" if v < 80 else ""
+            rows.append({"target": target, "repeat": k, "images_per_s": v,
+                         "time_to_accuracy_s": t, "flags": flags})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_comparison_table_leads_with_the_base_and_turns_time_into_speed():
+    table = comparison_table(
+        _table(
+            {"B": [80.0, 82.0, 79.0, 81.0, 80.0], "A": [100.0, 101.0, 99.0, 100.0, 102.0]},
+            {"A": [10.0] * 5, "B": [20.0, 20.0, 19.0, 21.0, 20.0]},
+        ),
+        base="A",
+        min_difference=0.05,
+    )
+    assert list(table["target"]) == ["A", "B"]  # the base first
+    assert list(table["flagged_runs"]) == [0, 1]  # counted, and still in the ratio
+    a, b = table.iloc[0], table.iloc[1]
+    assert a["throughput_verdict"] == "base" and a["throughput_ratio"] == 1.0
+    assert b["throughput_pairs"] == 5 and b["throughput_verdict"] == "slower"
+    assert b["throughput_ratio"] == pytest.approx(0.8, abs=0.01)
+    assert b["throughput_low"] <= b["throughput_ratio"] <= b["throughput_high"] < 1
+    # Twice the base's time to accuracy is half its speed.
+    assert b["time_to_accuracy_ratio"] == pytest.approx(0.5)
+    assert b["time_to_accuracy_verdict"] == "slower"
+
+
+def test_a_base_that_never_reached_the_accuracy_gives_no_pair():
+    table = comparison_table(
+        _table({"A": [100.0, 100.0], "B": [90.0, 91.0]}, {"B": [5.0, 5.0]}), "A", 0.05
+    )
+    a, b = table.set_index("target").loc["A"], table.set_index("target").loc["B"]
+    assert b["time_to_accuracy_verdict"] == "no pair" and b["time_to_accuracy_pairs"] == 0
+    assert a["time_to_accuracy_verdict"] == "base: not reached"
+    assert a["throughput_verdict"] == "base" and a["throughput_pairs"] == 2
+    assert (b["throughput_pairs"], b["throughput_verdict"]) == (2, "slower")
+    with pytest.raises(ValueError, match="compare.base 'C' has no run"):
+        comparison_table(_table({"A": [1.0]}), "C", 0.05)
+
+
+def _timed(order: list[tuple[str, int]], gap: float = 1.0) -> pd.DataFrame:
+    rows = [{"target": t, "repeat": k, "started_unix_s": 10.0 * i,
+             "ended_unix_s": 10.0 * i + 10.0 - gap} for i, (t, k) in enumerate(order)]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_order_check_finds_another_order_overlaps_and_missing_times():
+    planned = [("A", 1), ("B", 1), ("B", 2), ("A", 2)]
+    ok, why = in_planned_order(_timed(planned), planned)
+    assert ok is True and why == "4 runs ran one after another in the planned order"
+    ok, why = in_planned_order(_timed([("A", 1), ("B", 1), ("A", 2), ("B", 2)]), planned)
+    assert ok is False and why.endswith("A#1, B#1, A#2, B#2")
+    ok, why = in_planned_order(_timed(planned, gap=-2.0), planned)
+    assert ok is False and why == "timed runs overlapped: B#1 started before A#1 ended"
+    old = _timed(planned).assign(started_unix_s=[0.0, np.nan, 20.0, 30.0])
+    assert in_planned_order(old, planned) == (
+        None, "order not checked: 1 of 4 runs recorded no start time")  # fmt: skip

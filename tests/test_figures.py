@@ -121,11 +121,14 @@ def test_utilisation_marks_epoch_ends_and_drops_gpu_panels(drawn):
 def test_every_figure_and_table_has_a_report_entry():
     figures_ = {"fig1_preprocessing", "fig4_test_accuracy", "fig5_6_training_time", "throughput"}
     figures_ |= {"efficiency", "epoch_times", "cost", "backends", "sweeps", "paper_vs_ours"}
+    figures_ |= {"comparison"}
     tables = {"results_table", "summary_table", "cost_table", "paper_comparison", "provenance"}
+    tables |= {"comparison_table"}
     assert set(layout.FIGURE_NAMES) == figures_ and set(layout.TABLE_NAMES) == tables
     assert set(layout.REPORT_ENTRIES) == figures_ | tables
     categories = [c for c, _ in layout.REPORT_ENTRIES.values()]
-    assert categories[0] == layout.PAPER_FIGURES  # the paper's figures are listed first
+    # the paired comparison leads (issue 23), then the paper's figures
+    assert categories[:3] == [layout.COMPARISON, layout.COMPARISON, layout.PAPER_FIGURES]
     assert all(c[0].isdigit() for c in categories)  # numbered, in reading order
 
 

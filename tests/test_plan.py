@@ -18,6 +18,7 @@ from embryo_bench.spec import Preprocessing, RunSpec
 REPO = Path(__file__).resolve().parents[1]
 OFFLINE = yaml.safe_load((REPO / "config" / "offline.yaml").read_text())
 PAPER = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+OFFLINE_NAMES = [t["name"] for t in OFFLINE["targets"]]
 
 
 def everything_runs(target):
@@ -75,6 +76,7 @@ def test_runs_and_their_specs():
     p = plan()
     assert p.main_targets == ["host-1cpu", "host-1cpu-jax", "docker-1cpu"]
     assert p.runs[:3] == [("host-1cpu", 1), ("host-1cpu-jax", 1), ("docker-1cpu", 1)]
+    assert p.compare_base == "host-1cpu"  # cost.base_target, as compare.base is not set
     assert len(p.runs) == 3 + 4  # and the 2 x 2 sweep points
     spec = p.spec("docker-1cpu", 1)
     assert spec.runner == "docker" and spec.container.memory == "3g"
@@ -135,6 +137,51 @@ def test_hardware_policy_skip_fail_and_nothing_left():
     # The base of a sweep skipped: the sweep names it.
     with pytest.raises(ConfigError, match=r"sweeps\[0\].target 'host-1cpu': no such target"):
         plan(probe=lambda t: "gone" if t.name == "host-1cpu" else None)
+
+
+def _rounds(repeats=3, **compare):
+    config = {**OFFLINE, "sweeps": [], "train": {**OFFLINE["train"], "repeats": repeats}}
+    return plan({**config, "compare": compare})
+
+
+def test_repeats_run_as_alternating_rounds_and_each_waits_for_the_one_before():
+    p = _rounds()
+    a, b, c = "host-1cpu", "host-1cpu-jax", "docker-1cpu"
+    assert p.runs == [(a, 1), (b, 1), (c, 1), (c, 2), (b, 2), (a, 2), (a, 3), (b, 3), (c, 3)]
+    assert p.previous_run(a, 1) is None
+    assert p.previous_run(c, 2) == (c, 1) and p.previous_run(a, 3) == (a, 2)
+    with pytest.raises(KeyError, match="no run host-1cpu repeat 4"):
+        p.previous_run(a, 4)
+
+
+def test_a_shuffled_order_is_fixed_by_its_seed_and_holds_every_run_once_per_round():
+    one, same, other = (_rounds(8, order="shuffle", seed=s).runs for s in (1, 1, 2))
+    assert one == same and one != other
+    for k in range(1, 9):
+        assert sorted(t for t, r in one if r == k) == sorted(OFFLINE_NAMES)
+    firsts = {one[3 * k][0] for k in range(8)}
+    assert len(firsts) > 1  # not the same target first in every round
+
+
+def test_the_compare_base_runs_in_every_round():
+    assert _rounds(base="docker-1cpu").compare_base == "docker-1cpu"
+    with pytest.raises(ConfigError, match="compare.base 'nope': no such target"):
+        _rounds(base="nope")
+    few = {**OFFLINE, "sweeps": [], "compare": {"base": "docker-1cpu"}}
+    few["targets"] = [{**t, "repeats": 1} if t["name"] == "docker-1cpu" else t for t in
+                      OFFLINE["targets"]]  # fmt: skip
+    few["train"] = {**OFFLINE["train"], "repeats": 3}
+    with pytest.raises(ConfigError, match="compare.base docker-1cpu: 1 repeats, but host-1cpu"):
+        plan(few)
+    # A skipped base: the next choice, said in a note.
+    p = plan(
+        {**OFFLINE, "sweeps": [], "compare": {"base": "docker-1cpu"}},
+        probe=lambda t: "no daemon" if t.runner == "docker" else None,
+    )
+    assert p.compare_base == "host-1cpu"
+    assert p.compare_note == (
+        "compare.base docker-1cpu does not run here (skipped); comparing with host-1cpu"
+    )
 
 
 def test_cost_base_skipped_gives_a_note():

@@ -540,3 +540,40 @@ def test_original_variant_runs_and_the_tables_say_so(tiny_run, tmp_path):
     assert metrics["n_train"] == sum(metrics["label_counts_train"]) == augmented - 8
     table = pd.read_csv(work / "out/figures/results_table.csv")
     assert table["variant"].tolist() == ["original"]
+
+
+def test_repeats_run_as_alternating_rounds_and_every_run_is_compared(tiny_run, tmp_path):
+    """Issue 23: two host targets x 3 rounds run in the planned order (A B, B A, A B: each
+    run waits for the one planned before it), every run counts in the statistics, and the
+    paired comparison's table and figure say so. Rerunning one run reruns that run alone (the
+    wait is on an ancient() input)."""
+    work, config, out = tiny_run
+    work, config = copy_run(work, tmp_path / "work"), copy.deepcopy(config)
+    a = config["targets"][0]
+    b = {**a, "name": "host-1cpu-again", "description": "the same target entered twice"}
+    config["targets"].append(b)
+    config["train"]["repeats"] = 3
+    snakemake(work, config)  # A#1 is the tiny run's, already made
+    table = pd.read_csv(work / "out/figures/results_table.csv").sort_values("started_unix_s")
+    ran = list(zip(table["target"], table["repeat"], strict=True))
+    A, B = a["name"], b["name"]
+    assert ran == [(A, 1), (B, 1), (B, 2), (A, 2), (A, 3), (B, 3)]
+    assert (table["started_unix_s"].to_numpy()[1:] >= table["ended_unix_s"].to_numpy()[:-1]).all()
+    summary = pd.read_csv(work / "out/figures/summary_table.csv").set_index("target")
+    assert summary.loc[A, "repeats"] == summary.loc[B, "repeats"] == 3  # flagged or not
+    paired = pd.read_csv(work / "out/figures/comparison_table.csv")
+    assert list(paired["target"]) == [A, B]
+    again = paired.iloc[1]
+    assert again["throughput_pairs"] == 3
+    assert again["throughput_low"] <= again["throughput_ratio"] <= again["throughput_high"]
+    assert paired["order"].iloc[0] == "6 runs ran one after another in the planned order"
+    assert (work / "out/figures/comparison.png").stat().st_size > 10_000
+    # The Markdown a person reads has a few columns (the CSV keeps every one).
+    md = (work / "out/figures/summary_table.md").read_text().splitlines()
+    header = next(line for line in md if line.startswith("| target"))
+    assert header.count("|") - 1 <= 7 and "throughput vs base" in header
+    row = next(line for line in md if line.startswith(f"| {B} "))
+    assert f"{again['throughput_ratio']:.3f} [" in row and again["throughput_verdict"] in row
+    forced = f"out/train/{B}/repeat-1/metrics.json"
+    jobs = job_counts(snakemake(work, config, "-n", "--forcerun", forced).stdout)
+    assert jobs == {"train": 1, "figures": 1, "all": 1}, jobs

@@ -293,6 +293,18 @@ def cmd_figures(p):
     p.add_argument("--cost-base", default="", help="target that cost is normalised to")
     p.add_argument("--cost-note", default="", help="why cost is not normalised, if it is not")
     p.add_argument("--stability", default="{}", help="JSON: the config's stability thresholds")
+    p.add_argument(
+        "--compare-base",
+        default="",
+        help="the target each is compared with round by round (default: the first run's); "
+        "--runs must come in the planned order",
+    )
+    p.add_argument(
+        "--min-difference",
+        type=float,
+        default=0.05,
+        help="a speed ratio closer to 1 than this is no measured difference (fraction)",
+    )
     p.add_argument("--selection", required=True)
     p.add_argument(
         "--select-summary", default="", help="the select stage's summary.json (data counts)"
@@ -330,6 +342,8 @@ def cmd_figures(p):
             stability=thresholds(json.loads(a.stability)),
             counts=read_json(a.select_summary) if a.select_summary else None,
             merged=merged,
+            compare_base=a.compare_base,
+            min_difference=a.min_difference,
         )
         if a.config:
             _write_config(json.loads(a.config), Path(a.out_dir) / "config.yaml")

@@ -148,3 +148,120 @@ def compare(
     return pd.DataFrame(
         rows, columns=["target", "pairs", "ratio_median", "ratio_low", "ratio_high", "verdict"]
     )
+
+
+#: What each ratio of :func:`comparison_table` divides: (results-table column, whether a
+#: larger value is faster). Time to accuracy is turned into a speed (base time / time), so
+#: above 1 means faster for both.
+MEASURES = {"throughput": ("images_per_s", True), "time_to_accuracy": ("time_to_accuracy_s", False)}
+
+
+def comparison_table(
+    runs: pd.DataFrame, base: str, min_difference: float, order: list[str] | None = None
+) -> pd.DataFrame:
+    """The headline comparison (issue 23): per target, its speed relative to ``base`` in the
+    same round, for throughput and for time to accuracy.
+
+    Args:
+        runs: one row per run of *this* workflow (runs merged from other machines ran in
+            other rounds and cannot be paired): columns target, repeat (the round),
+            images_per_s (images/s), time_to_accuracy_s (s; missing where not reached),
+            flags (empty for a clean run).
+        base: the target every ratio is to (``compare.base``).
+        min_difference: the machine's noise as a fraction (``compare.min_difference``):
+            a smaller difference is "no measured difference" (:func:`compare`).
+        order: target names in the order to list them (default: first appearance).
+
+    Returns:
+        one row per target, the base first: target, rounds (its runs), flagged_runs, and
+        for each of :data:`MEASURES` ``<m>_pairs``, ``<m>_ratio`` (median; above 1:
+        faster than the base), ``<m>_low`` and ``<m>_high`` (95 % bootstrap interval),
+        ``<m>_verdict`` ("base" for the base target, with its measured runs as pairs, or
+        "base: not reached" when none of its runs reached the accuracy target; "no pair"
+        where no round holds both).
+
+    Raises:
+        ValueError: ``base`` has no run, or a target has two runs in one round.
+    """
+    runs = runs.assign(round=runs["repeat"].astype(int))
+    if not (runs["target"] == base).any():
+        raise ValueError(f"compare.base {base!r} has no run to compare with")
+    names = list(dict.fromkeys(order or runs["target"]))
+    names = [base] + [n for n in names if n != base and (runs["target"] == n).any()]
+    flagged = runs["flags"].fillna("").astype(str) != "" if "flags" in runs else None
+    verdicts, speeds = {}, {}
+    for measure, (column, larger_is_faster) in MEASURES.items():
+        values = pd.to_numeric(runs[column], errors="coerce")
+        speed = speeds[measure] = values if larger_is_faster else 1.0 / values
+        measured = runs.assign(speed=speed).dropna(subset=["speed"])
+        verdicts[measure] = (
+            compare(measured, base, min_difference, "speed").set_index("target")
+            if (measured["target"] == base).any()
+            else pd.DataFrame(columns=["pairs"])  # the base never reached it: no pair
+        )
+    rows = []
+    for name in names:
+        mine = runs["target"] == name
+        row = {
+            "target": name,
+            "rounds": int(mine.sum()),
+            "flagged_runs": int(flagged[mine].sum()) if flagged is not None else 0,
+        }
+        for measure, table in verdicts.items():
+            if name == base:
+                measured = int((mine & np.isfinite(speeds[measure])).sum())
+                cells = (
+                    (measured, 1.0, 1.0, 1.0, "base")
+                    if measured
+                    else (0, np.nan, np.nan, np.nan, "base: not reached")
+                )
+            elif name in table.index:
+                t = table.loc[name]
+                cells = (
+                    int(t["pairs"]),
+                    t["ratio_median"],
+                    t["ratio_low"],
+                    t["ratio_high"],
+                    t["verdict"],
+                )
+            else:
+                cells = (0, np.nan, np.nan, np.nan, "no pair")
+            for key, cell in zip(("pairs", "ratio", "low", "high", "verdict"), cells, strict=True):
+                row[f"{measure}_{key}"] = cell
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def in_planned_order(runs: pd.DataFrame, planned: list[tuple[str, int]]) -> tuple[bool | None, str]:
+    """Did the runs start in the planned order, one after another?
+
+    Args:
+        runs: columns target, repeat, started_unix_s, ended_unix_s (s since 1970; missing
+            for runs made before these were recorded).
+        planned: (target, repeat) in the planned order (:attr:`embryo_bench.plan.Plan.runs`).
+
+    Returns:
+        (ok, a sentence saying what was found: the order as run where it differs, or which
+        timed runs overlapped); ok is None when a run recorded no start time (made before
+        they were recorded): the order cannot be checked.
+    """
+    timed = runs.dropna(subset=["started_unix_s", "ended_unix_s"])
+    if len(timed) < len(runs):
+        return None, (
+            f"order not checked: {len(runs) - len(timed)} of {len(runs)} runs recorded no "
+            "start time"
+        )
+    timed = timed.sort_values("started_unix_s")
+    ran = list(zip(timed["target"], timed["repeat"].astype(int), strict=True))
+    wanted = [p for p in planned if p in set(ran)]
+    if ran != wanted:
+        return False, "ran in another order than planned: " + ", ".join(f"{t}#{k}" for t, k in ran)
+    ends, starts = timed["ended_unix_s"].to_numpy(), timed["started_unix_s"].to_numpy()
+    overlaps = np.flatnonzero(starts[1:] < ends[:-1])
+    if overlaps.size:
+        i = overlaps[0]
+        return False, (
+            f"timed runs overlapped: {ran[i + 1][0]}#{ran[i + 1][1]} started before "
+            f"{ran[i][0]}#{ran[i][1]} ended"
+        )
+    return True, f"{len(ran)} runs ran one after another in the planned order"

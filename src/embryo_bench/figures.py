@@ -37,7 +37,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from . import paper, preprocess, summary  # noqa: E402
+from . import compare, paper, preprocess, summary  # noqa: E402
 from .io import atomic_path  # noqa: E402
 from .layout import FIGURE_FORMATS, FIGURE_NAMES, TABLE_NAMES, utilisation_name  # noqa: E402
 from .spec import Preprocessing  # noqa: E402
@@ -172,6 +172,64 @@ def _target_bars(ax, summ: pd.DataFrame, col: str, scale: float, label: str) -> 
     _target_ticks(ax, list(summ["target"]))
     ax.margins(y=0.15)
     _legend(ax, _backend_entries(summ["backend"]) + _mark_flagged(bars, summ))
+
+
+VERDICT_COLORS = {"faster": "tab:green", "slower": "tab:red"}
+
+
+def fig_comparison(comparison: pd.DataFrame, order_note: str, out_dir: Path, footer: str) -> None:
+    """The headline (issue 23): each target's throughput and time-to-accuracy speed relative
+    to the base target in the same round, median with its 95 % bootstrap interval, one row
+    per target, a line at 1.0; green / red where the difference is measured
+    (:func:`embryo_bench.compare.comparison_table`), grey where it is not."""
+    fig, axes = plt.subplots(
+        1,
+        2,
+        figsize=(11, 2.4 + 0.5 * len(comparison)),
+        sharey=True,
+        squeeze=False,
+        layout="constrained",
+    )
+    y = np.arange(len(comparison))[::-1]
+    base = comparison["target"].iloc[0]
+    for ax, (measure, title) in zip(
+        axes[0],
+        (("throughput", "throughput (images/s)"), ("time_to_accuracy", "time to accuracy")),
+        strict=True,
+    ):
+        ax.axvline(1.0, color="black", lw=1)
+        for yi, (_, row) in zip(y, comparison.iterrows(), strict=True):
+            med = row[f"{measure}_ratio"]
+            verdict = row[f"{measure}_verdict"]
+            if not np.isfinite(med):
+                ax.annotate(verdict, (1.0, yi), ha="center", va="center", fontsize=7)
+                continue
+            color = VERDICT_COLORS.get(verdict, "dimgray")
+            lo, hi = row[f"{measure}_low"], row[f"{measure}_high"]
+            ax.errorbar(
+                med, yi, xerr=[[med - lo], [hi - med]], fmt="o", color=color, capsize=3, lw=1.5
+            )
+            pairs = row[f"{measure}_pairs"]
+            ax.annotate(
+                f"{med:.3f} [{lo:.3f}, {hi:.3f}], {verdict}, {pairs} pair(s)"
+                if verdict != "base"
+                else f"base: {pairs} run(s) measured",
+                (med, yi),
+                xytext=(0, 7),
+                textcoords="offset points",
+                ha="center",
+                fontsize=7,
+            )
+        ax.set_title(f"{title}, relative to {base}", fontsize=9)
+        ax.set_xlabel("speed ratio in the same round (above 1: faster)")
+        ax.margins(x=0.25, y=0.3)
+    axes[0][0].set_yticks(y, comparison["target"], fontsize=8)
+    fig.suptitle(
+        "Paired comparison: median over rounds with 95 % bootstrap interval; "
+        f"{int(comparison['flagged_runs'].sum())} run(s) flagged, all counted\n{order_note}",
+        fontsize=9,
+    )
+    _save(fig, out_dir, "comparison", footer)
 
 
 def fig_preprocessing(selection: str, pp: Preprocessing, out_dir: Path, footer: str) -> None:
@@ -543,14 +601,28 @@ def fig_utilisation(run: Run, out_dir: Path, name: str, footer: str) -> None:
     _save(fig, out_dir, name, footer, exts=("png",))
 
 
-def _write_table(table: pd.DataFrame, out_dir: Path, name: str, label: str) -> None:
+def _write_table(
+    table: pd.DataFrame,
+    out_dir: Path,
+    name: str,
+    label: str,
+    readable: pd.DataFrame | None = None,
+    note: str = "",
+) -> None:
+    """``name``.csv with every column of ``table``; ``name``.md with ``readable`` (the few
+    columns a person reads, issue 23) or else ``table``, under the data's label and ``note``
+    (a sentence on the whole table)."""
     if name not in TABLE_NAMES:
         raise ValueError(f"table {name!r} is not in embryo_bench.layout.TABLE_NAMES")
     with atomic_path(out_dir / f"{name}.csv") as tmp:
         table.to_csv(tmp, index=False)
     with atomic_path(out_dir / f"{name}.md") as tmp:
-        text = table.to_markdown(index=False, floatfmt=".4g")
-        tmp.write_text(f"Data: **{label}**\n\n{text}\n")
+        shown = table if readable is None else readable
+        text = shown.to_markdown(index=False, floatfmt=".4g")
+        head = f"Data: **{label}**\n\n" + (f"{note}\n\n" if note else "")
+        if readable is not None:
+            head += f"Every column: {name}.csv.\n\n"
+        tmp.write_text(f"{head}{text}\n")
 
 
 def make_all(
@@ -565,6 +637,8 @@ def make_all(
     stability: dict | None = None,
     counts: dict | None = None,
     merged: list[Run] = (),
+    compare_base: str = "",
+    min_difference: float = 0.05,
 ) -> None:
     """Write every figure and table (the ``figures`` rule).
 
@@ -579,7 +653,13 @@ def make_all(
         stability: the config's stability thresholds (default: the schema's).
         counts: the select stage's ``summary.json`` (data counts beside the paper's).
         merged: runs made elsewhere (:func:`embryo_bench.merge.merge_runs`): in every table
-            and figure but the per-run utilisation figures (those are this workflow's).
+            and figure but the per-run utilisation figures (those are this workflow's) and
+            the paired comparison (they ran in other rounds).
+        compare_base, min_difference: ``compare.base`` as resolved
+            (:attr:`embryo_bench.plan.Plan.compare_base`; "": the first run's target) and
+            ``compare.min_difference``. ``runs`` must come in the planned order
+            (:attr:`embryo_bench.plan.Plan.runs`): the comparison checks the runs' start
+            times against it.
 
     Raises:
         ConfigError: the cost base target did not run or is unpriced.
@@ -605,12 +685,35 @@ def make_all(
     fig_sweeps(summ, out_dir, footer)
     norm, why = summary.cost_summary(main, cost_base, cost_note)
     fig_cost(norm, cost_base or None, why, out_dir, footer)
+    ours = table.iloc[: len(own)]  # merged runs ran in other rounds: never paired
+    paired = compare.comparison_table(ours, compare_base or ours["target"].iloc[0], min_difference)
+    ordered, order_note = compare.in_planned_order(
+        ours, [(r.name, r.metrics["repeat"]) for r in own]
+    )
+    order_note = ("NOT IN PLANNED ORDER: " if ordered is False else "") + order_note
+    fig_comparison(paired, order_note, out_dir, footer)
     comparison = summary.paper_comparison(main, table, targets, counts)
     fig_paper_vs_ours(comparison, out_dir, footer)
     for r in own:
         fig_utilisation(r, out_dir, utilisation_name(r.name, r.metrics["repeat"]), footer)
-    _write_table(table, out_dir, "results_table", label)
-    _write_table(summ, out_dir, "summary_table", label)
+    paired_note = (
+        f"Each target's speed divided by {paired['target'].iloc[0]}'s in the same round "
+        f"(above 1: faster), median over rounds with a 95 % bootstrap interval; a difference "
+        f"is called only when the interval excludes 1 and the median is more than "
+        f"{min_difference:.0%} from 1 (compare.min_difference). {order_note}."
+    )
+    _write_table(
+        paired.assign(min_difference=min_difference, order=order_note),
+        out_dir,
+        "comparison_table",
+        label,
+        summary.readable_comparison(paired),
+        paired_note,
+    )
+    _write_table(table, out_dir, "results_table", label, summary.readable_runs(table))
+    _write_table(
+        summ, out_dir, "summary_table", label, summary.readable_summary(summ, paired), paired_note
+    )
     _write_table(
         norm if norm is not None else pd.DataFrame({"cost": [why]}), out_dir, "cost_table", label
     )

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import itertools
+import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -397,6 +398,78 @@ def cost_base(cost: dict, targets: list[dict], running: list[str]) -> tuple[str,
     return base, ""
 
 
+def compare_base(
+    compare: dict, cost_base_name: str, targets: dict[str, Target], configured: list[str]
+) -> tuple[str, str]:
+    """The target every other is compared with round by round (``compare.base``), and a note
+    when the configured one cannot be used here.
+
+    Args:
+        compare: the config's ``compare`` section.
+        cost_base_name: the cost base that runs here ("" if none).
+        targets: the targets that run, main targets first (config order), then sweep points.
+        configured: every target name the config gives (before the hardware check), and the
+            sweep points' names.
+
+    Returns:
+        (base, note): ``compare.base`` if it runs; else the cost base if it runs; else the
+        first target; the note is non-empty when ``compare.base`` was skipped here.
+
+    Raises:
+        ConfigError: ``compare.base`` names no target, or a target has more repeats than the
+            base (rounds need the base in every round).
+    """
+    wanted, note = compare.get("base", ""), ""
+    if wanted and wanted not in configured:
+        raise ConfigError(
+            f"compare.base {wanted!r}: no such target (targets: {', '.join(configured)})"
+        )
+    if wanted and wanted not in targets:
+        note = f"compare.base {wanted} does not run here (skipped); comparing with "
+        wanted = ""
+    base = wanted or cost_base_name or next(iter(targets))
+    if note:
+        note += base
+    more = [n for n, t in targets.items() if t.repeats > targets[base].repeats]
+    if more:
+        raise ConfigError(
+            f"compare.base {base}: {targets[base].repeats} repeats, but {', '.join(more)} "
+            f"run more; each round needs the base target, so give it the most repeats"
+        )
+    return base, note
+
+
+def round_order(targets: dict[str, Target], order: str = "alternate", seed: int = 0):
+    """Every run as (target, repeat) in the order rounds run them (issue 23): round k holds
+    repeat k of every target with at least k repeats.
+
+    Args:
+        targets: main targets (config order), then sweep points.
+        order: "alternate": config order in odd rounds, reversed in even ones (ABC CBA ABC:
+            a steady drift of the machine's speed lands on every target alike);
+            "shuffle": a new order each round, :class:`random.Random` seeded with
+            ``seed`` and the round.
+
+    Returns:
+        list of (target, repeat), round 1 first.
+
+    Raises:
+        ValueError: an unknown order.
+    """
+    if order not in ("alternate", "shuffle"):
+        raise ValueError(f"round order must be alternate or shuffle, got {order!r}")
+    rounds = max(t.repeats for t in targets.values())
+    runs = []
+    for k in range(1, rounds + 1):
+        names = [n for n, t in targets.items() if t.repeats >= k]
+        if order == "shuffle":
+            random.Random(f"{seed}/{k}").shuffle(names)
+        elif k % 2 == 0:
+            names.reverse()
+        runs += [(n, k) for n in names]
+    return runs
+
+
 # --- the plan ------------------------------------------------------------------------------
 
 #: Why a target cannot run where the jobs run, or None if it can (see :mod:`hardware`).
@@ -431,6 +504,7 @@ class Plan:
         targets: every target that runs, main targets (config order) then sweep points.
         skipped: target name -> why it cannot run here (``on_missing_hardware: skip``).
         cost_base, cost_note: as :func:`cost_base`.
+        compare_base, compare_note: as :func:`compare_base`.
     """
 
     config: dict
@@ -438,6 +512,8 @@ class Plan:
     skipped: dict[str, str]
     cost_base: str
     cost_note: str
+    compare_base: str = ""
+    compare_note: str = ""
 
     @classmethod
     def from_config(
@@ -487,7 +563,10 @@ class Plan:
         main = list(targets)
         targets.update(expand_sweeps(config["sweeps"], targets))
         base, note = cost_base(config["cost"], config["targets"], main)
-        return cls(config, targets, skipped, base, note)
+        compared, compare_note = compare_base(
+            config["compare"], base, targets, [e["name"] for e in config["targets"]] + list(targets)
+        )
+        return cls(config, targets, skipped, base, note, compared, compare_note)
 
     @property
     def main_targets(self) -> list[str]:
@@ -496,8 +575,24 @@ class Plan:
 
     @property
     def runs(self) -> list[tuple[str, int]]:
-        """Every run as (target, repeat): main targets first, then sweep points."""
-        return [(n, k) for n, t in self.targets.items() for k in range(1, t.repeats + 1)]
+        """Every run as (target, repeat), in the order the rounds run them
+        (:func:`round_order`, ``compare.order``)."""
+        c = self.config["compare"]
+        return round_order(self.targets, c["order"], c["seed"])
+
+    def previous_run(self, target: str, repeat: int) -> tuple[str, int] | None:
+        """The run that runs just before this one in :attr:`runs` (None for the first):
+        the workflow makes each run wait for it, so the rounds run in the planned order.
+
+        Raises:
+            KeyError: no such run.
+        """
+        runs = self.runs
+        try:
+            i = runs.index((target, repeat))
+        except ValueError:
+            raise KeyError(f"no run {target} repeat {repeat} in this plan") from None
+        return runs[i - 1] if i else None
 
     @property
     def preprocessing(self) -> Preprocessing:

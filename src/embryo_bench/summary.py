@@ -112,7 +112,9 @@ def run_table(
     achieved_gflops, efficiency (achieved / probe), other_cpu_share, steal_percent,
     longest_stall_s, hourly_usd (USD/h), price_source, cost_usd, cpu_percent_mean,
     memory_mib_peak (MiB), gpu_energy_j, cpu_energy_j (J; "not measured" where no reading),
-    images_per_joule, parameters, cpu_model.
+    images_per_joule, parameters, cpu_model, started_unix_s and ended_unix_s (when the timed
+    part ran, s since 1970; empty for runs made before it was recorded). ``repeat`` is also
+    the run's round (:func:`embryo_bench.plan.round_order`).
     """
     from .stability import assess, thresholds
 
@@ -177,6 +179,8 @@ def run_table(
                 "images_per_joule": per_joule,
                 "parameters": m["parameter_count"],
                 "cpu_model": m["provenance"]["cpu_model"],
+                "started_unix_s": as_number(m.get("wall_clock", {}).get("started_unix_s")),
+                "ended_unix_s": as_number(m.get("wall_clock", {}).get("ended_unix_s")),
             }
         )
     return pd.DataFrame(rows)
@@ -512,3 +516,109 @@ def provenance_table(runs: list[Run]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+# --- the Markdown a person reads (issue 23, item 6): few columns, the CSVs keep everything --
+
+
+def _g(value, fmt: str = ".4g") -> str:
+    """A number as text; "" for missing."""
+    v = as_number(value)
+    return "" if v is None else format(v, fmt)
+
+
+def _ratio(row, measure: str) -> str:
+    """ "0.912 [0.890, 0.930]" from a comparison row, "" where there is none."""
+    med = as_number(row.get(f"{measure}_ratio"))
+    if med is None:
+        return ""
+    low, high = row[f"{measure}_low"], row[f"{measure}_high"]
+    return f"{med:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def flag_counts(row) -> str:
+    """ "2 (interfered 1, drifted 2)" from a :func:`target_summary` row; "0" for none."""
+    from .stability import FLAGS
+
+    flagged = int(row["repeats"] - row["clean_runs"])
+    parts = [f"{f} {int(row[f'{f}_runs'])}" for f in FLAGS if row.get(f"{f}_runs")]
+    return f"{flagged} ({', '.join(parts)})" if flagged else "0"
+
+
+def readable_summary(summ: pd.DataFrame, paired: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The per-target table as a person reads it: target, runs, flagged (how many, by flag),
+    throughput (median and min-max, images/s), the paired ratio to the base with its 95 %
+    interval and verdict (:func:`embryo_bench.compare.comparison_table`; "not paired" for
+    runs merged from elsewhere), time to accuracy (median, s, and how many runs reached it),
+    cost (median, USD). Values are text."""
+    by_target = paired.set_index("target") if paired is not None and len(paired) else None
+    rows = []
+    for _, r in summ.iterrows():
+        if by_target is not None and r["target"] in by_target.index:
+            p = by_target.loc[r["target"]]
+            if p["throughput_verdict"] == "base":
+                vs_base = "base"
+            else:
+                vs_base = f"{_ratio(p, 'throughput') or '-'} {p['throughput_verdict']}"
+        else:
+            vs_base = "not paired (ran in other rounds)"
+        tta = _g(r["time_to_accuracy_s_median"], ".1f")
+        rows.append(
+            {
+                "target": r["target"],
+                "runs": int(r["repeats"]),
+                "flagged": flag_counts(r),
+                "images/s median (min-max)": (
+                    f"{_g(r['images_per_s_median'])} ({_g(r['images_per_s_min'])}-"
+                    f"{_g(r['images_per_s_max'])})"
+                ),
+                "throughput vs base [95 % interval]": vs_base,
+                "time to accuracy (s)": (
+                    f"{tta} ({int(r['tta_reached'])}/{int(r['repeats'])} reached)"
+                    if tta
+                    else f"not reached (0/{int(r['repeats'])})"
+                ),
+                "cost (USD)": _g(r["cost_usd_median"]),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def readable_runs(table: pd.DataFrame) -> pd.DataFrame:
+    """The per-run table as a person reads it: target, round, started (UTC), flags,
+    images/s, training (s), final test accuracy, probe (GFLOP/s), flag reasons."""
+    started = pd.to_datetime(pd.to_numeric(table["started_unix_s"]), unit="s", utc=True)
+    return pd.DataFrame(
+        {
+            "target": table["target"],
+            "round": table["repeat"],
+            "started (UTC)": started.dt.strftime("%Y-%m-%d %H:%M:%S").fillna("not recorded"),
+            "flags": table["flags"].fillna(""),
+            "images/s": table["images_per_s"].map(_g),
+            "training (s)": table["training_s"].map(lambda v: _g(v, ".1f")),
+            "final test accuracy": table["final_test_accuracy"].map(lambda v: _g(v, ".3f")),
+            "probe (GFLOP/s)": table["probe_gflops"].map(lambda v: _g(v, ".1f")),
+            "why flagged": table["flag_reasons"].fillna(""),
+        }
+    )
+
+
+def readable_comparison(paired: pd.DataFrame) -> pd.DataFrame:
+    """The comparison table as a person reads it: target, rounds, flagged runs, and for
+    throughput and time to accuracy the median ratio to the base [95 % interval] and the
+    verdict."""
+    return pd.DataFrame(
+        {
+            "target": paired["target"],
+            "rounds": paired["rounds"],
+            "flagged runs": paired["flagged_runs"],
+            "throughput ratio [95 % interval]": [
+                _ratio(r, "throughput") for _, r in paired.iterrows()
+            ],
+            "throughput": paired["throughput_verdict"],
+            "time-to-accuracy speed ratio": [
+                _ratio(r, "time_to_accuracy") for _, r in paired.iterrows()
+            ],
+            "time to accuracy": paired["time_to_accuracy_verdict"],
+        }
+    )

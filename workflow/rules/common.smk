@@ -64,8 +64,9 @@ except ConfigError as exc:
     raise WorkflowError(str(exc))
 for _name, _why in PLAN.skipped.items():
     logger.warning(f"target {_name}: skipped, {_why} (on_missing_hardware: skip)")
-if PLAN.cost_note:
-    logger.warning(PLAN.cost_note)
+for _note in (PLAN.cost_note, PLAN.compare_note):
+    if _note:
+        logger.warning(_note)
 
 CONFIG = PLAN.config  # every default filled in
 OUT = CONFIG["outdir"]

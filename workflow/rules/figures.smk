@@ -84,6 +84,8 @@ rule figures:
         cost_base=PLAN.cost_base,
         cost_note=PLAN.cost_note,
         stability=json.dumps(CONFIG["stability"], sort_keys=True),
+        compare_base=PLAN.compare_base,
+        min_difference=CONFIG["compare"]["min_difference"],
         out_dir=lambda wc, output: os.path.dirname(output.results_table_csv),
         config=shlex.quote(json.dumps(CONFIG, sort_keys=True)),
         code=code("figures"),
@@ -91,7 +93,9 @@ rule figures:
         "python3 -m embryo_bench.cli figures --runs {params.run_dirs:q} "
         "--merged {params.merged:q} "
         "--targets {params.targets:q} --cost-base={params.cost_base:q} "
-        "--cost-note={params.cost_note:q} --stability {params.stability:q} --selection {input.selection:q} "
+        "--cost-note={params.cost_note:q} --stability {params.stability:q} "
+        "--compare-base={params.compare_base:q} --min-difference {params.min_difference} "
+        "--selection {input.selection:q} "
         "--select-summary {input.counts:q} "
         "--source-info {input.source:q} --shard {input.shard:q} "
         "--out-dir {params.out_dir:q} --config {params.config} > {log:q} 2>&1"

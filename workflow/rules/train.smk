@@ -2,7 +2,10 @@
 # by embryo_bench.plan and written as run.json (rule run_spec); one train rule trains from
 # it, on the host or in a container as its runner says. A run takes every bench slot (the
 # profiles give 100; every other rule takes 1), so nothing runs beside a timed run. `exec`
-# makes the trainer Snakemake's direct child, so signals reach it.
+# makes the trainer Snakemake's direct child, so signals reach it. Runs go in rounds (issue
+# 23): each waits for the run planned just before it (PLAN.runs), so the order is the planned
+# one whatever the scheduler prefers; that input is ancient(), so rerunning one run does not
+# rerun the runs after it.
 
 
 rule run_spec:
@@ -21,12 +24,19 @@ rule run_spec:
         "python3 -m embryo_bench.cli spec --json {params.spec:q} --out {output:q} > {log:q} 2>&1"
 
 
+def previous_run(wildcards):
+    """The metrics of the run planned just before this one ([] for the first), ancient()."""
+    before = PLAN.previous_run(wildcards.target, int(wildcards.repeat))
+    return ancient(f"{OUT}/{layout.run_dir(*before)}/metrics.json") if before else []
+
+
 rule train:
     input:
         spec=rules.run_spec.output[0],
         shards=expand(rules.augment.output[0], shard=SHARDS),
         source=rules.index.output.source,
         image=lambda wc: PLAN.image_record(wc.target),  # docker runs: the image record
+        after=previous_run,
     output:
         **{
             f.split(".")[0]: f"{OUT}/train/{{target}}/repeat-{{repeat}}/{f}"
