@@ -89,6 +89,12 @@ def target(wildcards):
     return PLAN.targets[wildcards.target]
 
 
+def previous_run(wildcards):
+    """The metrics of the run planned just before this one ([] for the first), ancient()."""
+    before = PLAN.previous_run(wildcards.target, int(wildcards.repeat))
+    return ancient(f"{OUT}/{layout.run_dir(*before)}/metrics.json") if before else []
+
+
 wildcard_constraints:
     shard=r"\d+",
     repeat=r"\d+",

@@ -24,12 +24,6 @@ rule run_spec:
         "python3 -m embryo_bench.cli spec --json {params.spec:q} --out {output:q} > {log:q} 2>&1"
 
 
-def previous_run(wildcards):
-    """The metrics of the run planned just before this one ([] for the first), ancient()."""
-    before = PLAN.previous_run(wildcards.target, int(wildcards.repeat))
-    return ancient(f"{OUT}/{layout.run_dir(*before)}/metrics.json") if before else []
-
-
 rule train:
     input:
         spec=rules.run_spec.output[0],
