@@ -111,11 +111,43 @@ def test_utilisation_marks_epoch_ends_and_drops_gpu_panels(drawn):
     run.telemetry = pd.DataFrame(rows, columns=COLUMNS)
     figures.fig_utilisation(run, None, "utilisation/a-repeat-1", "")
     axes = drawn["utilisation/a-repeat-1"].axes
-    assert [ax.get_title() for ax in axes] == ["CPU % (100 = one core)", "memory (MiB)"]
+    titles = ["CPU % (100 = one core)", "memory (MiB)", "training throughput (images/s per window)"]
+    assert [ax.get_title() for ax in axes] == titles
     vertical = [line.get_xdata()[0] for line in axes[0].get_lines() if line.get_ls() == ":"]
     assert vertical == pytest.approx([10.0, 20.0])
     labels = [t.get_text() for t in axes[0].get_legend().get_texts()]
     assert labels == ["this run", "other processes, its cores", "epoch ends"]
+    assert [t.get_text() for t in axes[2].texts] == ["not measured (no windows.csv)"]
+
+
+def test_utilisation_shows_the_windows_and_long_traces_as_rolling_medians(drawn):
+    run = _run("a", 1, 20.0, epochs=2)
+    start = 1_700_000_000.0
+    t = np.arange(0.0, 1000.0, 1.0)  # a long run: 1,000 samples
+    cpu = np.where(t % 2 == 0, 60.0, 100.0)  # a trace that alternates every sample
+    run.telemetry = pd.DataFrame(
+        {"time_s": t, "unix_s": start + t, "cpu_percent": cpu, "memory_mib": 500.0}
+    ).reindex(columns=COLUMNS)
+    run.windows = pd.DataFrame(
+        {
+            "epoch": [1, 1, 2, 2],
+            "window": [1, 2, 1, 2],
+            "images_per_s": [50.0, 90.0, 100.0, 95.0],
+            "ended_unix_s": start + np.array([5.0, 10.0, 15.0, 20.0]),
+        }  # fmt: skip
+    )
+    run.metrics["throughput_windows"] = {
+        "window_steps": 10, "windows": 3, "cv": 0.05, "median_images_per_s": 95.0}  # fmt: skip
+    figures.fig_utilisation(run, None, "utilisation/a-repeat-1", "")
+    cpu_ax, _, windows_ax = drawn["utilisation/a-repeat-1"].axes
+    (median,) = [line for line in cpu_ax.get_lines() if line.get_ls() == "-"]
+    assert median.get_label() == "this run (rolling median of 10, band min-max)"
+    assert set(np.unique(median.get_ydata())) <= {60.0, 80.0, 100.0}  # smoothed, not 1 Hz
+    assert len(cpu_ax.collections) == 1  # the min-max band
+    assert windows_ax.get_title() == "training throughput per 10 steps (CV 5.0%)"
+    step, med = windows_ax.get_lines()[:2]
+    assert list(step.get_xdata()) == [5.0, 10.0, 15.0, 20.0]  # on the telemetry's axis
+    assert med.get_label() == "median 95"
 
 
 def test_every_figure_and_table_has_a_report_entry():

@@ -10,7 +10,7 @@ from conftest import require_or_skip
 
 from embryo_bench.errors import ConfigError
 from embryo_bench.spec import VARIANTS
-from embryo_bench.train import summarise, time_to_accuracy
+from embryo_bench.train import summarise, time_to_accuracy, window_summary
 
 
 def test_parameter_count_matches_paper_architecture():
@@ -124,11 +124,16 @@ def test_every_keras_backend_trains_the_same_model_and_times_it(backend):
         "m = compile_model(build_model(64))\n"
         "x = np.random.default_rng(0).integers(0, 129, (64, 64, 64, 1), dtype=np.uint8)\n"
         "y = np.arange(64, dtype=np.int32) % 4\n"
-        "rows = fit_epochs(m, (x, y), (x[:4], y[:4]), batch_size=32, epochs=3)\n"
+        "w = []\n"
+        "rows = fit_epochs(m, (x, y), (x[:4], y[:4]), batch_size=32, epochs=3, windows=w,\n"
+        "                  window_steps=1)\n"
         "print(keras.backend.backend(), m.count_params(), len(rows),\n"
         "      all(np.isfinite(r['train_loss']) and r['eval_seconds'] > 0 for r in rows),\n"
         "      [r['epoch_seconds'] > r['eval_seconds'] for r in rows[1:]],\n"
-        "      'tensorflow' in __import__('sys').modules)\n"
+        "      'tensorflow' in __import__('sys').modules,\n"
+        "      [(v['epoch'], v['window'], v['images']) for v in w][:3],\n"
+        "      all(abs(sum(v['seconds'] for v in w if v['epoch'] == r['epoch'])\n"
+        "              - r['epoch_seconds']) < 1e-3 for r in rows))\n"
     )
     env = {**__import__("os").environ, "KERAS_BACKEND": backend}
     out = (
@@ -139,7 +144,10 @@ def test_every_keras_backend_trains_the_same_model_and_times_it(backend):
         .splitlines()[-1]
     )
     tf_loaded = backend == "tensorflow"
-    assert out == f"{backend} 16834436 3 True [True, True] {tf_loaded}"
+    # Windows of one step (2 per epoch) hold the epoch's training time between them, on
+    # every backend (the clock waits for the step before each window's end).
+    windows = "[(1, 1, 32), (1, 2, 32), (2, 1, 32)] True"
+    assert out == f"{backend} 16834436 3 True [True, True] {tf_loaded} {windows}"
 
 
 def test_both_variants_build_the_paper_model_with_their_own_initial_weights():
@@ -217,8 +225,21 @@ def test_original_variant_trains_fixed_step_epochs_without_the_holdout(tmp_path)
     m = compile_model(build_model(16, variant="original"), 1e-3, variant="original")
     x = np.random.default_rng(0).integers(0, 129, (20, 16, 16, 1), dtype=np.uint8)
     y = np.arange(20, dtype=np.int32) % 4
-    rows = fit_epochs(m, (x, y), (x, y), batch_size=8, epochs=3, epoch_steps=5, test_subset=12)
+    windows = []
+    rows = fit_epochs(
+        m, (x, y), (x, y), batch_size=8, epochs=3, epoch_steps=5, test_subset=12,
+        windows=windows, window_steps=2,
+    )  # fmt: skip
     # 5 steps per epoch whatever the training set's size (20 images: 2 full batches a pass).
     assert int(keras.ops.convert_to_numpy(m.optimizer.iterations)) == 15
     assert [r["epoch"] for r in rows] == [1, 2, 3]
     assert all(r["images_per_s"] == pytest.approx(40 / r["epoch_seconds"]) for r in rows)
+    # Windows of 2 steps: 2, 2 and the epoch's last 1, full batches of 8 each.
+    assert [(w["epoch"], w["window"], w["steps"], w["images"]) for w in windows[:3]] == [
+        (1, 1, 2, 16), (1, 2, 2, 16), (1, 3, 1, 8)]  # fmt: skip
+    assert len(windows) == 9 and all(w["images_per_s"] > 0 for w in windows)
+    summary = window_summary(pd.DataFrame(windows))
+    assert summary["windows"] == 8  # the first window (tracing) left out
+    rates = [w["images_per_s"] for w in windows[1:]]
+    assert summary["worst_images_per_s"] == min(rates)
+    assert summary["median_images_per_s"] == pytest.approx(float(np.median(rates)))

@@ -144,7 +144,7 @@ def test_stability_verdict_names_each_reason():
 
     limits = thresholds()
     assert limits == {"probe_change": 0.10, "other_cpu_share": 0.10, "steal_percent": 5,
-                      "stall_seconds": 3}  # fmt: skip
+                      "stall_seconds": 3, "window_cv": 0.10}  # fmt: skip
     clean = {
         "flops": {"probe_change": 0.02},
         "calibration": {"before": {"gflops": 40.0}, "after": {"gflops": 39.2}},
@@ -154,8 +154,9 @@ def test_stability_verdict_names_each_reason():
                 "steal_percent_mean": 0.5,
                 "longest_stall_s": 1.0,
             }
-        },  # fmt: skip
-    }
+        },
+        "throughput_windows": {"window_steps": 10, "windows": 40, "cv": 0.03, "worst_ratio": 0.9},
+    }  # fmt: skip
     assert assess(clean, limits) == {"clean": True, "flags": [], "reasons": [], "unchecked": []}
     bad = {
         "flops": {"probe_change": 0.25},
@@ -181,7 +182,16 @@ def test_stability_verdict_names_each_reason():
     loose = {"probe_change": 0.5, "other_cpu_share": 0.5, "steal_percent": 10, "stall_seconds": 20}
     assert assess(bad, thresholds(loose))["clean"]
     assert assess({}, limits)["unchecked"] == [
-        "calibration probes", "other processes' CPU", "steal time", "stalls"]  # fmt: skip
+        "calibration probes", "other processes' CPU", "steal time", "stalls",
+        "throughput windows"]  # fmt: skip
+    # The run's own throughput windows: noisy beyond window_cv, with the numbers.
+    windows = {"window_steps": 10, "windows": 40, "cv": 0.18, "worst_ratio": 0.55}
+    noisy = assess({**clean, "throughput_windows": windows}, limits)
+    assert noisy["flags"] == ["noisy"] and noisy["reasons"] == [
+        "its throughput varied by 18% (coefficient of variation over 40 windows of 10 "
+        "steps; slowest 0.55 x the median; limit 10%)"]  # fmt: skip
+    steady = {**windows, "cv": 0.03}
+    assert assess({**clean, "throughput_windows": steady}, limits)["clean"]
 
 
 def test_matmul_probe_and_model_flops():

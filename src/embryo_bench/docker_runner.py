@@ -331,8 +331,9 @@ def run(
         image: the image record written by the image build (``tag``, ``image_id``).
         shards: augmented ``.npz`` shards on this host.
         source_info: the index stage's ``source.json``.
-        out_dir: run folder on this host; receives history.csv, model.keras, settings.json
-            (from the container), telemetry.csv and metrics.json (written here).
+        out_dir: run folder on this host; receives history.csv, windows.csv, model.keras,
+            settings.json (from the container), telemetry.csv and metrics.json (written
+            here).
         log: text stream for the container's log (default stderr).
         stop_after_s: for tests, stop the container after this many seconds.
 

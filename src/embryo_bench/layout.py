@@ -8,7 +8,14 @@ from __future__ import annotations
 #: resolved settings, :class:`embryo_bench.spec.RunSpec`) is written before training, by its
 #: own rule; the rest by the training.
 RUN_SPEC = "run.json"
-RUN_FILES = ("metrics.json", "history.csv", "model.keras", "settings.json", "telemetry.csv")
+RUN_FILES = (
+    "metrics.json",
+    "history.csv",
+    "model.keras",
+    "settings.json",
+    "telemetry.csv",
+    "windows.csv",
+)
 #: The epochs measured so far, appended after each epoch while a run trains; not a rule
 #: output (a stopped run keeps what it measured without looking complete), removed when the
 #: run finishes.

@@ -11,6 +11,9 @@ crossed:
 * **drifted**: its two calibration probes (:mod:`embryo_bench.calibrate`) differ by more than
   ``probe_change`` (the machine's speed moved; on a shared VM that alone happens to about
   four runs in ten at 10 %, issue 23).
+* **noisy**: its own throughput, measured every few training steps
+  (:func:`embryo_bench.train.window_summary`), varies with a coefficient of variation above
+  ``window_cv`` (the training is its own probe, many times per run, issue 23).
 
 Evidence that was not measured (a remote Docker daemon's machine, a run without probes) is
 listed as unchecked and flags nothing.
@@ -19,7 +22,7 @@ listed as unchecked and flags nothing.
 from __future__ import annotations
 
 #: The flags, in the order tables list them.
-FLAGS = ("interfered", "drifted")
+FLAGS = ("interfered", "drifted", "noisy")
 
 
 def thresholds(given: dict | None = None, schema: dict | None = None) -> dict:
@@ -39,8 +42,8 @@ def assess(metrics: dict, limits: dict) -> dict:
     """The verdict on one run.
 
     Args:
-        metrics: the run's ``metrics.json`` (``calibration``, ``flops.probe_change`` and
-            ``telemetry.interference``).
+        metrics: the run's ``metrics.json`` (``calibration``, ``flops.probe_change``,
+            ``telemetry.interference`` and ``throughput_windows``).
         limits: :func:`thresholds`.
 
     Returns:
@@ -84,10 +87,22 @@ def assess(metrics: dict, limits: dict) -> dict:
             f"stalled {stall:.0f} s idle (CPU and GPUs under 5 %; limit "
             f"{limits['stall_seconds']} s)"
         )
-    flags = [f for f, found in zip(FLAGS, (interfered, drifted), strict=True) if found]
+    noisy = []
+    windows = metrics.get("throughput_windows", {})
+    cv = as_number(windows.get("cv"))
+    if cv is None:
+        unchecked.append("throughput windows")
+    elif cv > limits["window_cv"]:
+        noisy.append(
+            f"its throughput varied by {cv:.0%} (coefficient of variation over "
+            f"{windows['windows']} windows of {windows['window_steps']} steps; slowest "
+            f"{windows['worst_ratio']:.2f} x the median; limit {limits['window_cv']:.0%})"
+        )
+    found = (interfered, drifted, noisy)
+    flags = [f for f, hit in zip(FLAGS, found, strict=True) if hit]
     return {
         "clean": not flags,
         "flags": flags,
-        "reasons": interfered + drifted,
+        "reasons": interfered + drifted + noisy,
         "unchecked": unchecked,
     }

@@ -29,6 +29,8 @@ class Run:
     Attributes:
         dir: the run folder. metrics: ``metrics.json``. history: ``history.csv``.
         telemetry: ``telemetry.csv`` (None when absent). spec: ``run.json`` (dict).
+        windows: ``windows.csv``, the throughput windows (None when absent: runs made
+        before they were recorded).
     """
 
     dir: str
@@ -36,6 +38,7 @@ class Run:
     history: pd.DataFrame
     telemetry: pd.DataFrame | None = None
     spec: dict | None = None
+    windows: pd.DataFrame | None = None
 
     @property
     def name(self) -> str:
@@ -53,7 +56,7 @@ def machine_of(run: Run) -> str:
 
 def load_runs(run_dirs: list[str]) -> list[Run]:
     """Read each run folder's metrics.json, history.csv, run.json and (if present)
-    telemetry.csv.
+    telemetry.csv and windows.csv.
 
     Raises:
         DataError: metrics.json, history.csv or run.json is missing or unreadable.
@@ -65,9 +68,11 @@ def load_runs(run_dirs: list[str]) -> list[Run]:
             history = pd.read_csv(Path(d) / "history.csv")
         except FileNotFoundError as exc:
             raise DataError(f"{d}/history.csv: not found") from exc
-        tel = Path(d) / "telemetry.csv"
+        tel, win = Path(d) / "telemetry.csv", Path(d) / "windows.csv"
         telemetry = pd.read_csv(tel) if tel.is_file() else None
-        runs.append(Run(str(d), metrics, history, telemetry, read_json(Path(d) / "run.json")))
+        windows = pd.read_csv(win) if win.is_file() else None
+        spec = read_json(Path(d) / "run.json")
+        runs.append(Run(str(d), metrics, history, telemetry, spec, windows))
     return runs
 
 
@@ -110,7 +115,9 @@ def run_table(
     (steady state), final_test_accuracy, best_test_accuracy, time_to_accuracy_s (s, evaluation
     included, MLPerf; empty if not reached), probe_gflops (the calibration probes' mean),
     achieved_gflops, efficiency (achieved / probe), other_cpu_share, steal_percent,
-    longest_stall_s, hourly_usd (USD/h), price_source, cost_usd, cpu_percent_mean,
+    longest_stall_s, window_cv and worst_window_ratio (the run's own throughput windows:
+    coefficient of variation, slowest / median; empty without windows), hourly_usd (USD/h),
+    price_source, cost_usd, cpu_percent_mean,
     memory_mib_peak (MiB), gpu_energy_j, cpu_energy_j (J; "not measured" where no reading),
     images_per_joule, parameters, cpu_model, started_unix_s and ended_unix_s (when the timed
     part ran, s since 1970; empty for runs made before it was recorded). ``repeat`` is also
@@ -169,6 +176,8 @@ def run_table(
                 "other_cpu_share": seen.get("other_cpu_share_mean", NOT_MEASURED),
                 "steal_percent": seen.get("steal_percent_mean", NOT_MEASURED),
                 "longest_stall_s": seen.get("longest_stall_s", NOT_MEASURED),
+                "window_cv": as_number(m.get("throughput_windows", {}).get("cv")),
+                "worst_window_ratio": as_number(m.get("throughput_windows", {}).get("worst_ratio")),
                 "hourly_usd": t.get("hourly_usd"),
                 "price_source": t.get("price_source", ""),
                 "cost_usd": cost_usd(m["training_seconds"], t.get("hourly_usd")),

@@ -14,6 +14,8 @@ from a :class:`embryo_bench.spec.RunSpec`. Outputs (all written atomically):
 * ``metrics.json``: totals, first-epoch vs steady-state times, time to accuracy, telemetry
   summary (CPU %, memory, GPU, energy), provenance (:func:`embryo_bench.record.finish_run`);
 * ``telemetry.csv``: one sample a second of the training process (:mod:`embryo_bench.telemetry`);
+* ``windows.csv``: throughput every :data:`WINDOW_STEPS` training steps (:data:`WINDOW_COLUMNS`),
+  the run's own probe of the machine's speed (issue 23);
 * ``model.keras`` and ``settings.json`` (the preprocessing the training data was made with,
   read from the shards, and the classes: what ``embryo-bench evaluate`` needs).
 """
@@ -25,7 +27,7 @@ import logging
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +46,21 @@ from .stages import load_dataset
 from .telemetry import Measurement, ProcessSampler
 
 log = logging.getLogger(__name__)
+
+#: Training steps per throughput window (issue 23): each window's images/s is the run's own
+#: probe of the machine's speed, many times per run; an epoch's last window may be shorter.
+WINDOW_STEPS = 10
+#: Columns of ``windows.csv``: epoch, window (1.. within the epoch), steps, images, seconds
+#: (its training time, s), images_per_s, ended_unix_s (wall clock, s since 1970).
+WINDOW_COLUMNS = [
+    "epoch",
+    "window",
+    "steps",
+    "images",
+    "seconds",
+    "images_per_s",
+    "ended_unix_s",
+]
 
 HISTORY_COLUMNS = [
     "epoch",
@@ -107,6 +124,33 @@ def summarise(history: pd.DataFrame, images_per_epoch: int, target: float) -> di
     }
 
 
+def window_summary(windows: pd.DataFrame) -> dict:
+    """Steady-state throughput over a run's windows (:data:`WINDOW_COLUMNS`), leaving out
+    the first window of epoch 1 (tracing and compilation).
+
+    Returns:
+        dict: window_steps (:data:`WINDOW_STEPS`), windows (counted), median_images_per_s,
+        cv (standard deviation / mean of the windows' images/s, a fraction),
+        worst_images_per_s (the slowest window), worst_ratio (slowest / median); the
+        statistics are None with fewer than two windows.
+    """
+    rates = windows.loc[
+        ~((windows["epoch"] == 1) & (windows["window"] == 1)), "images_per_s"
+    ].to_numpy(float)
+    out = {"window_steps": WINDOW_STEPS, "windows": int(len(rates))}
+    if len(rates) < 2:
+        return out | dict.fromkeys(
+            ("median_images_per_s", "cv", "worst_images_per_s", "worst_ratio")
+        )
+    median = float(np.median(rates))
+    return out | {
+        "median_images_per_s": median,
+        "cv": float(rates.std(ddof=1) / rates.mean()),
+        "worst_images_per_s": float(rates.min()),
+        "worst_ratio": float(rates.min() / median),
+    }
+
+
 def progress_line(row: dict, epochs: int, eta_seconds: float | None) -> str:
     """One log line for a finished epoch: epoch k/N, training and scoring seconds, loss,
     accuracy, test accuracy, images/s and the estimated time left."""
@@ -130,6 +174,8 @@ def fit_epochs(
     on_epoch=None,
     epoch_steps: int = 0,
     test_subset: int = 0,
+    windows: list[dict] | None = None,
+    window_steps: int = WINDOW_STEPS,
 ) -> list[dict]:
     """Train ``model`` for ``epochs`` epochs in one ``fit`` call, reshuffled every epoch,
     scoring ``test`` after each (Keras validation); each epoch timed by a callback.
@@ -144,6 +190,11 @@ def fit_epochs(
             (the original script); 0: one pass over ``train`` per epoch.
         test_subset: score a new random subset of this many test images after each epoch
             (the original script's test batch); 0: the whole test set.
+        windows: if given, one row (:data:`WINDOW_COLUMNS`) is appended per throughput
+            window of ``window_steps`` training steps (an epoch's last one may be shorter).
+            The clock is read at the start of a batch, after waiting for the previous step
+            (once per window, so asynchronous backends still run ahead between windows);
+            no batch-end callback is used, which would make Keras wait for every step.
 
     Returns:
         one row per epoch (:data:`HISTORY_COLUMNS`): epoch_seconds (the epoch's training,
@@ -167,10 +218,40 @@ def fit_epochs(
     )
     steps = {"steps_per_epoch": epoch_steps} if epoch_steps else {}
     rows: list[dict] = []
+    n_steps = epoch_steps or -(-len(train[1]) // batch_size)
+
+    def images_in(first: int, last: int) -> int:
+        """Images of steps first..last-1 of an epoch (its last batch may be partial)."""
+        if epoch_steps:
+            return (last - first) * batch_size
+        return min(last * batch_size, len(train[1])) - first * batch_size
 
     class EpochClock(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
-            self.begin = self.scoring = time.perf_counter()
+            self.epoch, self.window_from = epoch + 1, 0
+            self.begin = self.scoring = self.window_start = time.perf_counter()
+
+        def close_window(self, step: int, now: float) -> None:
+            if windows is not None and step > self.window_from:
+                seconds = now - self.window_start
+                images = images_in(self.window_from, step)
+                windows.append(
+                    {
+                        "epoch": self.epoch,
+                        "window": 1 + self.window_from // window_steps,
+                        "steps": step - self.window_from,
+                        "images": images,
+                        "seconds": seconds,
+                        "images_per_s": images / seconds,
+                        "ended_unix_s": time.time(),
+                    }
+                )
+            self.window_from, self.window_start = step, now
+
+        def on_train_batch_begin(self, batch, logs=None):
+            if windows is not None and batch and batch % window_steps == 0:
+                keras.ops.convert_to_numpy(self.model.optimizer.iterations)
+                self.close_window(batch, time.perf_counter())
 
         def on_test_begin(self, logs=None):
             # Wait for the epoch's last training step before reading the clock: JAX (and
@@ -179,6 +260,7 @@ def fit_epochs(
             # The optimizer's step counter is an output of the last step.
             keras.ops.convert_to_numpy(self.model.optimizer.iterations)
             self.scoring = time.perf_counter()
+            self.close_window(n_steps, self.scoring)
 
         def on_epoch_end(self, epoch, logs=None):
             end = time.perf_counter()
@@ -221,6 +303,7 @@ class Session:
         provenance: :func:`embryo_bench.provenance.collect`, taken before training.
         cores: the cores the process is pinned to. replicas_in_sync: devices training.
         backend: the Keras backend loaded. setup_seconds: wall time of the setup (s).
+        windows: the throughput windows measured so far (:data:`WINDOW_COLUMNS`).
     """
 
     spec: RunSpec
@@ -232,6 +315,7 @@ class Session:
     replicas_in_sync: int
     backend: str
     setup_seconds: float
+    windows: list[dict] = field(default_factory=list)
 
     @property
     def n_train(self) -> int:
@@ -388,6 +472,7 @@ def train_epochs(session: Session, out_dir: str | Path | None = None) -> pd.Data
         on_epoch=on_epoch,
         epoch_steps=spec.epoch_steps,
         test_subset=spec.test_subset,
+        windows=session.windows,
     )
     return pd.DataFrame(rows, columns=HISTORY_COLUMNS)
 
@@ -416,9 +501,10 @@ def write_outputs(
         dict: target, repeat, seed, backend (as loaded), runner, cpus, gpus, n_train,
         images_per_epoch, variant (with epoch_steps, holdout, test_subset), n_test,
         batch_size, parameter_count, setup_seconds, :func:`summarise`'s times (s) and
-        throughput (images/s), jit_compile, calibration (the probes: before, after, in
-        GFLOP/s), flops (training FLOPs per image and the run's achieved GFLOP/s and
-        efficiency, :func:`embryo_bench.calibrate.efficiency`), label counts, threads,
+        throughput (images/s), throughput_windows (:func:`window_summary`), jit_compile,
+        calibration (the probes: before, after, in GFLOP/s), flops (training FLOPs per image
+        and the run's achieved GFLOP/s and efficiency,
+        :func:`embryo_bench.calibrate.efficiency`), label counts, threads,
         cpu_affinity, strategy, replicas_in_sync, provenance.
 
     Raises:
@@ -434,6 +520,9 @@ def write_outputs(
         session.model.save(tmp)
     with atomic_path(out / "history.csv") as tmp:
         history.to_csv(tmp, index=False)
+    windows = pd.DataFrame(session.windows, columns=WINDOW_COLUMNS)
+    with atomic_path(out / "windows.csv") as tmp:
+        windows.to_csv(tmp, index=False)
     write_json(
         out / "settings.json",
         {
@@ -464,6 +553,7 @@ def write_outputs(
         "parameter_count": int(session.model.count_params()),
         "setup_seconds": session.setup_seconds,
         **summary,
+        "throughput_windows": window_summary(windows),
         "jit_compile": bool(getattr(session.model, "jit_compile", False)),
         "calibration": {"before": before, "after": after, "method": PROBE_METHOD},
         "flops": {
