@@ -74,18 +74,18 @@ def test_derived_defaults_are_resolved_in_one_place():
 
 def test_runs_and_their_specs():
     p = plan()
-    assert p.main_targets == ["host-1cpu", "host-1cpu-jax", "docker-1cpu"]
+    assert p.main_targets == ["host-1cpu", "host-1cpu-jax", "docker-1cpu", "host-2cpu"]
     assert p.runs[:3] == [("host-1cpu", 1), ("host-1cpu-jax", 1), ("docker-1cpu", 1)]
     assert p.compare_base == "host-1cpu"  # cost.base_target, as compare.base is not set
-    assert len(p.runs) == 3 + 4  # and the 2 x 2 sweep points
+    assert len(p.runs) == 4 + 4  # and the 2 x 2 sweep points
     spec = p.spec("docker-1cpu", 1)
     assert spec.runner == "docker" and spec.container.memory == "3g"
     assert spec.container.image == "cpu" and spec.container.shm_size == "1g"
     assert spec.preprocessing == Preprocessing(96, 0.6666666667, 128, 18.0, 64)
     assert p.spec("host-1cpu", 1).container is None
-    point = p.spec("host-1cpu.bs120-t2", 1)
-    assert (point.batch_size, point.threads, point.cpus) == (120, 2, 1)
-    assert point.sweep == {"base": "host-1cpu", "batch_size": 120, "threads": 2}
+    point = p.spec("host-2cpu.bs120-t1", 1)
+    assert (point.batch_size, point.threads, point.cpus) == (120, 1, 2)
+    assert point.sweep == {"base": "host-2cpu", "batch_size": 120, "threads": 1}
     repeats = {**OFFLINE, "train": {**OFFLINE["train"], "repeats": 3, "seed": 10}}
     assert [plan(repeats).spec("host-1cpu", k).seed for k in (1, 2, 3)] == [10, 11, 12]
 
@@ -135,8 +135,20 @@ def test_hardware_policy_skip_fail_and_nothing_left():
     with pytest.raises(ConfigError, match="no target can run on this host: host-1cpu: nope"):
         plan(probe=lambda t: "nope")
     # The base of a sweep skipped: the sweep names it.
-    with pytest.raises(ConfigError, match=r"sweeps\[0\].target 'host-1cpu': no such target"):
-        plan(probe=lambda t: "gone" if t.name == "host-1cpu" else None)
+    with pytest.raises(ConfigError, match=r"sweeps\[0\].target 'host-2cpu': no such target"):
+        plan(probe=lambda t: "gone" if t.name == "host-2cpu" else None)
+
+
+def test_more_threads_than_cpus_is_refused_at_plan_time():
+    """Threads beyond the pinned cores would share them, the probe too (issue 23)."""
+    one_core = {**OFFLINE, "sweeps": [{"target": "host-1cpu", "threads": [1, 2]}]}
+    with pytest.raises(ConfigError, match=r"sweeps\[0\]: threads 2 on target host-1cpu, which "
+                       r"has cpus 1: the point's threads would share 1 pinned core"):  # fmt: skip
+        plan(one_core)
+    crowded = copy.deepcopy(OFFLINE)
+    crowded["targets"][0]["threads"] = 4
+    with pytest.raises(ConfigError, match="target host-1cpu: threads 4 > cpus 1: the run is"):
+        plan(crowded)
 
 
 def _rounds(repeats=3, **compare):
@@ -146,10 +158,11 @@ def _rounds(repeats=3, **compare):
 
 def test_repeats_run_as_alternating_rounds_and_each_waits_for_the_one_before():
     p = _rounds()
-    a, b, c = "host-1cpu", "host-1cpu-jax", "docker-1cpu"
-    assert p.runs == [(a, 1), (b, 1), (c, 1), (c, 2), (b, 2), (a, 2), (a, 3), (b, 3), (c, 3)]
+    a, b, c, d = OFFLINE_NAMES
+    abcd = [(a, 1), (b, 1), (c, 1), (d, 1)]
+    assert p.runs == abcd + [(d, 2), (c, 2), (b, 2), (a, 2)] + [(t, 3) for t, _ in abcd]
     assert p.previous_run(a, 1) is None
-    assert p.previous_run(c, 2) == (c, 1) and p.previous_run(a, 3) == (a, 2)
+    assert p.previous_run(d, 2) == (d, 1) and p.previous_run(a, 3) == (a, 2)
     with pytest.raises(KeyError, match="no run host-1cpu repeat 4"):
         p.previous_run(a, 4)
 
@@ -159,7 +172,7 @@ def test_a_shuffled_order_is_fixed_by_its_seed_and_holds_every_run_once_per_roun
     assert one == same and one != other
     for k in range(1, 9):
         assert sorted(t for t, r in one if r == k) == sorted(OFFLINE_NAMES)
-    firsts = {one[3 * k][0] for k in range(8)}
+    firsts = {one[4 * k][0] for k in range(8)}
     assert len(firsts) > 1  # not the same target first in every round
 
 

@@ -144,7 +144,7 @@ def test_stability_verdict_names_each_reason():
 
     limits = thresholds()
     assert limits == {"probe_change": 0.10, "other_cpu_share": 0.10, "steal_percent": 5,
-                      "stall_seconds": 3, "window_cv": 0.10}  # fmt: skip
+                      "stall_seconds": 3, "window_cv": 0.10, "baseline": ""}  # fmt: skip
     clean = {
         "flops": {"probe_change": 0.02},
         "calibration": {"before": {"gflops": 40.0}, "after": {"gflops": 39.2}},
@@ -205,6 +205,9 @@ def test_matmul_probe_and_model_flops():
     assert flops["training_flops"] == 3 * 144_973_824
     probe = matmul_probe(0.2, n=256)
     assert probe["gflops"] > 0 and probe["seconds"] >= 0.2 and probe["products"] >= 1
+    # Two untimed warm-ups; every timed product's own time kept (the spread within a probe).
+    assert probe["warmups"] == 2 and len(probe["product_seconds"]) == probe["products"]
+    assert sum(probe["product_seconds"]) == pytest.approx(probe["seconds"], abs=1e-4)
     eff = efficiency(flops["training_flops"], 100.0, {"gflops": 50.0}, {"gflops": 40.0})
     assert eff["achieved_gflops"] == pytest.approx(43.49, abs=0.01)
     assert eff["efficiency"] == pytest.approx(43.49 / 45.0, abs=1e-3)

@@ -11,8 +11,12 @@ differ. Its GFLOP/s is also the "peak" that a run's achieved GFLOP/s is divided 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
+
+from .errors import DataError
+from .io import read_json
 
 #: Side of the probe's square float32 matrices: 2 * 1024^3 = 2.1 GFLOP per product.
 PROBE_MATRIX = 1024
@@ -23,10 +27,14 @@ PROBE_METHOD = (
 )
 
 
+#: Untimed products before a probe's clock starts (the first also compiles where the
+#: backend compiles; the second finds caches and clocks warm).
+WARMUP_PRODUCTS = 2
+
+
 def matmul_probe(seconds: float, n: int = PROBE_MATRIX) -> dict:
-    """Repeat an ``n`` x ``n`` float32 matrix product for at least ``seconds`` (after one
-    untimed warm-up product, which also compiles it where the backend compiles) and return
-    its speed.
+    """Repeat an ``n`` x ``n`` float32 matrix product for at least ``seconds`` (after
+    :data:`WARMUP_PRODUCTS` untimed ones) and return its speed.
 
     Each product counts 2 n^3 floating-point operations; each is followed by a sum reduced
     to the host, so asynchronous backends (JAX, GPUs) are timed to completion.
@@ -36,7 +44,8 @@ def matmul_probe(seconds: float, n: int = PROBE_MATRIX) -> dict:
         n: matrix side.
 
     Returns:
-        dict: gflops (GFLOP/s), seconds (s measured), products, matrix (n).
+        dict: gflops (GFLOP/s), seconds (s measured), products, matrix (n), warmups,
+        product_seconds (each timed product's time, s: the spread within the probe).
 
     Raises:
         ValueError: seconds < 0 or n < 1.
@@ -52,20 +61,95 @@ def matmul_probe(seconds: float, n: int = PROBE_MATRIX) -> dict:
     def product() -> float:
         return float(keras.ops.convert_to_numpy(keras.ops.sum(keras.ops.matmul(a, b))))
 
-    product()
-    products, t0 = 0, time.perf_counter()
+    for _ in range(WARMUP_PRODUCTS):
+        product()
+    times, t0 = [], time.perf_counter()
+    last = t0
     while True:
         product()
-        products += 1
-        elapsed = time.perf_counter() - t0
-        if elapsed >= seconds:
+        now = time.perf_counter()
+        times.append(now - last)
+        last = now
+        if now - t0 >= seconds:
             break
+    elapsed = last - t0
     return {
-        "gflops": 2.0 * n**3 * products / elapsed / 1e9,
+        "gflops": 2.0 * n**3 * len(times) / elapsed / 1e9,
         "seconds": elapsed,
-        "products": products,
+        "products": len(times),
         "matrix": n,
+        "warmups": WARMUP_PRODUCTS,
+        "product_seconds": [round(t, 6) for t in times],
     }
+
+
+def machine_baseline(
+    probes: list[dict], lags_s: tuple[float, ...] = (2, 10, 30, 60, 120, 300)
+) -> dict:
+    """A machine's own probe distribution (issue 23, item 5), from back-to-back
+    :func:`matmul_probe` results: how much two probes differ on this machine when nothing
+    else changes, as a function of the time between them.
+
+    Args:
+        probes: probe results in the order taken, back to back (at least 3).
+        lags_s: times between two probes (s) to give the change at, besides neighbouring
+            probes; a lag is left out when fewer than 10 pairs are that far apart.
+
+    Returns:
+        dict: probes (n), probe_seconds (mean length, s), gflops_mean, gflops_min,
+        gflops_max, cv (standard deviation / mean, a fraction), changes: a list of
+        {lag_s, pairs, median, p95, p99, share_over_10pct} where change = |b - a| /
+        max(a, b) between probes ``lag_s`` apart (fractions; the measure of
+        :func:`efficiency`'s probe_change).
+
+    Raises:
+        ValueError: fewer than 3 probes.
+    """
+    if len(probes) < 3:
+        raise ValueError(f"a machine baseline needs at least 3 probes, got {len(probes)}")
+    g = np.array([p["gflops"] for p in probes], dtype=float)
+    length = float(np.mean([p["seconds"] for p in probes]))
+    changes = []
+    # Neighbours always, then each lag as a whole number of probes.
+    for k in sorted({1, *(max(1, round(lag / length)) for lag in lags_s)}):
+        if len(g) - k < 10:
+            continue
+        a, b = g[:-k], g[k:]
+        c = np.abs(b - a) / np.maximum(a, b)
+        changes.append(
+            {
+                "lag_s": float(k * length),
+                "pairs": int(len(c)),
+                "median": float(np.median(c)),
+                "p95": float(np.quantile(c, 0.95)),
+                "p99": float(np.quantile(c, 0.99)),
+                "share_over_10pct": float(np.mean(c > 0.10)),
+            }
+        )
+    return {
+        "probes": int(len(g)),
+        "probe_seconds": length,
+        "gflops_mean": float(g.mean()),
+        "gflops_min": float(g.min()),
+        "gflops_max": float(g.max()),
+        "cv": float(g.std(ddof=1) / g.mean()),
+        "changes": changes,
+    }
+
+
+def drift_limit(baseline: dict, run_seconds: float | None) -> tuple[float, float] | None:
+    """The probe change that a quiet run of ``run_seconds`` stays under on this machine:
+    the baseline's 99th percentile at the lag nearest the run's length.
+
+    Returns:
+        (limit as a fraction, the lag it was measured at, s), or None when the baseline
+        has no lags or the run's length is unknown.
+    """
+    rows = baseline.get("changes") or []
+    if not rows or run_seconds is None:
+        return None
+    row = min(rows, key=lambda r: abs(np.log(r["lag_s"]) - np.log(max(run_seconds, 1e-3))))
+    return float(row["p99"]), float(row["lag_s"])
 
 
 def training_flops_per_image(model) -> dict:
@@ -126,3 +210,17 @@ def efficiency(
         "efficiency": achieved / peak if peak else None,
         "probe_change": change,
     }
+
+
+def read_baseline(path: str | Path) -> dict:
+    """A machine baseline written by :func:`embryo_bench.baseline.take_baseline`.
+
+    Raises:
+        DataError: the file is missing, not JSON, or has no ``changes`` list.
+    """
+    data = read_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("changes"), list):
+        raise DataError(
+            f"{path}: not a machine baseline (write one with `embryo-bench calibrate --out`)"
+        )
+    return data

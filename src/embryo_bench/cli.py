@@ -300,6 +300,9 @@ def cmd_figures(p):
         "--runs must come in the planned order",
     )
     p.add_argument(
+        "--baseline", default="", help="a machine baseline (embryo-bench calibrate) for drift"
+    )
+    p.add_argument(
         "--min-difference",
         type=float,
         default=0.05,
@@ -321,6 +324,7 @@ def cmd_figures(p):
 
     def run(a):
         from . import figures
+        from .calibrate import read_baseline
         from .io import read_json
         from .merge import merge_runs
         from .spec import Preprocessing
@@ -344,6 +348,7 @@ def cmd_figures(p):
             merged=merged,
             compare_base=a.compare_base,
             min_difference=a.min_difference,
+            baseline=read_baseline(a.baseline) if a.baseline else None,
         )
         if a.config:
             _write_config(json.loads(a.config), Path(a.out_dir) / "config.yaml")
@@ -359,6 +364,33 @@ def _write_config(config: dict, path: Path) -> None:
 
     with atomic_path(path) as tmp:
         tmp.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def cmd_calibrate(p):
+    """measure this machine's own probe noise: back-to-back calibration probes on given cores
+    and threads, written as a machine baseline (stability.baseline)"""
+    p.add_argument("--probes", type=int, default=100, help="probes, back to back (>= 3)")
+    p.add_argument("--seconds", type=float, default=2.0, help="length of each probe (s)")
+    p.add_argument("--threads", type=int, default=1, help="threads, as a run's threads")
+    p.add_argument("--cpus", type=int, default=1, help="cores to pin to, as a run's cpus")
+    p.add_argument("--backend", default="tensorflow", help="Keras backend running the probe")
+    p.add_argument("--out", required=True, help="the baseline JSON to write")
+
+    def run(a):
+        from .baseline import take_baseline
+
+        base = take_baseline(a.probes, a.seconds, a.threads, a.cpus, a.backend, a.out)
+        rows = "; ".join(
+            f"{c['lag_s']:.0f} s apart: median {c['median']:.1%}, p99 {c['p99']:.1%}"
+            for c in base["changes"]
+        )
+        print(
+            f"{base['probes']} probes of {base['probe_seconds']:.1f} s: "
+            f"{base['gflops_mean']:.1f} GFLOP/s mean ({base['gflops_min']:.1f}-"
+            f"{base['gflops_max']:.1f}), CV {base['cv']:.1%}; change {rows}; written {a.out}"
+        )
+
+    return run
 
 
 def cmd_check_config(p):

@@ -691,6 +691,7 @@ def make_all(
     merged: list[Run] = (),
     compare_base: str = "",
     min_difference: float = 0.05,
+    baseline: dict | None = None,
 ) -> None:
     """Write every figure and table (the ``figures`` rule).
 
@@ -723,7 +724,7 @@ def make_all(
     footer = f"data: {label}"
     if source.get("synthetic"):
         footer = "SYNTHETIC DATA - " + footer
-    table = summary.run_table(runs, targets, label, stability)
+    table = summary.run_table(runs, targets, label, stability, baseline)
     summ = summary.target_summary(table)
     main_names = [n for n, t in targets.items() if not t.get("sweep")]
     main = summ[summ["sweep"] == ""]

@@ -268,7 +268,8 @@ def resolve_target(entry: dict, train: dict) -> Target:
     cpus, memory by runner (:data:`DEFAULT_MEMORY`), batch size and repeats from ``train``.
 
     Raises:
-        ConfigError: a docker target on a backend its image does not install.
+        ConfigError: more threads than cpus (they would share the pinned cores), or a docker
+            target on a backend its image does not install.
     """
     t = Target(
         name=entry["name"],
@@ -291,6 +292,12 @@ def resolve_target(entry: dict, train: dict) -> Target:
         paper_system=entry.get("paper_system", ""),
         description=entry["description"],
     )
+    if t.threads > t.cpus:
+        raise ConfigError(
+            f"target {t.name}: threads {t.threads} > cpus {t.cpus}: the run is pinned to "
+            f"{t.cpus} core(s), so its threads (and its calibration probe's) would share "
+            f"them; set cpus: {t.threads} or threads <= {t.cpus}"
+        )
     if t.runner == "docker" and t.backend not in IMAGE_BACKENDS:
         raise ConfigError(
             f"target {t.name}: backend {t.backend} with runner docker: the images "
@@ -338,7 +345,8 @@ def expand_sweeps(sweeps: list[dict], targets: dict[str, Target]) -> dict[str, T
 
     Raises:
         ConfigError: an entry names a target that is not (or no longer, after the hardware
-            check) among ``targets``, or two entries produce the same point.
+            check) among ``targets``, asks for more threads than the target's cpus, or two
+            entries produce the same point.
     """
     points: dict[str, Target] = {}
     for i, entry in enumerate(sweeps):
@@ -353,6 +361,12 @@ def expand_sweeps(sweeps: list[dict], targets: dict[str, Target]) -> dict[str, T
             entry.get("batch_size", [t.batch_size]), entry.get("threads", [t.threads])
         ):
             name = sweep_point_name(base, b, n)
+            if n > t.cpus:
+                raise ConfigError(
+                    f"sweeps[{i}]: threads {n} on target {base}, which has cpus {t.cpus}: "
+                    f"the point's threads would share {t.cpus} pinned core(s); list threads "
+                    f"up to {t.cpus}, or sweep a target with more cpus"
+                )
             if name in points or name in targets:
                 raise ConfigError(f"sweeps[{i}]: point {name} is given twice")
             points[name] = dataclasses.replace(

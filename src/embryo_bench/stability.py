@@ -9,8 +9,10 @@ crossed:
   time on its cores exceeded ``steal_percent``, or it sat idle (a stall) for
   ``stall_seconds`` or longer (:func:`embryo_bench.telemetry.interference`);
 * **drifted**: its two calibration probes (:mod:`embryo_bench.calibrate`) differ by more than
-  ``probe_change`` (the machine's speed moved; on a shared VM that alone happens to about
-  four runs in ten at 10 %, issue 23).
+  the machine's own quiet probes that far apart do (the 99th percentile of a machine
+  baseline, ``embryo-bench calibrate``, given as ``stability.baseline``), or without a
+  baseline by more than ``probe_change`` (on a shared VM that alone happens to about four
+  runs in ten at 10 %, issue 23);
 * **noisy**: its own throughput, measured every few training steps
   (:func:`embryo_bench.train.window_summary`), varies with a coefficient of variation above
   ``window_cv`` (the training is its own probe, many times per run, issue 23).
@@ -20,6 +22,8 @@ listed as unchecked and flags nothing.
 """
 
 from __future__ import annotations
+
+from .calibrate import drift_limit
 
 #: The flags, in the order tables list them.
 FLAGS = ("interfered", "drifted", "noisy")
@@ -38,13 +42,15 @@ def thresholds(given: dict | None = None, schema: dict | None = None) -> dict:
     return apply_defaults(given or {}, section)
 
 
-def assess(metrics: dict, limits: dict) -> dict:
+def assess(metrics: dict, limits: dict, baseline: dict | None = None) -> dict:
     """The verdict on one run.
 
     Args:
         metrics: the run's ``metrics.json`` (``calibration``, ``flops.probe_change``,
-            ``telemetry.interference`` and ``throughput_windows``).
+            ``telemetry.interference``, ``throughput_windows`` and ``wall_clock``).
         limits: :func:`thresholds`.
+        baseline: the machine's probe baseline (:func:`embryo_bench.calibrate.machine_baseline`)
+            or None: then ``probe_change`` is the drift limit.
 
     Returns:
         dict: clean (bool: no flag), flags (the :data:`FLAGS` raised, in that order),
@@ -57,13 +63,31 @@ def assess(metrics: dict, limits: dict) -> dict:
     change = as_number(metrics.get("flops", {}).get("probe_change"))
     if change is None:
         unchecked.append("calibration probes")
-    elif change > limits["probe_change"]:
-        cal = metrics.get("calibration", {})
-        before, after = (cal.get(k, {}).get("gflops", float("nan")) for k in ("before", "after"))
-        drifted.append(
-            f"calibration probes differ by {change:.0%} ({before:.1f} -> {after:.1f} GFLOP/s; "
-            f"limit {limits['probe_change']:.0%})"
+    else:
+        clock = metrics.get("wall_clock") or {}
+        length = (
+            clock["ended_unix_s"] - clock["started_unix_s"]
+            if {"started_unix_s", "ended_unix_s"} <= set(clock)
+            else None
         )
+        found = drift_limit(baseline, length) if baseline else None
+        if found:
+            limit, lag = found
+            why = (
+                f"limit {limit:.0%}: this machine's quiet probes {lag:.0f} s apart differ by "
+                "up to that, 99th percentile of its baseline"
+            )
+        else:
+            limit, why = limits["probe_change"], f"limit {limits['probe_change']:.0%}"
+        if change > limit:
+            cal = metrics.get("calibration", {})
+            before, after = (
+                cal.get(k, {}).get("gflops", float("nan")) for k in ("before", "after")
+            )
+            drifted.append(
+                f"calibration probes differ by {change:.0%} ({before:.1f} -> {after:.1f} "
+                f"GFLOP/s; {why})"
+            )
     seen = metrics.get("telemetry", {}).get("interference", {})
     other = as_number(seen.get("other_cpu_share_mean"))
     if other is None:

@@ -93,7 +93,11 @@ def as_number(value) -> float | None:
 
 
 def run_table(
-    runs: list[Run], targets: dict[str, dict], label: str, limits: dict | None = None
+    runs: list[Run],
+    targets: dict[str, dict],
+    label: str,
+    limits: dict | None = None,
+    baseline: dict | None = None,
 ) -> pd.DataFrame:
     """One row per run (target x repeat).
 
@@ -104,6 +108,8 @@ def run_table(
         label: the dataset label (e.g. "SYNTHETIC frames ...") for the ``data`` column.
         limits: the stability thresholds (:func:`embryo_bench.stability.thresholds`;
             default: the schema's).
+        baseline: the machine's probe baseline for the drift flag
+            (:func:`embryo_bench.calibrate.machine_baseline`), or None.
 
     Columns: target, repeat, machine (:func:`machine_of`), software_differs (merged runs: how
     their software differs from this workflow's, :mod:`embryo_bench.merge`), seed, runner,
@@ -129,7 +135,7 @@ def run_table(
     rows = []
     for r in runs:
         m = r.metrics
-        verdict = assess(m, limits)
+        verdict = assess(m, limits, baseline)
         flops = m.get("flops", {})
         seen = m.get("telemetry", {}).get("interference", {})
         t = targets.get(m["target"], {})

@@ -18,6 +18,8 @@ rule figures:
         counts=rules.select.output.summary,
         source=rules.index.output.source,
         shard=expand(rules.augment.output[0], shard=SHARDS[0]),
+        # The machine's probe baseline (embryo-bench calibrate), when the config names one.
+        baseline=CONFIG["stability"]["baseline"] or [],
     output:
         **{
             f"{n}_{ext}": (
@@ -95,6 +97,7 @@ rule figures:
         "--targets {params.targets:q} --cost-base={params.cost_base:q} "
         "--cost-note={params.cost_note:q} --stability {params.stability:q} "
         "--compare-base={params.compare_base:q} --min-difference {params.min_difference} "
+        "--baseline={input.baseline:q} "
         "--selection {input.selection:q} "
         "--select-summary {input.counts:q} "
         "--source-info {input.source:q} --shard {input.shard:q} "
