@@ -144,7 +144,7 @@ def test_stability_verdict_names_each_reason():
 
     limits = thresholds()
     assert limits == {"probe_change": 0.10, "other_cpu_share": 0.10, "steal_percent": 5,
-                      "stall_seconds": 3, "window_cv": 0.10, "baseline": ""}  # fmt: skip
+                      "stall_seconds": 3, "window_cv": 0.05, "baseline": ""}  # fmt: skip
     clean = {
         "flops": {"probe_change": 0.02},
         "calibration": {"before": {"gflops": 40.0}, "after": {"gflops": 39.2}},
@@ -189,7 +189,7 @@ def test_stability_verdict_names_each_reason():
     noisy = assess({**clean, "throughput_windows": windows}, limits)
     assert noisy["flags"] == ["noisy"] and noisy["reasons"] == [
         "its throughput varied by 18% (coefficient of variation over 40 windows of 10 "
-        "steps; slowest 0.55 x the median; limit 10%)"]  # fmt: skip
+        "steps; slowest 0.55 x the median; limit 5%)"]  # fmt: skip
     steady = {**windows, "cv": 0.03}
     assert assess({**clean, "throughput_windows": steady}, limits)["clean"]
 

@@ -60,13 +60,16 @@ def window_steps_for(steps_per_epoch: int) -> int:
     return max(1, steps_per_epoch // WINDOWS_PER_EPOCH)
 
 
-#: Columns of ``windows.csv``: epoch, window (1.. within the epoch), steps, images, seconds
-#: (its training time, s), images_per_s, ended_unix_s (wall clock, s since 1970).
+#: Columns of ``windows.csv``: epoch, window (1.. within the epoch), steps, images, full
+#: (every batch in it full: a partial last batch costs more per image, so such a window is not
+#: compared with the others), seconds (its training time, s), images_per_s, ended_unix_s
+#: (wall clock, s since 1970).
 WINDOW_COLUMNS = [
     "epoch",
     "window",
     "steps",
     "images",
+    "full",
     "seconds",
     "images_per_s",
     "ended_unix_s",
@@ -135,8 +138,8 @@ def summarise(history: pd.DataFrame, images_per_epoch: int, target: float) -> di
 
 
 def window_summary(windows: pd.DataFrame) -> dict:
-    """Steady-state throughput over a run's windows (:data:`WINDOW_COLUMNS`), leaving out
-    the first window of epoch 1 (tracing and compilation).
+    """Steady-state throughput over a run's full windows (:data:`WINDOW_COLUMNS`: no partial
+    batch), leaving out the first window of epoch 1 (tracing and compilation).
 
     Returns:
         dict: window_steps (the most steps in a window), windows (counted),
@@ -145,9 +148,8 @@ def window_summary(windows: pd.DataFrame) -> dict:
         worst_images_per_s (the slowest window), worst_ratio (slowest / median); the
         statistics are None with fewer than two windows.
     """
-    rates = windows.loc[
-        ~((windows["epoch"] == 1) & (windows["window"] == 1)), "images_per_s"
-    ].to_numpy(float)
+    first = (windows["epoch"] == 1) & (windows["window"] == 1)
+    rates = windows.loc[~first & windows["full"].astype(bool), "images_per_s"].to_numpy(float)
     steps = int(windows["steps"].max()) if len(windows) else 0
     out = {"window_steps": steps, "windows": int(len(rates))}
     if len(rates) < 2:
@@ -255,6 +257,7 @@ def fit_epochs(
                         "window": 1 + self.window_from // window_steps,
                         "steps": step - self.window_from,
                         "images": images,
+                        "full": images == (step - self.window_from) * batch_size,
                         "seconds": seconds,
                         "images_per_s": images / seconds,
                         "ended_unix_s": time.time(),
