@@ -118,7 +118,7 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--repeats", type=int, default=2)
     a = p.parse_args()
-    from embryo_bench.containers import docker_client
+    from embryo_bench.docker_api import docker_client
     from embryo_bench.hardware import cpu_model
     from embryo_bench.stability import assess, thresholds
 

@@ -88,6 +88,19 @@ def test_closures_are_the_real_imports():
     assert not augment & {"embryo_bench.model", "embryo_bench.train", "embryo_bench.figures"}
 
 
+def test_the_train_commands_hash_leaves_out_image_building_and_the_figures():
+    """Issue 24: an edit to the image builds (containers), planning or the tables reruns no
+    training; Docker API access (docker_api) is apart from image building."""
+    train = {m.removeprefix("embryo_bench.") for m in module_closure("cli:train")}
+    assert train == {
+        "embryo_bench", "cli", "backend", "calibrate", "docker_api", "docker_runner", "errors",
+        "hardware", "io", "layout", "lifeline", "model", "preprocess", "provenance", "record",
+        "spec", "stages", "telemetry", "train",
+    }  # fmt: skip
+    figures = {m.removeprefix("embryo_bench.") for m in module_closure("cli:figures")}
+    assert not figures & {"plan", "hardware", "containers", "codehash", "train", "docker_api"}
+
+
 def test_unknown_command_or_module_is_named():
     with pytest.raises(FileNotFoundError, match="no command 'nope'"):
         code_hash("cli:nope")

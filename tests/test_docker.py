@@ -38,7 +38,7 @@ from workflow_helpers import (  # noqa: E402
 
 
 def _daemon():
-    from embryo_bench.containers import docker_client
+    from embryo_bench.docker_api import docker_client
 
     try:
         return docker_client(timeout=10)
@@ -438,7 +438,7 @@ SECOND = f"tcp://127.0.0.1:{SECOND_PORT}"
 def second_daemon(tmp_path_factory):
     """A second Docker daemon (containers/second-dockerd.sh) at :data:`SECOND`: its own data,
     exec root, bridge and ID; stopped (and its data removed) after the module."""
-    from embryo_bench.containers import docker_client
+    from embryo_bench.docker_api import docker_client
 
     _daemon()
     env = {**os.environ, "DOCKERD2_ROOT": str(tmp_path_factory.mktemp("dockerd2"))}
@@ -594,7 +594,7 @@ def ssh_home(second_daemon, tmp_path_factory):
 def test_a_target_behind_ssh_trains_on_that_daemon(remote_run, ssh_home, tmp_path, monkeypatch):
     """docker_host ssh://: the Docker SDK over OpenSSH (paramiko) reaches the second daemon,
     which already has the image; one epoch trains there and records that daemon."""
-    from embryo_bench.containers import docker_client
+    from embryo_bench.docker_api import docker_client
 
     local, second, work, config, out = remote_run
     home, address = ssh_home
@@ -612,7 +612,7 @@ def test_a_target_behind_ssh_trains_on_that_daemon(remote_run, ssh_home, tmp_pat
 def test_ssh_errors_name_the_host(ssh_home, tmp_path, monkeypatch):
     """A key the server refuses, and a server with no daemon behind it: one error each,
     naming the ssh address."""
-    from embryo_bench.containers import docker_client
+    from embryo_bench.docker_api import docker_client
 
     home, address = ssh_home
     monkeypatch.setenv("HOME", str(home))

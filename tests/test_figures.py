@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from embryo_bench import figures, layout, summary
+from embryo_bench.runs import Run
 from embryo_bench.telemetry import COLUMNS
 
 
@@ -45,7 +46,7 @@ def _run(target, repeat, seconds, gpus=0, backend="tensorflow", epochs=2):
         "parameter_count": 16_834_436, "telemetry": {},
         "provenance": {"cpu_model": "test cpu", "keras_backend": backend},
     }  # fmt: skip
-    return summary.Run(f"train/{target}/repeat-{repeat}", metrics, history)
+    return Run(f"train/{target}/repeat-{repeat}", metrics, history)
 
 
 def _summary(runs):

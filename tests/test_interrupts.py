@@ -208,8 +208,9 @@ def test_a_cpu_hog_on_the_runs_core_flags_it_interfered_and_it_still_counts(tiny
     target's statistics. Both carry the probes, efficiency and three timings."""
 
     from embryo_bench.hardware import run_cores
+    from embryo_bench.runs import load_runs
     from embryo_bench.stability import assess, thresholds
-    from embryo_bench.summary import load_runs, run_table, target_summary
+    from embryo_bench.summary import run_table, target_summary
 
     _, config, out = tiny_run
     target = {"name": "host-1cpu", "runner": "host", "cpus": 1}

@@ -126,7 +126,7 @@ def test_a_merge_folder_without_runs_is_named_before_any_job(tmp_path):
 
 
 def _run(runner="host", versions=None, packages=None, **prov):
-    from embryo_bench.summary import Run
+    from embryo_bench.runs import Run
 
     provenance = {"versions": versions or {}, "packages": packages or [], **prov}
     return Run("x", {"runner": runner, "provenance": provenance}, pd.DataFrame())

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from embryo_bench.config import load_config, load_schema
 from embryo_bench.errors import ConfigError, DataError
-from embryo_bench.plan import DEFAULT_MEMORY, Plan, load_config, load_schema
+from embryo_bench.plan import DEFAULT_MEMORY, Plan
 from embryo_bench.spec import Preprocessing, RunSpec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -277,7 +278,7 @@ def test_schema_is_where_the_defaults_come_from():
 def test_a_config_syntax_error_names_file_line_and_column(tmp_path, capsys, text, where, problem):
     # Issue 12, item 7: Snakemake says only "not valid JSON or YAML"; check-config says where.
     from embryo_bench.cli import main
-    from embryo_bench.plan import read_config_file
+    from embryo_bench.config import read_config_file
 
     path = tmp_path / "broken.yaml"
     path.write_text(text)

@@ -24,6 +24,7 @@ from embryo_bench.plan import (
     sweep_point_name,
     target_from_entry,
 )
+from embryo_bench.runs import Run
 from embryo_bench.telemetry import COLUMNS, ProcessSampler, RaplMeter
 from embryo_bench.telemetry import summarise as summarise_telemetry
 
@@ -137,7 +138,7 @@ def _run(target, repeat, seconds, accuracy, memory_peak=960.0, batch=480):
         "telemetry": {"memory_mib_peak": memory_peak, "cpu_energy_j": "not measured (x)"},
         "provenance": {"cpu_model": "test cpu", "keras_backend": "tensorflow"},
     }  # fmt: skip
-    return summary.Run(f"train/{target}/repeat-{repeat}", metrics, history)
+    return Run(f"train/{target}/repeat-{repeat}", metrics, history)
 
 
 CPUS = {"cheap": 1, "fast": 4, "owned": 2}

@@ -57,7 +57,7 @@ def _test_profile(folder: Path, group: bool = True) -> Path:
 
 
 def _docker_up() -> bool:
-    from embryo_bench.containers import docker_client
+    from embryo_bench.docker_api import docker_client
 
     try:
         docker_client(timeout=10)

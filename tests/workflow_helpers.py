@@ -125,7 +125,8 @@ def local_config(tmp_path: Path, db: Path) -> dict:
 def write_spec(path: Path, config: dict, target: dict, epochs: int | None = None, repeat=1):
     """Write the run.json of ``target`` (a bare ``targets:`` entry) under ``config``'s train
     and preprocessing settings, as the workflow's run_spec rule would; returns the RunSpec."""
-    from embryo_bench.plan import load_config, target_from_entry
+    from embryo_bench.config import load_config
+    from embryo_bench.plan import target_from_entry
     from embryo_bench.spec import Preprocessing
 
     train = {**load_config(config)["train"], **({"epochs": epochs} if epochs else {})}

@@ -327,10 +327,10 @@ def cmd_figures(p):
         from .calibrate import read_baseline
         from .io import read_json
         from .merge import merge_runs
+        from .runs import load_runs
         from .spec import Preprocessing
         from .stability import thresholds
         from .stages import shard_settings
-        from .summary import load_runs
 
         runs = load_runs(a.runs)
         merged, targets = merge_runs(a.merged, runs, json.loads(a.targets))
@@ -398,7 +398,8 @@ def cmd_check_config(p):
     p.add_argument("files", nargs="+", help="configuration files (--configfile)")
 
     def run(a):
-        from .plan import Plan, read_config_file
+        from .config import read_config_file
+        from .plan import Plan
 
         for f in a.files:
             data = read_config_file(f)

@@ -13,6 +13,8 @@ import json
 import re
 import sys
 
+from .config import load_schema
+
 INTRO = """\
 # Configuration reference
 
@@ -137,8 +139,6 @@ def render(schema: dict) -> str:
 
 def main() -> None:
     """Print the reference of this checkout's schema."""
-    from .plan import load_schema
-
     sys.stdout.write(render(load_schema()))
 
 

@@ -26,40 +26,10 @@ import tempfile
 from collections import deque
 from pathlib import Path
 
+from .codehash import PACKAGE, code_hash
+from .docker_api import daemon_identity, docker_client
 from .errors import DockerError
 from .io import sha256_file, sha256_tree, write_json
-
-
-def docker_client(docker_host: str | None = None, timeout: int = 120):
-    """A Docker SDK client for ``docker_host`` (``unix://``, ``tcp://``, ``ssh://``) or, when
-    None/empty, for the environment (``DOCKER_HOST`` or the local socket), checked with a ping.
-
-    Raises:
-        DockerError: the daemon does not answer; the message names the address.
-    """
-    import docker
-
-    address = docker_host or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-    try:
-        client = (
-            docker.DockerClient(base_url=docker_host, timeout=timeout)
-            if docker_host
-            else docker.from_env(timeout=timeout)
-        )
-        client.ping()
-    except Exception as exc:  # DockerException, requests errors, paramiko errors, ...
-        hint = (
-            "over SSH the key and the host's key must be in ~/.ssh (config, known_hosts) and "
-            "that user must be able to run `docker system dial-stdio` there"
-            if address.startswith("ssh://")
-            else "start dockerd or set DOCKER_HOST / the target's docker_host"
-        )
-        raise DockerError(
-            f"no Docker daemon answers at {address} ({type(exc).__name__}: "
-            f"{str(exc).strip() or 'no message'}); {hint}"
-        ) from exc
-    return client
-
 
 #: What an image is built from, besides its requirements file and the package's code.
 IMAGE_FILES = ["containers/Dockerfile", ".dockerignore", "pyproject.toml"]
@@ -121,8 +91,6 @@ def image_content_hash(context: str | Path, image: str) -> str:
     Raises:
         FileNotFoundError: a build file or the package is missing.
     """
-    from .codehash import PACKAGE, code_hash
-
     files = sha256_tree(context, IMAGE_FILES + [requirements_file(image)])
     code = code_hash(IMAGE_COMMAND, root=Path(context) / "src" / PACKAGE)
     return hashlib.sha256(f"{files}\0{code}".encode()).hexdigest()
@@ -389,28 +357,6 @@ def build_labels(content_sha256: str, base_image_id: str, pip_source: str) -> di
         "embryo-bench.content-sha256": content_sha256,
         "embryo-bench.base-image-id": base_image_id,
         "embryo-bench.pip-source": pip_source,
-    }
-
-
-def daemon_identity(info: dict) -> dict:
-    """Who a Docker daemon is, from its ``info()``: the machine a container ran on.
-
-    Returns:
-        dict with ``id`` (the daemon's ID), ``name`` (its host name), ``os``, ``kernel``,
-        ``ncpu``, ``memory_mib`` (MemTotal / 2**20), ``server_version``, ``storage_driver``,
-        ``cgroup_version`` and ``gpu_runtime`` (True when an ``nvidia`` runtime is there).
-    """
-    return {
-        "id": info.get("ID", ""),
-        "name": info.get("Name", ""),
-        "os": info.get("OperatingSystem", ""),
-        "kernel": info.get("KernelVersion", ""),
-        "ncpu": info.get("NCPU", 0),
-        "memory_mib": round(info.get("MemTotal", 0) / 2**20),
-        "server_version": info.get("ServerVersion", ""),
-        "storage_driver": info.get("Driver", ""),
-        "cgroup_version": info.get("CgroupVersion", ""),
-        "gpu_runtime": "nvidia" in (info.get("Runtimes") or {}),
     }
 
 

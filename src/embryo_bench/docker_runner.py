@@ -32,7 +32,7 @@ import uuid
 from collections import deque
 from pathlib import Path
 
-from .containers import daemon_identity, docker_client
+from .docker_api import daemon_identity, docker_client
 from .errors import DockerError, Interrupted
 from .hardware import local_node, run_cores, why_not
 from .io import atomic_path, read_json

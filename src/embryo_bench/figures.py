@@ -40,9 +40,9 @@ import pandas as pd  # noqa: E402
 from . import compare, paper, preprocess, summary  # noqa: E402
 from .io import atomic_path  # noqa: E402
 from .layout import FIGURE_FORMATS, FIGURE_NAMES, TABLE_NAMES, utilisation_name  # noqa: E402
+from .runs import Run  # noqa: E402
 from .spec import Preprocessing  # noqa: E402
 from .stages import read_selection  # noqa: E402
-from .summary import Run  # noqa: E402
 
 COLORS = {"tensorflow": "tab:blue", "jax": "tab:orange", "torch": "tab:red"}
 
@@ -696,7 +696,7 @@ def make_all(
     """Write every figure and table (the ``figures`` rule).
 
     Args:
-        runs: every run (:func:`embryo_bench.summary.load_runs`).
+        runs: every run (:func:`embryo_bench.runs.load_runs`).
         targets: target name -> report fields (price, paper system, sweep point).
         source: the index stage's ``source.json`` (the data's label, synthetic or not).
         preprocessing: the settings the training data was made with (figure 1).

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from .docker_api import docker_client
 from .errors import ConfigError, DockerError, EmbryoBenchError
 
 
@@ -356,6 +357,4 @@ class SlurmProbe:
 
 
 def _daemon_info(address: str) -> dict:
-    from .containers import docker_client
-
     return docker_client(address or None, timeout=20).info()

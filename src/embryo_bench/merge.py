@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .errors import ConfigError
-from .summary import Run, load_runs, machine_of
+from .runs import Run, load_runs, machine_of
 
 #: What must be equal for runs to be comparable: the data (source.json, as each run's
 #: provenance carries it) and what the trainer was given (counts per split and class).

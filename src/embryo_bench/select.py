@@ -12,6 +12,7 @@ import pandas as pd
 
 from . import paper
 from .errors import DataError
+from .sources import MANIFEST_COLUMNS
 
 CLASSES = (1, 2, 3, 4)
 
@@ -54,8 +55,6 @@ def check_manifest(manifest: pd.DataFrame, path: str) -> None:
         DataError: a column is missing (naming it), or a row's ``cells`` is not an integer
             (naming the line of the file and the value).
     """
-    from .sources import MANIFEST_COLUMNS
-
     missing = [c for c in MANIFEST_COLUMNS if c not in manifest.columns]
     if missing:
         raise DataError(

@@ -28,6 +28,7 @@ import pandas as pd
 from PIL import Image, UnidentifiedImageError
 
 from .errors import ConfigError, DataError
+from .io import read_json, sha256_file, sha256_tree
 
 EMBRYO_RE = re.compile(r"^E(\d{2,})$")
 FRAME_RE = re.compile(r"^Frame(\d+)\.png$", re.IGNORECASE)
@@ -503,8 +504,6 @@ def index_source(
     Raises:
         DataError: as the index functions, or an unreadable download record.
     """
-    from .io import read_json, sha256_file, sha256_tree
-
     if layout == "imagefolder":
         manifest, stats = index_imagefolder(root, frame_size)
     else:

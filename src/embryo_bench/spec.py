@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ConfigError, DataError
+from .io import read_json, write_json
+from .preprocess import preprocess_frame, rotation_angles
 
 
 @dataclass(frozen=True)
@@ -78,8 +80,6 @@ class Preprocessing:
         Raises:
             DataError: the file is missing, not JSON, or lacks a key.
         """
-        from .io import read_json
-
         return cls.from_dict(read_json(path).get("preprocessing", {}), str(path))
 
     def to_dict(self) -> dict:
@@ -92,8 +92,6 @@ class Preprocessing:
         Raises:
             ConfigError: rotation_step outside (0, 360].
         """
-        from .preprocess import rotation_angles
-
         return rotation_angles(self.rotation_step)
 
     def apply(self, frame: np.ndarray, angles: np.ndarray | None = None) -> np.ndarray:
@@ -103,8 +101,6 @@ class Preprocessing:
         Returns:
             uint8 array (R, image_size, image_size).
         """
-        from .preprocess import preprocess_frame
-
         return preprocess_frame(
             frame,
             self.crop_fraction,
@@ -259,12 +255,8 @@ class RunSpec:
         Raises:
             DataError: the file is missing or not JSON. ConfigError: keys missing or unknown.
         """
-        from .io import read_json
-
         return cls.from_dict(read_json(path), str(path))
 
     def write(self, path: str | os.PathLike) -> None:
         """Write this spec as ``run.json`` (atomically)."""
-        from .io import write_json
-
         write_json(Path(path), self.to_dict())

@@ -24,6 +24,8 @@ listed as unchecked and flags nothing.
 from __future__ import annotations
 
 from .calibrate import drift_limit
+from .config import apply_defaults, load_schema
+from .runs import as_number
 
 #: The flags, in the order tables list them.
 FLAGS = ("interfered", "drifted", "noisy")
@@ -36,8 +38,6 @@ def thresholds(given: dict | None = None, schema: dict | None = None) -> dict:
     Raises:
         ConfigError: a threshold is not a number in the schema's range.
     """
-    from .plan import apply_defaults, load_schema
-
     section = (schema or load_schema())["properties"]["stability"]
     return apply_defaults(given or {}, section)
 
@@ -57,8 +57,6 @@ def assess(metrics: dict, limits: dict, baseline: dict | None = None) -> dict:
         reasons (why, one sentence each, with the measured value and the threshold: the
         interference reasons first), unchecked (evidence that was not measured).
     """
-    from .summary import as_number
-
     interfered, drifted, unchecked = [], [], []
     change = as_number(metrics.get("flops", {}).get("probe_change"))
     if change is None:

@@ -1,6 +1,6 @@
-"""Tables of measured results: the runs read back, one row per run, one per target (median
-and min-max over repeats), cost (and whether it can be normalised), provenance, and the
-paper-vs-reproduction comparison.
+"""Tables of measured results (the runs read back by :mod:`embryo_bench.runs`): one row per
+run, one per target (median and min-max over repeats), cost (and whether it can be
+normalised), provenance, and the paper-vs-reproduction comparison.
 
 Every number here comes from a run's files or from the config (prices the user gave, with
 their source); the paper's values come from :mod:`embryo_bench.paper` and are always labelled
@@ -9,71 +9,13 @@ as the paper's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
 from . import paper
-from .errors import ConfigError, DataError
-from .io import read_json
-
-NOT_MEASURED = "not measured"
-
-
-@dataclass
-class Run:
-    """One finished run, as read back from its folder.
-
-    Attributes:
-        dir: the run folder. metrics: ``metrics.json``. history: ``history.csv``.
-        telemetry: ``telemetry.csv`` (None when absent). spec: ``run.json`` (dict).
-        windows: ``windows.csv``, the throughput windows (None when absent: runs made
-        before they were recorded).
-    """
-
-    dir: str
-    metrics: dict
-    history: pd.DataFrame
-    telemetry: pd.DataFrame | None = None
-    spec: dict | None = None
-    windows: pd.DataFrame | None = None
-
-    @property
-    def name(self) -> str:
-        """The run's target."""
-        return self.metrics["target"]
-
-
-def machine_of(run: Run) -> str:
-    """The machine ``run`` ran on: its Docker daemon's name for a docker run (the host the
-    daemon runs on), else the host name its provenance recorded; "not recorded" for runs
-    made before either was."""
-    daemon = (run.metrics.get("container") or {}).get("daemon") or {}
-    return daemon.get("name") or run.metrics["provenance"].get("hostname") or "not recorded"
-
-
-def load_runs(run_dirs: list[str]) -> list[Run]:
-    """Read each run folder's metrics.json, history.csv, run.json and (if present)
-    telemetry.csv and windows.csv.
-
-    Raises:
-        DataError: metrics.json, history.csv or run.json is missing or unreadable.
-    """
-    runs = []
-    for d in run_dirs:
-        metrics = read_json(Path(d) / "metrics.json")
-        try:
-            history = pd.read_csv(Path(d) / "history.csv")
-        except FileNotFoundError as exc:
-            raise DataError(f"{d}/history.csv: not found") from exc
-        tel, win = Path(d) / "telemetry.csv", Path(d) / "windows.csv"
-        telemetry = pd.read_csv(tel) if tel.is_file() else None
-        windows = pd.read_csv(win) if win.is_file() else None
-        spec = read_json(Path(d) / "run.json")
-        runs.append(Run(str(d), metrics, history, telemetry, spec, windows))
-    return runs
+from .errors import ConfigError
+from .runs import NOT_MEASURED, Run, as_number, machine_of
+from .stability import FLAGS, assess, thresholds
 
 
 def cost_usd(training_seconds: float, hourly_usd: float | None) -> float | None:
@@ -82,14 +24,6 @@ def cost_usd(training_seconds: float, hourly_usd: float | None) -> float | None:
     if hourly_usd is None:
         return None
     return training_seconds / 3600.0 * hourly_usd
-
-
-def as_number(value) -> float | None:
-    """A float, or None for missing, NaN (a run that never reached its accuracy target, an
-    empty table cell) and "not measured (...)" values."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
-        return float(value)
-    return None
 
 
 def run_table(
@@ -129,8 +63,6 @@ def run_table(
     part ran, s since 1970; empty for runs made before it was recorded). ``repeat`` is also
     the run's round (:func:`embryo_bench.plan.round_order`).
     """
-    from .stability import assess, thresholds
-
     limits = limits or thresholds()
     rows = []
     for r in runs:
@@ -239,8 +171,6 @@ def target_summary(runs: pd.DataFrame) -> pd.DataFrame:
     time to accuracy only counts the runs that reached it (``tta_reached`` says how many);
     ``time_to_accuracy_s_olympic`` is MLPerf's olympic mean of it (5 or more runs). Targets
     keep the order of their first run."""
-    from .stability import FLAGS
-
     rows = []
     for name, g in runs.groupby("target", sort=False):
         flags = g["flags"].fillna("").astype(str) if "flags" in g else pd.Series([""] * len(g))
@@ -553,8 +483,6 @@ def _ratio(row, measure: str) -> str:
 
 def flag_counts(row) -> str:
     """ "2 (interfered 1, drifted 2)" from a :func:`target_summary` row; "0" for none."""
-    from .stability import FLAGS
-
     flagged = int(row["repeats"] - row["clean_runs"])
     parts = [f"{f} {int(row[f'{f}_runs'])}" for f in FLAGS if row.get(f"{f}_runs")]
     return f"{flagged} ({', '.join(parts)})" if flagged else "0"

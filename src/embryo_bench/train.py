@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from . import provenance
-from .backend import compute_settings, distribution_scope, limit_threads
+from .backend import compute_settings, distribution_scope, input_pipeline, limit_threads
 from .calibrate import PROBE_METHOD, efficiency, matmul_probe, training_flops_per_image
 from .errors import ConfigError
 from .io import atomic_path, write_json
@@ -224,8 +224,6 @@ def fit_epochs(
     """
     import keras
 
-    from .backend import input_pipeline
-
     images_per_epoch = epoch_steps * batch_size if epoch_steps else len(train[1])
     feed = input_pipeline(*train, batch_size, shuffle=True, seed=seed, endless=epoch_steps > 0)
     scoring = input_pipeline(
@@ -407,6 +405,8 @@ def setup(spec: RunSpec, shards: list[str], dataset: dict) -> Session:
     cores = limit_threads(spec.threads, spec.cpus)
     # Provenance before training: the commit and environment the run started from.
     prov = provenance.collect(spec.seed, dataset)
+    # Keras (and so the model module) only now: the backend is chosen above, and Keras reads
+    # KERAS_BACKEND once, at its first import.
     import keras
 
     from .model import build_model, compile_model

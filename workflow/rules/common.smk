@@ -19,7 +19,8 @@ from embryo_bench import layout
 from embryo_bench.codehash import code_hash
 from embryo_bench.errors import ConfigError
 from embryo_bench.lifeline import TIE_ENV, forward_sigint_to_jobs
-from embryo_bench.plan import Plan, load_schema
+from embryo_bench.config import load_schema
+from embryo_bench.plan import Plan
 
 # `kill -INT <snakemake>` stops the running jobs at once, as Ctrl-C in a terminal does
 # (Snakemake alone would wait for every epoch, then mark the finished outputs incomplete).

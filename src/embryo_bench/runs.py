@@ -1,0 +1,79 @@
+"""Finished runs read back from their folders (``train/<target>/repeat-<k>/``): metrics,
+history, telemetry, throughput windows and run spec, and how a run's readings are read as
+numbers. The tables (:mod:`embryo_bench.summary`), the stability verdict
+(:mod:`embryo_bench.stability`) and merging (:mod:`embryo_bench.merge`) all start here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import DataError
+from .io import read_json
+
+NOT_MEASURED = "not measured"
+
+
+@dataclass
+class Run:
+    """One finished run, as read back from its folder.
+
+    Attributes:
+        dir: the run folder. metrics: ``metrics.json``. history: ``history.csv``.
+        telemetry: ``telemetry.csv`` (None when absent). spec: ``run.json`` (dict).
+        windows: ``windows.csv``, the throughput windows (None when absent: runs made
+        before they were recorded).
+    """
+
+    dir: str
+    metrics: dict
+    history: pd.DataFrame
+    telemetry: pd.DataFrame | None = None
+    spec: dict | None = None
+    windows: pd.DataFrame | None = None
+
+    @property
+    def name(self) -> str:
+        """The run's target."""
+        return self.metrics["target"]
+
+
+def machine_of(run: Run) -> str:
+    """The machine ``run`` ran on: its Docker daemon's name for a docker run (the host the
+    daemon runs on), else the host name its provenance recorded; "not recorded" for runs
+    made before either was."""
+    daemon = (run.metrics.get("container") or {}).get("daemon") or {}
+    return daemon.get("name") or run.metrics["provenance"].get("hostname") or "not recorded"
+
+
+def load_runs(run_dirs: list[str]) -> list[Run]:
+    """Read each run folder's metrics.json, history.csv, run.json and (if present)
+    telemetry.csv and windows.csv.
+
+    Raises:
+        DataError: metrics.json, history.csv or run.json is missing or unreadable.
+    """
+    runs = []
+    for d in run_dirs:
+        metrics = read_json(Path(d) / "metrics.json")
+        try:
+            history = pd.read_csv(Path(d) / "history.csv")
+        except FileNotFoundError as exc:
+            raise DataError(f"{d}/history.csv: not found") from exc
+        tel, win = Path(d) / "telemetry.csv", Path(d) / "windows.csv"
+        telemetry = pd.read_csv(tel) if tel.is_file() else None
+        windows = pd.read_csv(win) if win.is_file() else None
+        spec = read_json(Path(d) / "run.json")
+        runs.append(Run(str(d), metrics, history, telemetry, spec, windows))
+    return runs
+
+
+def as_number(value) -> float | None:
+    """A float, or None for missing, NaN (a run that never reached its accuracy target, an
+    empty table cell) and "not measured (...)" values."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
+        return float(value)
+    return None
