@@ -147,3 +147,22 @@ def test_software_differences_name_the_versions_and_count_the_packages():
     assert software_differences(docker, [*ours, docker]) == ""
     assert difference({"a": 1, "b": 2}, {"a": 1, "b": 3}) == "b: theirs 3, ours 2"
     assert difference({"a": 1}, {"a": 1}) is None
+
+
+def test_a_merged_sweep_point_is_drawn_as_a_sweep_point(tmp_path):
+    """Issue 24, item 5: the other folder's config lists its targets, never the sweep points
+    derived from them; the point is known by its run.json."""
+    from embryo_bench.merge import merge_runs
+
+    for name, sweep in (("host-1cpu", None), ("host-1cpu.bs120-t1", {"base": "host-1cpu",
+                        "batch_size": 120, "threads": 1})):  # fmt: skip
+        run = tmp_path / "other/train" / name / "repeat-1"
+        run.mkdir(parents=True)
+        metrics = {"target": name, "repeat": 1, "provenance": {"hostname": MACHINE_B}}
+        (run / "metrics.json").write_text(json.dumps(metrics))
+        (run / "run.json").write_text(json.dumps({"target": name, "sweep": sweep}))
+        (run / "history.csv").write_text("epoch\n1\n")
+    _, fields = merge_runs([str(tmp_path / "other")], [], {})
+    assert fields[f"host-1cpu@{MACHINE_B}"]["sweep"] is None
+    assert fields[f"host-1cpu.bs120-t1@{MACHINE_B}"]["sweep"] == {
+        "base": f"host-1cpu@{MACHINE_B}", "batch_size": 120, "threads": 1}  # fmt: skip

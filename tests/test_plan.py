@@ -248,7 +248,27 @@ def test_a_target_on_another_daemon_needs_the_image_sent_there():
         {"name": "vm2", "runner": "docker", "cpus": 1, "docker_host": "ssh://bench@gpu-box/22"}
     )
     with pytest.raises(ConfigError, match="same file key ssh-bench-gpu-box-22"):
-        _ = plan(config).remote_daemons
+        plan(config)  # at plan time, not when the property is first read
+
+
+def test_check_config_makes_the_checks_the_workflow_makes_later(tmp_path, capsys):
+    """Issue 24, item 6: a missing merge: folder and colliding docker_host keys were "valid"
+    to check-config, and refused only when the workflow first read those settings."""
+    from embryo_bench.cli import main
+
+    config = copy.deepcopy(OFFLINE)
+    config["merge"] = [str(tmp_path / "nowhere")]
+    (tmp_path / "merge.yaml").write_text(yaml.safe_dump(config))
+    assert main(["check-config", str(tmp_path / "merge.yaml")]) == 2
+    assert f"merge: {tmp_path / 'nowhere'} is not a folder" in capsys.readouterr().err
+    config = copy.deepcopy(OFFLINE)
+    config["targets"] += [
+        {"name": f"vm{k}", "runner": "docker", "cpus": 1, "docker_host": host}
+        for k, host in enumerate(("ssh://b@box:22", "ssh://b@box/22"))
+    ]
+    (tmp_path / "hosts.yaml").write_text(yaml.safe_dump(config))
+    assert main(["check-config", str(tmp_path / "hosts.yaml")]) == 2
+    assert "have the same file key ssh-b-box-22" in capsys.readouterr().err
 
 
 def test_paper_config_plans_every_system_when_hardware_allows():

@@ -113,7 +113,8 @@ def merge_runs(
         targets: this workflow's report fields per target; returned with the merged ones.
 
     Returns:
-        (merged runs, ``targets`` plus each merged target's report fields).
+        (merged runs, ``targets`` plus each merged target's report fields, with ``sweep``
+        from the run's own run.json: a sweep point stays a sweep point, of ``<base>@<machine>``).
 
     Raises:
         ConfigError: a folder without runs, a run on other data or preprocessing than ours
@@ -154,6 +155,11 @@ def merge_runs(
                 "merged_from": str(outdir),
                 "software_differs": software_differences(run, ours),
             }
-            fields[name] = report.get(target, {})
+            # A sweep point is known by its own run.json (the other folder's config lists
+            # targets, not the points derived from them); its base gets the machine too.
+            sweep = (run.spec or {}).get("sweep")
+            if sweep:
+                sweep = {**sweep, "base": f"{sweep['base']}@{machine}"}
+            fields[name] = {**report.get(target, {}), "sweep": sweep}
             merged.append(run)
     return merged, fields

@@ -439,7 +439,9 @@ class Plan:
         Raises:
             ConfigError: an invalid configuration, a target that cannot run here with
                 ``on_missing_hardware: fail``, no target able to run, a sweep of a target
-                that does not run, or an unknown or unpriced cost base.
+                that does not run, an unknown or unpriced cost base, a ``merge:`` folder that
+                is missing or holds no finished run, or two ``docker_host`` values with the
+                same file key.
         """
         config = load_config(config, schema)
         if probe is None:
@@ -467,7 +469,11 @@ class Plan:
         compared, compare_note = compare_base(
             config["compare"], base, targets, [e["name"] for e in config["targets"]] + list(targets)
         )
-        return cls(config, targets, skipped, base, note, compared, compare_note)
+        plan = cls(config, targets, skipped, base, note, compared, compare_note)
+        # The checks that a property makes, made now: before any job, and by check-config.
+        plan.merged_run_dirs  # noqa: B018
+        plan.remote_daemons  # noqa: B018
+        return plan
 
     @property
     def main_targets(self) -> list[str]:
