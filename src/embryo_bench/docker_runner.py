@@ -36,7 +36,7 @@ from .docker_api import daemon_identity, docker_client
 from .errors import DockerError, Interrupted
 from .hardware import local_node, run_cores, why_not
 from .io import atomic_path, read_json
-from .layout import PROGRESS
+from .layout import METRICS, PROGRESS, RUN_SPEC, TELEMETRY
 from .lifeline import LIFELINE_ENV
 from .provenance import SLURM_ENV, git_commit
 from .record import finish_run
@@ -48,7 +48,7 @@ LABEL = "org.embryo-bench.run"
 RUN_DIR_LABEL = "org.embryo-bench.run-dir"
 WORK = "/work"
 #: Files of the container's output folder the runner writes itself (from its own samples).
-WRITTEN_OUTSIDE = ("metrics.json", "telemetry.csv")
+WRITTEN_OUTSIDE = (METRICS, TELEMETRY)
 
 
 def _raise_interrupted(signum, frame):
@@ -303,7 +303,7 @@ def collect(box, out_dir: Path) -> dict:
         with tarfile.open(fileobj=buf) as tar:
             tar.extractall(tmp, filter="data")
         src = Path(tmp) / "out"
-        metrics = read_json(src / "metrics.json")
+        metrics = read_json(src / METRICS)
         out_dir.mkdir(parents=True, exist_ok=True)
         for f in sorted(src.iterdir()):
             if f.name in WRITTEN_OUTSIDE:
@@ -362,7 +362,7 @@ def run(
         "embryo_bench.cli",
         "train",
         "--spec",
-        f"{WORK}/in/run.json",
+        f"{WORK}/in/{RUN_SPEC}",
         "--shards",
         *[f"{WORK}/in/{n}" for n in inputs],
         "--source-info",
@@ -371,7 +371,7 @@ def run(
         f"{WORK}/out",
         "--in-container",
     ]
-    inputs |= {"run.json": Path(spec_file), "source.json": Path(source_info)}
+    inputs |= {RUN_SPEC: Path(spec_file), "source.json": Path(source_info)}
     key = run_key(out_dir)
     remove_stale(client, key, log)
     kwargs = container_kwargs(spec, image, command, uuid.uuid4().hex[:12], key)

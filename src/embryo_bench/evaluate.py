@@ -14,6 +14,7 @@ import pandas as pd
 
 from . import preprocess
 from .errors import DataError
+from .layout import SETTINGS
 from .sources import MANIFEST_COLUMNS, index_class_folders, visible_entries
 from .spec import Preprocessing
 
@@ -136,7 +137,7 @@ def evaluate(
     """
     model_path, images = Path(model_path), Path(images)
     check_model_archive(model_path)  # a wrong file is named before its missing settings
-    pp = Preprocessing.from_settings_file(model_path.parent / "settings.json")
+    pp = Preprocessing.from_settings_file(model_path.parent / SETTINGS)
     model = load_checked_model(model_path, pp.image_size)
     manifest = _index(images, pp.frame_size)
     angles = pp.angles() if all_rotations else np.zeros(1)

@@ -8,14 +8,34 @@ from __future__ import annotations
 #: resolved settings, :class:`embryo_bench.spec.RunSpec`) is written before training, by its
 #: own rule; the rest by the training.
 RUN_SPEC = "run.json"
-RUN_FILES = (
-    "metrics.json",
-    "history.csv",
-    "model.keras",
-    "settings.json",
-    "telemetry.csv",
-    "windows.csv",
-)
+METRICS = "metrics.json"
+HISTORY = "history.csv"
+MODEL = "model.keras"
+SETTINGS = "settings.json"
+TELEMETRY = "telemetry.csv"
+WINDOWS = "windows.csv"
+RUN_FILES = (METRICS, HISTORY, MODEL, SETTINGS, TELEMETRY, WINDOWS)
+#: Where the data comes from, under ``outdir``: the download's record, the extracted
+#: database, the synthetic database and its record.
+DOWNLOAD_RECORD = "data/download.json"
+DB_DIR = "data/db"
+SYNTHETIC_DB = "data/synthetic"
+SYNTHETIC_RECORD = "data/synthetic.json"
+#: The base image's build record, under ``outdir``.
+BASE_IMAGE_RECORD = "images/base.json"
+
+
+def wheelhouse_record(image: str) -> str:
+    """The record of an image's wheelhouse: ``images/wheelhouse-<image>.json``."""
+    return f"images/wheelhouse-{image}.json"
+
+
+def image_record(image: str, daemon: str = "") -> str:
+    """The record of an image's build (``images/<image>.json``) or, with ``daemon`` (a
+    daemon key), of that image sent to that daemon (``images/<image>@<daemon>.json``)."""
+    return f"images/{image}@{daemon}.json" if daemon else f"images/{image}.json"
+
+
 #: The epochs measured so far, appended after each epoch while a run trains; not a rule
 #: output (a stopped run keeps what it measured without looking complete), removed when the
 #: run finishes.

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .errors import ConfigError
+from .layout import METRICS
 from .runs import Run, load_runs, machine_of
 
 #: What must be equal for runs to be comparable: the data (source.json, as each run's
@@ -34,7 +35,7 @@ def run_dirs(outdir: str | Path) -> list[str]:
     root = Path(outdir)
     if not root.is_dir():
         raise ConfigError(f"merge: {outdir} is not a folder (a result folder, an outdir)")
-    found = sorted(str(p.parent) for p in root.glob("train/*/repeat-*/metrics.json"))
+    found = sorted(str(p.parent) for p in root.glob(f"train/*/repeat-*/{METRICS}"))
     if not found:
         raise ConfigError(
             f"merge: {outdir} holds no finished run (no train/<target>/repeat-<k>/metrics.json)"

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import hardware
+from . import hardware, layout
 from .config import apply_defaults, load_config, load_schema
 from .errors import ConfigError
 from .io import tree_stamp
@@ -539,7 +539,7 @@ class Plan:
     @property
     def db_dir(self) -> str:
         """Where an archive (downloaded or local) is extracted."""
-        return f"{self.outdir}/data/db"
+        return f"{self.outdir}/{layout.DB_DIR}"
 
     @property
     def download_path(self) -> str:
@@ -564,12 +564,12 @@ class Plan:
         record); nothing for a source read in place."""
         kind = self.config["dataset"]["kind"]
         if kind == "synthetic":
-            return {"db": f"{self.outdir}/data/synthetic"}
+            return {"db": f"{self.outdir}/{layout.SYNTHETIC_DB}"}
         if self.reads_in_place:
             return {}
         if kind == "local":
             return {"db": self.db_dir}
-        return {"db": self.db_dir, "info": f"{self.outdir}/data/download.json"}
+        return {"db": self.db_dir, "info": f"{self.outdir}/{layout.DOWNLOAD_RECORD}"}
 
     def index_flags(self) -> list[str]:
         """Extra ``embryo-bench index`` options: the synthetic marker, the download record
@@ -609,9 +609,9 @@ class Plan:
         wheelhouse (when installing from it)."""
         c, out = self.config["containers"], {}
         if c["build_base"]:
-            out["base"] = f"{self.outdir}/images/base.json"
+            out["base"] = f"{self.outdir}/{layout.BASE_IMAGE_RECORD}"
         if c["pip_source"] == "wheelhouse":
-            out["wheelhouse"] = f"{self.outdir}/images/wheelhouse-{image}.json"
+            out["wheelhouse"] = f"{self.outdir}/{layout.wheelhouse_record(image)}"
         return out
 
     @property
@@ -631,8 +631,8 @@ class Plan:
         if t.runner != "docker":
             return []
         if t.docker_host:
-            return [f"{self.outdir}/images/{t.image}@{daemon_key(t.docker_host)}.json"]
-        return [f"{self.outdir}/images/{t.image}.json"]
+            return [f"{self.outdir}/{layout.image_record(t.image, daemon_key(t.docker_host))}"]
+        return [f"{self.outdir}/{layout.image_record(t.image)}"]
 
     @property
     def remote_daemons(self) -> dict[str, str]:

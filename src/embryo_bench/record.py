@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .io import atomic_path, write_json
+from .layout import METRICS, TELEMETRY
 from .telemetry import Measurement, summarise
 
 
@@ -38,7 +39,7 @@ def finish_run(
     metrics = {**metrics, **extra}
     if measurement is not None:
         frame = measurement.frame()
-        with atomic_path(out / "telemetry.csv") as tmp:
+        with atomic_path(out / TELEMETRY) as tmp:
             frame.to_csv(tmp, index=False)
         metrics["telemetry"] = summarise(
             frame,
@@ -47,5 +48,5 @@ def finish_run(
             measurement.cpu_energy_j,
             measurement.cores,
         )
-    write_json(out / "metrics.json", metrics)
+    write_json(out / METRICS, metrics)
     return metrics

@@ -13,6 +13,7 @@ import pandas as pd
 
 from .errors import DataError
 from .io import read_json
+from .layout import HISTORY, METRICS, RUN_SPEC, TELEMETRY, WINDOWS
 
 NOT_MEASURED = "not measured"
 
@@ -58,15 +59,15 @@ def load_runs(run_dirs: list[str]) -> list[Run]:
     """
     runs = []
     for d in run_dirs:
-        metrics = read_json(Path(d) / "metrics.json")
+        metrics = read_json(Path(d) / METRICS)
         try:
-            history = pd.read_csv(Path(d) / "history.csv")
+            history = pd.read_csv(Path(d) / HISTORY)
         except FileNotFoundError as exc:
-            raise DataError(f"{d}/history.csv: not found") from exc
-        tel, win = Path(d) / "telemetry.csv", Path(d) / "windows.csv"
+            raise DataError(f"{d}/{HISTORY}: not found") from exc
+        tel, win = Path(d) / TELEMETRY, Path(d) / WINDOWS
         telemetry = pd.read_csv(tel) if tel.is_file() else None
         windows = pd.read_csv(win) if win.is_file() else None
-        spec = read_json(Path(d) / "run.json")
+        spec = read_json(Path(d) / RUN_SPEC)
         runs.append(Run(str(d), metrics, history, telemetry, spec, windows))
     return runs
 

@@ -38,7 +38,7 @@ from .backend import compute_settings, distribution_scope, input_pipeline, limit
 from .calibrate import PROBE_METHOD, efficiency, matmul_probe, training_flops_per_image
 from .errors import ConfigError
 from .io import atomic_path, write_json
-from .layout import PROGRESS
+from .layout import HISTORY, MODEL, PROGRESS, SETTINGS, WINDOWS
 from .lifeline import check_parent
 from .record import finish_run
 from .spec import Preprocessing, RunSpec
@@ -532,16 +532,16 @@ def write_outputs(
     # The model first: by far the largest file, so a full disk stops the run before any
     # other output is written.
     with atomic_path(
-        out / "model.keras", suffix=".keras", needed_bytes=saved_model_bytes(session.model)
+        out / MODEL, suffix=".keras", needed_bytes=saved_model_bytes(session.model)
     ) as tmp:
         session.model.save(tmp)
-    with atomic_path(out / "history.csv") as tmp:
+    with atomic_path(out / HISTORY) as tmp:
         history.to_csv(tmp, index=False)
     windows = pd.DataFrame(session.windows, columns=WINDOW_COLUMNS)
-    with atomic_path(out / "windows.csv") as tmp:
+    with atomic_path(out / WINDOWS) as tmp:
         windows.to_csv(tmp, index=False)
     write_json(
-        out / "settings.json",
+        out / SETTINGS,
         {
             "preprocessing": session.preprocessing.to_dict(),
             "classes": {str(k): k + 1 for k in range(4)},

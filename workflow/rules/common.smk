@@ -93,7 +93,9 @@ def target(wildcards):
 def previous_run(wildcards):
     """The metrics of the run planned just before this one ([] for the first), ancient()."""
     before = PLAN.previous_run(wildcards.target, int(wildcards.repeat))
-    return ancient(f"{OUT}/{layout.run_dir(*before)}/metrics.json") if before else []
+    return (
+        ancient(f"{OUT}/{layout.run_dir(*before)}/{layout.METRICS}") if before else []
+    )
 
 
 wildcard_constraints:

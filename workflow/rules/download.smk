@@ -5,7 +5,7 @@
 rule download:
     output:
         archive=PLAN.download_path,
-        info=f"{OUT}/data/download.json",
+        info=f"{OUT}/{layout.DOWNLOAD_RECORD}",
     log:
         f"{LOGS}/download.log",
     conda:
@@ -43,8 +43,8 @@ rule extract:
 
 rule synthesize:
     output:
-        db=directory(f"{OUT}/data/synthetic"),
-        info=f"{OUT}/data/synthetic.json",
+        db=directory(f"{OUT}/{layout.SYNTHETIC_DB}"),
+        info=f"{OUT}/{layout.SYNTHETIC_RECORD}",
     log:
         f"{LOGS}/synthesize.log",
     conda:

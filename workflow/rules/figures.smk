@@ -5,14 +5,15 @@
 rule figures:
     input:
         specs=[f"{d}/{layout.RUN_SPEC}" for d in RUN_DIRS],
-        runs=[f"{d}/metrics.json" for d in RUN_DIRS],
-        histories=[f"{d}/history.csv" for d in RUN_DIRS],
-        telemetry=[f"{d}/telemetry.csv" for d in RUN_DIRS],
+        runs=[f"{d}/{layout.METRICS}" for d in RUN_DIRS],
+        histories=[f"{d}/{layout.HISTORY}" for d in RUN_DIRS],
+        telemetry=[f"{d}/{layout.TELEMETRY}" for d in RUN_DIRS],
+        windows=[f"{d}/{layout.WINDOWS}" for d in RUN_DIRS],
         # Runs made elsewhere (merge:): read, never written.
         merged=[
             f"{d}/{f}"
             for d in MERGED_RUN_DIRS
-            for f in ("metrics.json", "history.csv", layout.RUN_SPEC)
+            for f in (layout.METRICS, layout.HISTORY, layout.RUN_SPEC)
         ],
         selection=rules.select.output.selection,
         counts=rules.select.output.summary,

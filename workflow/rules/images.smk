@@ -9,7 +9,7 @@ REMOTE_DAEMONS = PLAN.remote_daemons
 
 rule base_image:
     output:
-        f"{OUT}/images/base.json",
+        f"{OUT}/{layout.BASE_IMAGE_RECORD}",
     log:
         f"{LOGS}/images/base.log",
     conda:
@@ -27,7 +27,7 @@ rule base_image:
 
 rule wheelhouse:
     output:
-        f"{OUT}/images/wheelhouse-{{image}}.json",
+        f"{OUT}/{layout.wheelhouse_record('{image}')}",
     log:
         f"{LOGS}/images/wheelhouse-{{image}}.log",
     conda:
@@ -47,7 +47,7 @@ rule image:
     input:
         unpack(lambda wc: PLAN.image_inputs(wc.image)),
     output:
-        f"{OUT}/images/{{image}}.json",
+        f"{OUT}/{layout.image_record('{image}')}",
     log:
         f"{LOGS}/images/{{image}}.log",
     conda:
@@ -69,9 +69,9 @@ rule image:
 
 rule ship_image:
     input:
-        f"{OUT}/images/{{image}}.json",
+        f"{OUT}/{layout.image_record('{image}')}",
     output:
-        f"{OUT}/images/{{image}}@{{daemon}}.json",
+        f"{OUT}/{layout.image_record('{image}', '{daemon}')}",
     log:
         f"{LOGS}/images/{{image}}@{{daemon}}.log",
     conda:
