@@ -109,6 +109,31 @@ def test_run_json_round_trip_and_strict_reading(tmp_path):
         RunSpec.from_dict({**d, "container": {"gpu": 1}}, "x")
 
 
+def test_run_and_metrics_files_carry_a_format_and_newer_ones_are_refused(tmp_path):
+    """Issue 24, item 8: merge reads folders written by other checkouts."""
+    from embryo_bench.layout import METRICS_FORMAT, RUN_SPEC_FORMAT
+    from embryo_bench.runs import load_runs
+
+    spec = plan().spec("host-1cpu", 1)
+    d = spec.to_dict()
+    assert d["format"] == RUN_SPEC_FORMAT == 1
+    older = {k: v for k, v in d.items() if k != "format"}  # before versions were written
+    assert RunSpec.from_dict(older, "x") == spec
+    with pytest.raises(DataError, match="x: format 2 is newer than this embryo-bench reads"):
+        RunSpec.from_dict({**d, "format": 2}, "x")
+    with pytest.raises(DataError, match="x: format 'one' is not a version number"):
+        RunSpec.from_dict({**d, "format": "one"}, "x")
+    run = tmp_path / "run"
+    run.mkdir()
+    spec.write(run / "run.json")
+    (run / "history.csv").write_text("epoch\n1\n")
+    (run / "metrics.json").write_text(json.dumps({"target": "host-1cpu"}))
+    assert load_runs([str(run)])[0].metrics == {"target": "host-1cpu"}  # version 0: read
+    (run / "metrics.json").write_text(json.dumps({"format": METRICS_FORMAT + 1}))
+    with pytest.raises(DataError, match=f"{run}/metrics.json: format 2 is newer than"):
+        load_runs([str(run)])
+
+
 def test_a_price_edit_changes_no_run_spec_but_a_training_setting_does():
     """Prices are report fields: run.json (what a training job depends on) does not hold
     them, so a price edit reruns the figures only."""

@@ -82,9 +82,10 @@ def offline_config(
     outdir: Path, docker: bool = False, full: bool = False, tiny: bool = False
 ) -> dict:
     """config/offline.yaml writing to ``outdir``; host targets only unless ``docker``
-    (tests/test_docker.py covers the docker runner), and without its sweeps and its
-    non-TensorFlow backends unless ``full`` (tests/test_report.py runs those); with
-    :data:`TINY`'s settings over it when ``tiny``."""
+    (tests/test_docker.py covers the docker runner), and without its sweeps, its
+    non-TensorFlow backends and its two-core target unless ``full`` (tests/test_report.py
+    runs those): host-1cpu (and docker-1cpu); with :data:`TINY`'s settings over it when
+    ``tiny``."""
     config = yaml.safe_load((REPO / "config" / "offline.yaml").read_text())
     config["outdir"] = str(outdir)
     if tiny:
@@ -96,11 +97,9 @@ def offline_config(
                     config[section][key] = value
     if not docker:
         config["targets"] = [t for t in config["targets"] if t["runner"] == "host"]
-    if not full:
+    if not full:  # host-1cpu (and docker-1cpu): the sweep's two-core target goes with it
         config["sweeps"] = []
-        config["targets"] = [
-            t for t in config["targets"] if t.get("backend", "tensorflow") == "tensorflow"
-        ]
+        config["targets"] = [t for t in config["targets"] if t["name"].endswith("-1cpu")]
     return config
 
 

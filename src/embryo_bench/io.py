@@ -184,3 +184,22 @@ def tree_stamp(directory: str | os.PathLike) -> str:
             rel = os.path.relpath(os.path.join(dirpath, name), root)
             h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return h.hexdigest()[:16]
+
+
+def check_format(data: dict, current: int, where: str) -> dict:
+    """``data`` without its ``format`` key, after checking that version: files without one
+    are version 0 (written before versions were recorded) and are read.
+
+    Raises:
+        DataError: ``format`` is not a whole number, or is newer than ``current`` (the
+            file was written by a newer embryo-bench; the message names ``where``).
+    """
+    version = data.get("format", 0)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise DataError(f"{where}: format {version!r} is not a version number")
+    if version > current:
+        raise DataError(
+            f"{where}: format {version} is newer than this embryo-bench reads ({current}); "
+            "read it with the newer embryo-bench that wrote it"
+        )
+    return {k: v for k, v in data.items() if k != "format"}

@@ -8,6 +8,11 @@ from __future__ import annotations
 #: resolved settings, :class:`embryo_bench.spec.RunSpec`) is written before training, by its
 #: own rule; the rest by the training.
 RUN_SPEC = "run.json"
+#: Format versions of ``run.json`` and ``metrics.json`` (issue 24): a file records the version
+#: it was written in; readers refuse a newer one and read the older ones (files without a
+#: version are version 0). Raise one when what a file means changes.
+RUN_SPEC_FORMAT = 1
+METRICS_FORMAT = 1
 METRICS = "metrics.json"
 HISTORY = "history.csv"
 MODEL = "model.keras"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .io import atomic_path, write_json
-from .layout import METRICS, TELEMETRY
+from .layout import METRICS, METRICS_FORMAT, TELEMETRY
 from .telemetry import Measurement, summarise
 
 
@@ -36,7 +36,7 @@ def finish_run(
         readings, energy in J, images per joule or "not measured (...)").
     """
     out = Path(out_dir)
-    metrics = {**metrics, **extra}
+    metrics = {"format": METRICS_FORMAT, **metrics, **extra}
     if measurement is not None:
         frame = measurement.frame()
         with atomic_path(out / TELEMETRY) as tmp:

@@ -12,8 +12,16 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import DataError
-from .io import read_json
-from .layout import HISTORY, METRICS, RUN_SPEC, TELEMETRY, WINDOWS
+from .io import check_format, read_json
+from .layout import (
+    HISTORY,
+    METRICS,
+    METRICS_FORMAT,
+    RUN_SPEC,
+    RUN_SPEC_FORMAT,
+    TELEMETRY,
+    WINDOWS,
+)
 
 NOT_MEASURED = "not measured"
 
@@ -55,11 +63,13 @@ def load_runs(run_dirs: list[str]) -> list[Run]:
     telemetry.csv and windows.csv.
 
     Raises:
-        DataError: metrics.json, history.csv or run.json is missing or unreadable.
+        DataError: metrics.json, history.csv or run.json is missing or unreadable, or
+            metrics.json's or run.json's format is newer than this embryo-bench reads.
     """
     runs = []
     for d in run_dirs:
         metrics = read_json(Path(d) / METRICS)
+        check_format(metrics, METRICS_FORMAT, f"{d}/{METRICS}")
         try:
             history = pd.read_csv(Path(d) / HISTORY)
         except FileNotFoundError as exc:
@@ -68,6 +78,7 @@ def load_runs(run_dirs: list[str]) -> list[Run]:
         telemetry = pd.read_csv(tel) if tel.is_file() else None
         windows = pd.read_csv(win) if win.is_file() else None
         spec = read_json(Path(d) / RUN_SPEC)
+        check_format(spec, RUN_SPEC_FORMAT, f"{d}/{RUN_SPEC}")
         runs.append(Run(str(d), metrics, history, telemetry, spec, windows))
     return runs
 

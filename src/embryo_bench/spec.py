@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ConfigError, DataError
-from .io import read_json, write_json
+from .io import check_format, read_json, write_json
+from .layout import RUN_SPEC_FORMAT
 from .preprocess import preprocess_frame, rotation_angles
 
 
@@ -213,8 +214,9 @@ class RunSpec:
         return self.container.docker_host if self.container else ""
 
     def to_dict(self) -> dict:
-        """Plain, JSON-ready dict (nested dataclasses as dicts)."""
-        return dataclasses.asdict(self)
+        """Plain, JSON-ready dict (nested dataclasses as dicts), with the file's ``format``
+        (:data:`embryo_bench.layout.RUN_SPEC_FORMAT`)."""
+        return {"format": RUN_SPEC_FORMAT, **dataclasses.asdict(self)}
 
     def to_json(self) -> str:
         """Canonical JSON (sorted keys, no spaces): equal specs give equal text."""
@@ -226,7 +228,9 @@ class RunSpec:
 
         Raises:
             ConfigError: a key is missing or unknown (the message names ``where``).
+            DataError: a ``format`` newer than :data:`embryo_bench.layout.RUN_SPEC_FORMAT`.
         """
+        d = check_format(d, RUN_SPEC_FORMAT, where)
         names = {f.name for f in dataclasses.fields(cls)}
         required = {
             f.name
