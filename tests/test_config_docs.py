@@ -51,7 +51,12 @@ def test_every_key_has_a_row_with_its_default_and_meaning():
     for key, sub in keys.items():
         assert sub.get("description"), f"{key}: no description in the schema"
         expected = _default_cell(sub["default"]) if "default" in sub else ""
+        if "x-default-by-runner" in sub:  # a default per runner (targets[].memory)
+            expected = ", ".join(
+                f"{_default_cell(v)} ({r})" for r, v in sub["x-default-by-runner"].items()
+            )
         assert rows[key][3] == expected, (key, rows[key][3], expected)
+    assert rows["targets[].memory"][3] == "`4g` (docker), `8g` (host)"
 
 
 def test_a_new_schema_key_changes_the_reference():

@@ -13,7 +13,7 @@ import yaml
 
 from embryo_bench.config import load_config, load_schema
 from embryo_bench.errors import ConfigError, DataError
-from embryo_bench.plan import DEFAULT_MEMORY, Plan
+from embryo_bench.plan import Plan
 from embryo_bench.spec import Preprocessing, RunSpec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,14 +68,15 @@ def test_derived_defaults_are_resolved_in_one_place():
     p = plan()
     host, docker = p.targets["host-1cpu"], p.targets["docker-1cpu"]
     assert host.threads == host.cpus == 1  # threads default to cpus
-    assert host.memory == DEFAULT_MEMORY["host"] and docker.memory == "3g"  # its own
+    assert host.memory == "8g" and docker.memory == "3g"  # the schema's host default; its own
     assert host.batch_size == OFFLINE["train"]["batch_size"] and host.repeats == 1
     assert host.replicas == 1 and host.docker_host == "" and host.gpu_model == ""
 
 
 def test_runs_and_their_specs():
     p = plan()
-    assert p.main_targets == ["host-1cpu", "host-1cpu-jax", "docker-1cpu", "host-2cpu"]
+    main = [n for n, t in p.targets.items() if t.sweep is None]
+    assert main == ["host-1cpu", "host-1cpu-jax", "docker-1cpu", "host-2cpu"]
     assert p.runs[:3] == [("host-1cpu", 1), ("host-1cpu-jax", 1), ("docker-1cpu", 1)]
     assert p.compare_base == "host-1cpu"  # cost.base_target, as compare.base is not set
     assert len(p.runs) == 4 + 4  # and the 2 x 2 sweep points
@@ -253,7 +254,7 @@ def test_where_the_data_comes_from(tmp_path):
 
 def test_images_and_their_inputs():
     p = plan()
-    assert p.images == ["cpu"] and p.image_tag("cpu") == "embryo-bench/cpu:0.1.0"
+    assert p.image_tag("cpu") == "embryo-bench/cpu:0.1.0"  # the package's version
     assert p.image_record("docker-1cpu") == [f"{OFFLINE['outdir']}/images/cpu.json"]
     assert p.image_record("host-1cpu") == []
     assert set(p.image_inputs("cpu")) == {"base", "wheelhouse"}  # offline builds both here

@@ -105,6 +105,10 @@ def _rows(node: dict, path: str) -> list[str]:
         full = f"{path}.{key}" if path else key
         need = "yes" if key in required else conditions.get(key, "no")
         default = _code(sub["default"]) if "default" in sub else ""
+        if "x-default-by-runner" in sub:  # a default that depends on the target's runner
+            default = ", ".join(
+                f"{_code(v)} ({runner})" for runner, v in sub["x-default-by-runner"].items()
+            )
         meaning = _text(sub.get("description", ""))
         cells = [f"`{full}`", _type(sub), need, default, _range(sub), meaning]
         rows.append("| " + " | ".join(cells) + " |")

@@ -7,13 +7,15 @@ TRAINING_MINUTES = {"2-core laptop": 309.0, "4-core desktop": 134.0}
 #: The paper's workload behind those times.
 TRAIN_IMAGES = 49_024
 EPOCHS = 20
+#: Images per training step.
+BATCH_SIZE = 480
 #: The paper's data counts (section 3): labelled frames in the database, frames of the rarest
-#: class (3 cells; all kept, as many drawn from each other class), the balanced selection,
-#: rotations per frame, and the samples after rotation with the train/test numbers as printed.
+#: class (3 cells; all kept, as many drawn from each other class), the balanced selection, and
+#: the samples after rotation (20 per frame) with the train/test numbers as printed. The
+#: paper's systems are the schema's ``paper_system`` values.
 LABELLED_FRAMES = 34_133
 RAREST_CLASS_FRAMES = 766
 BALANCED_FRAMES = 3_064
-ROTATIONS = 20
 SAMPLES = 61_280
 TRAIN_SAMPLES_PRINTED = 49_024
 TEST_SAMPLES_PRINTED = 12_256
@@ -30,12 +32,3 @@ TEST_ACCURACY = 0.85
 PARAMETERS_PRINTED = 16_832_432
 #: The paper's estimate of memory per image, MB (drawn beside our peak memory / batch size).
 MEMORY_MB_PER_IMAGE = 83.0
-#: Names of the paper's systems, for a target's ``paper_system``.
-SYSTEMS = [
-    "2-core laptop",
-    "4-core desktop",
-    "GTX 980 Ti",
-    "cloud K80, 1 vCPU",
-    "cloud K80, 8 vCPUs",
-    "cloud 2x K80",
-]

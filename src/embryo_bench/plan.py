@@ -23,16 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import hardware, layout
+from . import __version__, hardware, layout, paper
 from .config import apply_defaults, load_config, load_schema
 from .errors import ConfigError
 from .io import tree_stamp
 from .merge import run_dirs
 from .spec import Container, Preprocessing, RunSpec
 
-#: Memory of a training job whose target sets none: a docker target's container limit, or
-#: what a cluster reserves for a host-runner job.
-DEFAULT_MEMORY = {"docker": "4g", "host": "8g"}
 #: Backends whose packages the project's container images install.
 IMAGE_BACKENDS = ("tensorflow",)
 #: How figures name each kind of data on their face, unless ``dataset.label`` says.
@@ -151,10 +148,18 @@ def variant_settings(train: dict) -> dict:
     return {"variant": "original", **train["original"]}
 
 
-def resolve_target(entry: dict, train: dict) -> Target:
+def memory_defaults(schema: dict) -> dict[str, str]:
+    """Runner -> the memory of a training job whose target sets none (a docker target's
+    container limit, what a cluster reserves for a host-runner job): the schema's
+    ``x-default-by-runner`` of ``targets[].memory``."""
+    return schema["properties"]["targets"]["items"]["properties"]["memory"]["x-default-by-runner"]
+
+
+def resolve_target(entry: dict, train: dict, schema: dict | None = None) -> Target:
     """A :class:`Target` from one ``targets:`` entry whose schema defaults are already filled
     in (:func:`load_config`), applying the defaults that depend on other settings: threads =
-    cpus, memory by runner (:data:`DEFAULT_MEMORY`), batch size and repeats from ``train``.
+    cpus, memory by runner (:func:`memory_defaults` of ``schema``, default: the checkout's),
+    batch size and repeats from ``train``.
 
     Raises:
         ConfigError: more threads than cpus (they would share the pinned cores), or a docker
@@ -166,7 +171,7 @@ def resolve_target(entry: dict, train: dict) -> Target:
         cpus=entry["cpus"],
         threads=entry.get("threads", entry["cpus"]),
         gpus=entry["gpus"],
-        memory=entry.get("memory", DEFAULT_MEMORY[entry["runner"]]),
+        memory=entry.get("memory") or memory_defaults(schema or load_schema())[entry["runner"]],
         backend=entry["backend"],
         strategy=entry["strategy"],
         batch_size=train["batch_size"],
@@ -198,13 +203,19 @@ def resolve_target(entry: dict, train: dict) -> Target:
 
 def target_from_entry(entry: dict, train: dict | None = None, schema: dict | None = None):
     """:func:`resolve_target` for a bare ``targets:`` entry: the schema's target defaults are
-    filled in first; ``train`` defaults to batch size 480, 1 repeat (for tests and tools).
+    filled in first; ``train`` defaults to the paper's batch size and the schema's repeats
+    (for tests and tools).
 
     Raises:
         ConfigError: the entry does not match the schema, or as :func:`resolve_target`.
     """
-    item = (schema or load_schema())["properties"]["targets"]["items"]
-    return resolve_target(apply_defaults(entry, item), train or {"batch_size": 480, "repeats": 1})
+    schema = schema or load_schema()
+    item = schema["properties"]["targets"]["items"]
+    train = train or {
+        "batch_size": paper.BATCH_SIZE,
+        "repeats": schema["properties"]["train"]["properties"]["repeats"]["default"],
+    }
+    return resolve_target(apply_defaults(entry, item), train, schema)
 
 
 def run_seed(base_seed: int, repeat: int) -> int:
@@ -443,12 +454,13 @@ class Plan:
                 is missing or holds no finished run, or two ``docker_host`` values with the
                 same file key.
         """
+        schema = schema or load_schema()
         config = load_config(config, schema)
         if probe is None:
             probe = default_probe(hardware_check or config["hardware_check"])
         targets, skipped = {}, {}
         for entry in config["targets"]:
-            t = resolve_target(entry, config["train"])
+            t = resolve_target(entry, config["train"], schema)
             why = probe(t) if probe else None
             if why is None:
                 targets[t.name] = t
@@ -474,11 +486,6 @@ class Plan:
         plan.merged_run_dirs  # noqa: B018
         plan.remote_daemons  # noqa: B018
         return plan
-
-    @property
-    def main_targets(self) -> list[str]:
-        """Targets of ``targets:`` that run (no sweep points)."""
-        return [n for n, t in self.targets.items() if t.sweep is None]
 
     @property
     def runs(self) -> list[tuple[str, int]]:
@@ -519,15 +526,10 @@ class Plan:
         """How figures name the data (:func:`dataset_label`)."""
         return dataset_label(self.config["dataset"])
 
-    @property
-    def images(self) -> list[str]:
-        """The container images ("cpu", "gpu") the docker targets that run need."""
-        return sorted({t.image for t in self.targets.values() if t.runner == "docker"})
-
     def image_tag(self, image: str) -> str:
         """The tag of a project image, e.g. ``embryo-bench/cpu:0.1.0``."""
         c = self.config["containers"]
-        return f"{c['tag_prefix']}/{image}:{c['tag_version']}"
+        return f"{c['tag_prefix']}/{image}:{c['tag_version'] or __version__}"
 
     # --- where the data comes from (rules download, extract, synthesize, index) -----------
 
