@@ -39,6 +39,7 @@ localrules:
     wheelhouse,
     image,
     figures,
+    figures_spec,
     run_spec,
 
 

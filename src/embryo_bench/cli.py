@@ -285,28 +285,11 @@ def cmd_train(p):
 
 def cmd_figures(p):
     """figures and tables of every run"""
-    p.add_argument("--runs", nargs="+", required=True, help="run folders")
     p.add_argument(
-        "--merged", nargs="*", default=[], help="result folders of runs made elsewhere (merge:)"
-    )
-    p.add_argument("--targets", required=True, help="JSON: target -> price, paper system, sweep")
-    p.add_argument("--cost-base", default="", help="target that cost is normalised to")
-    p.add_argument("--cost-note", default="", help="why cost is not normalised, if it is not")
-    p.add_argument("--stability", default="{}", help="JSON: the config's stability thresholds")
-    p.add_argument(
-        "--compare-base",
-        default="",
-        help="the target each is compared with round by round (default: the first run's); "
-        "--runs must come in the planned order",
-    )
-    p.add_argument(
-        "--baseline", default="", help="a machine baseline (embryo-bench calibrate) for drift"
-    )
-    p.add_argument(
-        "--min-difference",
-        type=float,
-        default=0.05,
-        help="a speed ratio closer to 1 than this is no measured difference (fraction)",
+        "--spec",
+        required=True,
+        help="figures-spec.json: runs (in the planned order), merged folders, targets' prices, "
+        "cost and comparison bases, stability thresholds, the effective configuration",
     )
     p.add_argument("--selection", required=True)
     p.add_argument(
@@ -314,26 +297,27 @@ def cmd_figures(p):
     )
     p.add_argument("--source-info", required=True)
     p.add_argument("--shard", required=True, help="an augment shard (its preprocessing settings)")
-    p.add_argument("--out-dir", required=True)
     p.add_argument(
-        "--config",
-        default="",
-        help="JSON: the effective configuration, written as OUT_DIR/config.yaml after the "
-        "figures (one job, so it always describes the runs the tables show)",
+        "--out-dir",
+        required=True,
+        help="the figures folder; the spec's configuration is written there as config.yaml "
+        "after the figures (one job, so it always describes the runs the tables show)",
     )
 
     def run(a):
         from . import figures
         from .calibrate import read_baseline
+        from .figspec import FiguresSpec
         from .io import read_json
         from .merge import merge_runs
         from .runs import load_runs
         from .spec import Preprocessing
-        from .stability import thresholds
         from .stages import shard_settings
 
-        runs = load_runs(a.runs)
-        merged, targets = merge_runs(a.merged, runs, json.loads(a.targets))
+        spec = FiguresSpec.read(a.spec)
+        runs = load_runs(spec.runs)
+        merged, targets = merge_runs(spec.merge, runs, spec.targets)
+        baseline = spec.stability.get("baseline", "")
         figures.make_all(
             runs,
             targets,
@@ -341,17 +325,16 @@ def cmd_figures(p):
             Preprocessing.from_dict(shard_settings(a.shard)["preprocessing"], a.shard),
             a.selection,
             a.out_dir,
-            cost_base=a.cost_base,
-            cost_note=a.cost_note,
-            stability=thresholds(json.loads(a.stability)),
+            cost_base=spec.cost_base,
+            cost_note=spec.cost_note,
+            stability=spec.stability,
             counts=read_json(a.select_summary) if a.select_summary else None,
             merged=merged,
-            compare_base=a.compare_base,
-            min_difference=a.min_difference,
-            baseline=read_baseline(a.baseline) if a.baseline else None,
+            compare_base=spec.compare_base,
+            min_difference=spec.min_difference,
+            baseline=read_baseline(baseline) if baseline else None,
         )
-        if a.config:
-            _write_config(json.loads(a.config), Path(a.out_dir) / "config.yaml")
+        _write_config(spec.config, Path(a.out_dir) / "config.yaml")
 
     return run
 

@@ -13,6 +13,10 @@ RUN_SPEC = "run.json"
 #: version are version 0). Raise one when what a file means changes.
 RUN_SPEC_FORMAT = 1
 METRICS_FORMAT = 1
+#: The figures job's settings (:mod:`embryo_bench.figspec`), beside ``figures/``, and its
+#: format version.
+FIGURES_SPEC = "figures-spec.json"
+FIGURES_SPEC_FORMAT = 1
 METRICS = "metrics.json"
 HISTORY = "history.csv"
 MODEL = "model.keras"

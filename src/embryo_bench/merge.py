@@ -14,8 +14,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
+
 from .errors import ConfigError
-from .layout import METRICS
+from .figspec import FiguresSpec
+from .layout import FIGURES_SPEC, METRICS
 from .runs import Run, load_runs, machine_of
 
 #: What must be equal for runs to be comparable: the data (source.json, as each run's
@@ -85,10 +88,18 @@ def software_differences(run: Run, reference: list[Run]) -> str:
 
 
 def _report_fields(outdir: Path) -> dict[str, dict]:
-    """Target name -> :data:`REPORT_FIELDS` from ``outdir/figures/config.yaml`` (the
-    configuration its figures job recorded); {} without one."""
-    import yaml
+    """Target name -> :data:`REPORT_FIELDS` from ``outdir``'s figures spec
+    (:data:`embryo_bench.layout.FIGURES_SPEC`), or for a folder made before specs were
+    written, from the configuration its figures job recorded (``figures/config.yaml``); {}
+    without either.
 
+    Raises:
+        DataError: the spec is unreadable or newer than this embryo-bench reads.
+    """
+    spec_path = outdir / FIGURES_SPEC
+    if spec_path.is_file():
+        targets = FiguresSpec.read(spec_path).targets
+        return {n: {k: t[k] for k in REPORT_FIELDS if k in t} for n, t in targets.items()}
     path = outdir / "figures" / "config.yaml"
     if not path.is_file():
         return {}

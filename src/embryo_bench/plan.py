@@ -26,6 +26,7 @@ from pathlib import Path
 from . import __version__, hardware, layout, paper
 from .config import apply_defaults, load_config, load_schema
 from .errors import ConfigError
+from .figspec import FiguresSpec
 from .io import tree_stamp
 from .merge import run_dirs
 from .spec import Container, Preprocessing, RunSpec
@@ -657,3 +658,22 @@ class Plan:
     def report_targets(self) -> dict[str, dict]:
         """Target name -> :meth:`Target.report_fields`, for the figures."""
         return {n: t.report_fields() for n, t in self.targets.items()}
+
+    @property
+    def run_dirs(self) -> list[str]:
+        """Every run's folder, in the planned order (:attr:`runs`)."""
+        return [f"{self.outdir}/{layout.run_dir(t, k)}" for t, k in self.runs]
+
+    def figures_spec(self) -> FiguresSpec:
+        """What the figures job is given (``figures-spec.json``)."""
+        return FiguresSpec(
+            runs=self.run_dirs,
+            merge=list(self.config["merge"]),
+            targets=self.report_targets(),
+            cost_base=self.cost_base,
+            cost_note=self.cost_note,
+            compare_base=self.compare_base,
+            min_difference=float(self.config["compare"]["min_difference"]),
+            stability=dict(self.config["stability"]),
+            config=self.config,
+        )

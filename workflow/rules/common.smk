@@ -106,7 +106,7 @@ wildcard_constraints:
     target="|".join(re.escape(n) for n in PLAN.targets),
 
 
-RUN_DIRS = [f"{OUT}/{layout.run_dir(t, k)}" for t, k in PLAN.runs]
+RUN_DIRS = PLAN.run_dirs
 # Finished runs of other machines' result folders (merge:), read by the figures job only.
 MERGED_RUN_DIRS = PLAN.merged_run_dirs
 UTILISATION = [

@@ -2,8 +2,25 @@
 # tables, and one utilisation figure per run; all collected by `snakemake --report`.
 
 
+rule figures_spec:
+    output:
+        f"{OUT}/{layout.FIGURES_SPEC}",
+    log:
+        f"{LOGS}/figures-spec.log",
+    conda:
+        "../../envs/embryo-bench.yaml"
+    params:
+        # Prices, paper systems, sweep points, bases, thresholds: a price edit reruns this
+        # rule and the figures, nothing else.
+        spec=PLAN.figures_spec().to_dict(),
+        code=code_hash("embryo_bench.figspec"),
+    script:
+        "../scripts/figures_spec.py"
+
+
 rule figures:
     input:
+        figures_spec=rules.figures_spec.output[0],
         specs=[f"{d}/{layout.RUN_SPEC}" for d in RUN_DIRS],
         runs=[f"{d}/{layout.METRICS}" for d in RUN_DIRS],
         histories=[f"{d}/{layout.HISTORY}" for d in RUN_DIRS],
@@ -79,27 +96,10 @@ rule figures:
     resources:
         bench_slot=OTHER_JOB_SLOTS,
     params:
-        run_dirs=RUN_DIRS,
-        merged=CONFIG["merge"],
-        # Prices, paper systems and sweep points: report fields only, so a price edit
-        # reruns this rule and nothing else.
-        targets=json.dumps(PLAN.report_targets(), sort_keys=True),
-        cost_base=PLAN.cost_base,
-        cost_note=PLAN.cost_note,
-        stability=json.dumps(CONFIG["stability"], sort_keys=True),
-        compare_base=PLAN.compare_base,
-        min_difference=CONFIG["compare"]["min_difference"],
         out_dir=lambda wc, output: os.path.dirname(output.results_table_csv),
-        config=shlex.quote(json.dumps(CONFIG, sort_keys=True)),
         code=code("figures"),
     shell:
-        "python3 -m embryo_bench.cli figures --runs {params.run_dirs:q} "
-        "--merged {params.merged:q} "
-        "--targets {params.targets:q} --cost-base={params.cost_base:q} "
-        "--cost-note={params.cost_note:q} --stability {params.stability:q} "
-        "--compare-base={params.compare_base:q} --min-difference {params.min_difference} "
-        "--baseline={input.baseline:q} "
-        "--selection {input.selection:q} "
-        "--select-summary {input.counts:q} "
+        "python3 -m embryo_bench.cli figures --spec {input.figures_spec:q} "
+        "--selection {input.selection:q} --select-summary {input.counts:q} "
         "--source-info {input.source:q} --shard {input.shard:q} "
-        "--out-dir {params.out_dir:q} --config {params.config} > {log:q} 2>&1"
+        "--out-dir {params.out_dir:q} > {log:q} 2>&1"
