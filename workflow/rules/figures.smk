@@ -9,6 +9,8 @@ rule figures_spec:
         f"{LOGS}/figures-spec.log",
     conda:
         "../../envs/embryo-bench.yaml"
+    resources:
+        bench_slot=OTHER_JOB_SLOTS,
     params:
         # Prices, paper systems, sweep points, bases, thresholds: a price edit reruns this
         # rule and the figures, nothing else.
