@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -164,6 +165,26 @@ def test_hardware_policy_skip_fail_and_nothing_left():
     # The base of a sweep skipped: the sweep names it.
     with pytest.raises(ConfigError, match=r"sweeps\[0\].target 'host-2cpu': no such target"):
         plan(probe=lambda t: "gone" if t.name == "host-2cpu" else None)
+
+
+@pytest.mark.parametrize(
+    "section, key, value, message",
+    [
+        ("preprocess", "rotation_step", 7, "rotation_step 7: does not divide 360 (51 angles and "
+         "a last gap of 3 degrees)"),
+        ("preprocess", "rotation_step", 0.7, "rotation_step 0.7: does not divide 360"),
+        ("preprocess", "crop_fraction", 0.05, "crop_fraction 0.05: a 5 px crop of 96 px frames"),
+    ],
+)  # fmt: skip
+def test_preprocessing_that_makes_nonsense_is_refused(section, key, value, message):
+    """Issue 25, item 4: no 10 degree gap after 51 angles, no 1x1 px crops."""
+    bad = copy.deepcopy(OFFLINE)
+    bad[section][key] = value
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        plan(bad)
+    fine = copy.deepcopy(OFFLINE)
+    fine["preprocess"]["rotation_step"] = 0.5  # 720 angles: divides 360
+    assert plan(fine).preprocessing.rotation_step == 0.5
 
 
 def test_more_threads_than_cpus_is_refused_at_plan_time():

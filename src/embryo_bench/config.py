@@ -102,7 +102,8 @@ def read_config_file(path: str | Path) -> dict:
 
 def load_config(config: dict, schema: dict | None = None) -> dict:
     """Validate a configuration and fill in the schema's defaults; checks across settings the
-    schema cannot express (the split rule, unique target names).
+    schema cannot express (the split rule, unique target names, a rotation step that divides
+    360, a crop of at least :data:`MIN_CROP_PX`).
 
     Returns:
         a new dict: the configuration with every default.
@@ -120,4 +121,33 @@ def load_config(config: dict, schema: dict | None = None) -> dict:
     names = [t["name"] for t in config["targets"]]
     if dup := sorted({n for n in names if names.count(n) > 1}):
         raise ConfigError(f"targets: name {dup[0]!r} is used twice")
+    _check_preprocessing(config["preprocess"], config["dataset"]["frame_size"])
     return config
+
+
+#: The smallest centre crop (px) the preprocessing accepts: below it every image is nearly
+#: constant after equalisation and rotation (issue 25: a 1x1 px crop trained on nothing).
+MIN_CROP_PX = 8
+
+
+def _check_preprocessing(pp: dict, frame_size: int) -> None:
+    """Settings the schema's ranges cannot express (issue 25, item 4).
+
+    Raises:
+        ConfigError: a rotation step that does not divide 360 (the last gap would differ:
+            7 gives 51 angles and a 10 degree gap), or a crop under :data:`MIN_CROP_PX`.
+    """
+    step = float(pp["rotation_step"])
+    turns = 360.0 / step
+    if abs(turns - round(turns)) > 1e-9:
+        raise ConfigError(
+            f"preprocess.rotation_step {pp['rotation_step']}: does not divide 360 "
+            f"({int(turns)} angles and a last gap of {360 - int(turns) * step:g} degrees); "
+            "use a divisor of 360 (paper: 18, 20 rotations)"
+        )
+    crop = round(pp["crop_fraction"] * frame_size)
+    if crop < MIN_CROP_PX:
+        raise ConfigError(
+            f"preprocess.crop_fraction {pp['crop_fraction']}: a {crop} px crop of "
+            f"{frame_size} px frames; the crop needs at least {MIN_CROP_PX} px"
+        )
