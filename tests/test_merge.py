@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -103,8 +104,13 @@ def test_a_merge_shows_both_machines_in_every_table_and_the_report(two_machines)
 
 
 @pytest.mark.slow
-def test_runs_on_other_preprocessing_are_refused(two_machines, tmp_path):
+def test_runs_on_other_preprocessing_are_refused_and_the_figures_kept(two_machines, tmp_path):
+    """Issue 25: the refusal comes when the plan is made, before Snakemake deletes the
+    existing figures for a figures job that would fail (32 files -> 0 before)."""
     a, config, other = two_machines
+    figures = a / config["outdir"] / "figures"
+    before = digest(figures)
+    assert len(before) > 30
     copy = tmp_path / "out"
     shutil.copytree(other, copy)
     spec = copy / "train/host-1cpu/repeat-1/run.json"
@@ -114,8 +120,11 @@ def test_runs_on_other_preprocessing_are_refused(two_machines, tmp_path):
     proc = snakemake(a, {**config, "merge": [str(copy)]}, check=False)
     text = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    assert f"merge: {copy}/train/host-1cpu/repeat-1 is not comparable" in text
-    assert "preprocessing rotation_step: theirs 36.0, ours 90.0" in text
+    assert (
+        f"merge: {copy}/train/host-1cpu/repeat-1 was made with preprocessing rotation_step "
+        "36.0 (ours 90.0)"
+    ) in text
+    assert digest(figures) == before
 
 
 @pytest.mark.slow
@@ -167,3 +176,56 @@ def test_a_merged_sweep_point_is_drawn_as_a_sweep_point(tmp_path):
     assert fields[f"host-1cpu@{MACHINE_B}"]["sweep"] is None
     assert fields[f"host-1cpu.bs120-t1@{MACHINE_B}"]["sweep"] == {
         "base": f"host-1cpu@{MACHINE_B}", "batch_size": 120, "threads": 1}  # fmt: skip
+
+
+PP = {"frame_size": 48, "crop_fraction": 0.5, "invert_centre": 128, "rotation_step": 90.0,
+      "image_size": 16}  # fmt: skip
+METRICS = {"target": "host-1cpu", "repeat": 1, "cpus": 1, "gpus": 0, "batch_size": 480,
+           "n_train": 100, "n_test": 20, "epochs": 1, "training_seconds": 1.0,
+           "first_epoch_seconds": 1.0, "mean_images_per_s": 100.0, "final_test_accuracy": 0.5,
+           "parameter_count": 10, "provenance": {"hostname": MACHINE_B}}  # fmt: skip
+
+
+def _folder(root: Path, metrics=None, preprocessing=None) -> Path:
+    run = root / "train/host-1cpu/repeat-1"
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "metrics.json").write_text(json.dumps(METRICS if metrics is None else metrics))
+    spec = {"target": "host-1cpu", "preprocessing": preprocessing or PP}
+    (run / "run.json").write_text(json.dumps(spec))
+    (run / "history.csv").write_text("epoch\n1\n")
+    return root
+
+
+def test_merge_folders_are_checked_before_any_job(tmp_path):
+    """Issue 25, item 1: each of the cases that lost the figures (Snakemake deleted them
+    before the figures job failed) is now refused when the plan is made."""
+    from embryo_bench.errors import ConfigError
+    from embryo_bench.merge import check_folders
+
+    good = _folder(tmp_path / "good")
+    assert check_folders([str(good)], str(tmp_path / "out"), PP) == [
+        str(good / "train/host-1cpu/repeat-1")]  # fmt: skip
+    cases = {
+        "same": ([str(good), f"{good}/"], f"merge: {good} and {good}/ are the same folder"),
+        "own": ([str(good)], f"merge: {good} is this workflow's own outdir"),
+    }
+    for outdirs, message in cases.values():
+        own = str(good) if "own" in message else str(tmp_path / "out")
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            check_folders(outdirs, own, PP)
+    cut = _folder(tmp_path / "cut")
+    (cut / "train/host-1cpu/repeat-1/metrics.json").write_text('{"target": "host')
+    bad_spec = _folder(tmp_path / "bad-spec")
+    (bad_spec / "train/host-1cpu/repeat-1/run.json").write_text("not json")
+    no_prov = _folder(tmp_path / "no-prov", {k: v for k, v in METRICS.items() if k != "provenance"})
+    rotated = _folder(tmp_path / "rotated", preprocessing={**PP, "rotation_step": 12.0})
+    typed = _folder(tmp_path / "typed", preprocessing={**PP, "image_size": "16"})
+    for folder, message in (
+        (cut, "metrics.json: not valid JSON"),
+        (bad_spec, "run.json: not valid JSON"),
+        (no_prov, "metrics.json lacks ['provenance']"),
+        (rotated, "was made with preprocessing rotation_step 12.0 (ours 90.0)"),
+        (typed, "was made with preprocessing image_size '16' (ours 16)"),
+    ):
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            check_folders([str(folder)], str(tmp_path / "out"), PP)

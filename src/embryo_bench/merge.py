@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from .errors import ConfigError
+from .errors import ConfigError, DataError
 from .figspec import FiguresSpec
 from .layout import FIGURES_SPEC, METRICS
 from .runs import Run, load_runs, machine_of
@@ -43,6 +43,73 @@ def run_dirs(outdir: str | Path) -> list[str]:
         raise ConfigError(
             f"merge: {outdir} holds no finished run (no train/<target>/repeat-<k>/metrics.json)"
         )
+    return found
+
+
+#: What a merged run's metrics.json must hold for the tables (issue 25: a metrics.json
+#: without provenance crashed the figures job after the figures were deleted).
+REQUIRED_METRICS = (
+    "target",
+    "repeat",
+    "cpus",
+    "gpus",
+    "batch_size",
+    "n_train",
+    "n_test",
+    "epochs",
+    "training_seconds",
+    "first_epoch_seconds",
+    "mean_images_per_s",
+    "final_test_accuracy",
+    "parameter_count",
+    "provenance",
+)
+
+
+def check_folders(outdirs: list[str], own_outdir: str, preprocessing: dict) -> list[str]:
+    """Check ``merge:`` before any job runs (issue 25, item 1): a bad folder fails the plan,
+    so Snakemake never deletes the existing figures for a figures job that would fail.
+
+    Args:
+        outdirs: the ``merge:`` folders.
+        own_outdir: this workflow's ``outdir`` (it cannot merge itself).
+        preprocessing: this workflow's preprocessing settings (``Preprocessing.to_dict()``).
+
+    Returns:
+        the finished run folders, in the folders' order.
+
+    Raises:
+        ConfigError: naming the folder or run: not a folder, no finished run, the same folder
+            twice (after normalising the path), this workflow's own outdir, a metrics.json or
+            run.json that cannot be read (or is of a newer format), a metrics.json without
+            a key the tables need, or a run made with other preprocessing.
+    """
+    seen: dict[Path, str] = {}
+    own = Path(own_outdir).resolve()
+    found = []
+    for outdir in outdirs:
+        real = Path(outdir).resolve()
+        if real == own:
+            raise ConfigError(f"merge: {outdir} is this workflow's own outdir")
+        if real in seen:
+            raise ConfigError(f"merge: {seen[real]} and {outdir} are the same folder")
+        seen[real] = outdir
+        for d in run_dirs(outdir):
+            try:
+                (run,) = load_runs([d])
+            except DataError as exc:
+                raise ConfigError(f"merge: {exc}") from None
+            missing = [k for k in REQUIRED_METRICS if k not in run.metrics]
+            if missing:
+                raise ConfigError(f"merge: {d}/{METRICS} lacks {missing}")
+            theirs = (run.spec or {}).get("preprocessing") or {}
+            for key, value in preprocessing.items():
+                if theirs.get(key) != value:
+                    raise ConfigError(
+                        f"merge: {d} was made with preprocessing {key} {theirs.get(key)!r} "
+                        f"(ours {value!r}): runs on other preprocessing cannot share a table"
+                    )
+            found.append(d)
     return found
 
 

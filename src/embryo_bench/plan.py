@@ -16,6 +16,7 @@ cached job writing ``train/<target>/repeat-<k>/``; repeat k trains with seed
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import random
 import re
@@ -28,7 +29,7 @@ from .config import apply_defaults, load_config, load_schema
 from .errors import ConfigError
 from .figspec import FiguresSpec
 from .io import tree_stamp
-from .merge import run_dirs
+from .merge import check_folders
 from .spec import Container, Preprocessing, RunSpec
 
 #: Backends whose packages the project's container images install.
@@ -617,14 +618,15 @@ class Plan:
             out["wheelhouse"] = f"{self.outdir}/{layout.wheelhouse_record(image)}"
         return out
 
-    @property
+    @functools.cached_property
     def merged_run_dirs(self) -> list[str]:
-        """The finished runs of the result folders under ``merge:`` (their run folders).
+        """The finished runs of the result folders under ``merge:`` (their run folders),
+        checked (:func:`embryo_bench.merge.check_folders`).
 
         Raises:
-            ConfigError: a folder is missing or holds no finished run.
+            ConfigError: as :func:`embryo_bench.merge.check_folders`.
         """
-        return [d for outdir in self.config["merge"] for d in run_dirs(outdir)]
+        return check_folders(self.config["merge"], self.outdir, self.preprocessing.to_dict())
 
     def image_record(self, target: str) -> list[str]:
         """The image record a docker target's runs need ([] for host targets): the build's
