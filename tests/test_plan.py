@@ -187,6 +187,26 @@ def test_preprocessing_that_makes_nonsense_is_refused(section, key, value, messa
     assert plan(fine).preprocessing.rotation_step == 0.5
 
 
+@pytest.mark.parametrize(
+    "address, problem",
+    [
+        ("tcp://", "no host"),
+        ("tcp://127.0.0.1:notaport", "cannot be parsed (Port could not be cast"),
+        ("tcp://[::1:2375", "cannot be parsed (Invalid IPv6 URL)"),
+        ("ssh://", "no host"),
+        ("unix://", "no socket path"),
+    ],
+)
+def test_a_docker_host_that_is_not_an_address_is_named_at_plan_time(address, problem):
+    """Issue 25: these were "valid" to check-config and reported later as "no Docker daemon
+    answers" (ssh:// without a host quietly tried 127.0.0.1:22)."""
+    config = copy.deepcopy(OFFLINE)
+    config["targets"].append({"name": "vm", "runner": "docker", "cpus": 1, "docker_host": address})
+    said = f"target vm: docker_host {address!r}" + (" " if "parsed" in problem else ": ")
+    with pytest.raises(ConfigError, match=re.escape(said + problem)):
+        plan(config)
+
+
 def test_more_threads_than_cpus_is_refused_at_plan_time():
     """Threads beyond the pinned cores would share them, the probe too (issue 23)."""
     one_core = {**OFFLINE, "sweeps": [{"target": "host-1cpu", "threads": [1, 2]}]}
@@ -339,8 +359,18 @@ def test_schema_is_where_the_defaults_come_from():
         ("outdir: x\ntrain:\n  epochs: 3\n   batch_size: 4\n", "line 4, column 14", "mapping"),
         ("outdir: x\ntrain: {epochs: [1, 2}\n", "line 2, column 22", "expected ','"),
         ("outdir: x\ntrain:\n\tepochs: 3\n", "line 3, column 1", "cannot start any token"),
+        (
+            "outdir: x\ntrain:\n  epochs: 3\n  epochs: 5\n",
+            "line 4, column 3",
+            r"found the key 'epochs' twice in one mapping \(first on line 3\)",
+        ),
+        (
+            "targets: []\nouutdir: x\ntargets: [{name: a}]\n",
+            "line 3, column 1",
+            "found the key 'targets' twice",
+        ),
     ],
-    ids=["indentation", "unclosed flow sequence", "tab"],
+    ids=["indentation", "unclosed flow sequence", "tab", "key twice", "section twice"],
 )
 def test_a_config_syntax_error_names_file_line_and_column(tmp_path, capsys, text, where, problem):
     # Issue 12, item 7: Snakemake says only "not valid JSON or YAML"; check-config says where.

@@ -15,6 +15,31 @@ from jsonschema import Draft202012Validator, validators
 
 from .errors import ConfigError
 
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the last
+    silently: a second ``epochs:`` or ``targets:`` replaced the first, issue 25). Keys brought
+    in by a merge key (``<<: *anchor``) may still be overridden, as YAML intends."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            first: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                if key in first:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f"found the key {key!r} twice in one mapping (first on line "
+                        f"{first[key].start_mark.line + 1})",
+                        key_node.start_mark,
+                    )
+                first[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
+
 #: The schema every configuration is validated against (and the source of its defaults).
 SCHEMA = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
 
@@ -76,8 +101,9 @@ def read_config_file(path: str | Path) -> dict:
     no location (issue 12, item 7); this names it.
 
     Raises:
-        ConfigError: the file is missing or unreadable; a syntax error, naming the file, line
-            and column (1-based) and the parser's problem; or the top level is not a mapping.
+        ConfigError: the file is missing or unreadable; a syntax error or a key given twice
+            in one mapping, naming the file, line and column (1-based) and the problem; or
+            the top level is not a mapping.
     """
     path = Path(path)
     try:
@@ -85,7 +111,7 @@ def read_config_file(path: str | Path) -> dict:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the configuration file ({exc})") from exc
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=UniqueKeyLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -6,8 +6,44 @@ that the code a host training run hashes does not include the image builds (issu
 from __future__ import annotations
 
 import os
+from urllib.parse import urlsplit
 
-from .errors import DockerError
+from .errors import ConfigError, DockerError
+
+#: The forms a ``docker_host`` may take.
+ADDRESS_FORMS = "tcp://HOST:PORT, ssh://[USER@]HOST[:PORT] or unix:///PATH"
+
+
+def check_address(docker_host: str) -> None:
+    """Check that ``docker_host`` is a Docker daemon address the SDK can use (issue 25: a
+    malformed one was reported as "no Docker daemon answers", and ``ssh://`` without a host
+    quietly tried 127.0.0.1:22).
+
+    Raises:
+        ConfigError: an unknown scheme, no host (tcp, ssh), a port that is not a number in
+            1..65535, or no socket path (unix); the message names the address and the forms.
+    """
+    try:
+        parts = urlsplit(docker_host)
+        port = parts.port  # ValueError when not a number or out of range
+        host = parts.hostname
+    except ValueError as exc:
+        raise ConfigError(
+            f"docker_host {docker_host!r} cannot be parsed ({exc}); expected {ADDRESS_FORMS}"
+        ) from None
+    if parts.scheme not in ("tcp", "ssh", "unix"):
+        raise ConfigError(
+            f"docker_host {docker_host!r}: scheme {parts.scheme or 'missing'!r}; "
+            f"expected {ADDRESS_FORMS}"
+        )
+    if parts.scheme == "unix":
+        if not parts.path:
+            raise ConfigError(f"docker_host {docker_host!r}: no socket path; expected unix:///PATH")
+        return
+    if not host:
+        raise ConfigError(f"docker_host {docker_host!r}: no host; expected {ADDRESS_FORMS}")
+    if port == 0:
+        raise ConfigError(f"docker_host {docker_host!r}: port 0; expected {ADDRESS_FORMS}")
 
 
 def docker_client(docker_host: str | None = None, timeout: int = 120):

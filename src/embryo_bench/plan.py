@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, hardware, layout, paper
+from . import __version__, docker_api, hardware, layout, paper
 from .config import apply_defaults, load_config, load_schema
 from .errors import ConfigError
 from .figspec import FiguresSpec
@@ -164,8 +164,9 @@ def resolve_target(entry: dict, train: dict, schema: dict | None = None) -> Targ
     batch size and repeats from ``train``.
 
     Raises:
-        ConfigError: more threads than cpus (they would share the pinned cores), or a docker
-            target on a backend its image does not install.
+        ConfigError: a ``docker_host`` that is not a daemon address, more threads than cpus
+            (they would share the pinned cores), or a docker target on a backend its image
+            does not install.
     """
     t = Target(
         name=entry["name"],
@@ -188,6 +189,11 @@ def resolve_target(entry: dict, train: dict, schema: dict | None = None) -> Targ
         paper_system=entry.get("paper_system", ""),
         description=entry["description"],
     )
+    if t.runner == "docker" and t.docker_host:
+        try:
+            docker_api.check_address(t.docker_host)
+        except ConfigError as exc:
+            raise ConfigError(f"target {t.name}: {exc}") from None
     if t.threads > t.cpus:
         raise ConfigError(
             f"target {t.name}: threads {t.threads} > cpus {t.cpus}: the run is pinned to "

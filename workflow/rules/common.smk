@@ -19,7 +19,7 @@ from embryo_bench import layout
 from embryo_bench.codehash import code_hash
 from embryo_bench.errors import ConfigError
 from embryo_bench.lifeline import TIE_ENV, forward_sigint_to_jobs
-from embryo_bench.config import load_schema
+from embryo_bench.config import load_schema, read_config_file
 from embryo_bench.plan import Plan
 
 # `kill -INT <snakemake>` stops the running jobs at once, as Ctrl-C in a terminal does
@@ -56,6 +56,10 @@ OTHER_JOB_SLOTS = 1
 # Slurm (or another executor) runs on a node parses this file again and does not check
 # again: its allocation holds what it asked for, and the docker runner checks its daemon.
 try:
+    # Snakemake's own YAML loading keeps the last of a key given twice; read each configfile
+    # again to refuse that, naming the file and line (issue 25).
+    for _configfile in workflow.configfiles:
+        read_config_file(_configfile)
     PLAN = Plan.from_config(
         config,
         hardware_check="none" if workflow.remote_exec else None,
