@@ -47,3 +47,4 @@ rule all:
     default_target: True
     input:
         FIGURES,
+        RUN_OUTPUTS,

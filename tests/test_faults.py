@@ -22,6 +22,7 @@ import pytest
 from PIL import Image
 
 from embryo_bench.cli import main
+from embryo_bench.layout import RUN_FILES
 from embryo_bench.synthetic import generate_db
 
 FRAME = 48
@@ -185,6 +186,39 @@ def _offline_cost_base(target: str) -> str:
     return yaml.safe_dump(config)
 
 
+def _train(good: Path, d: Path, **changes) -> list:
+    """``train`` on the good augment shard with a host run.json, ``changes`` applied."""
+    from embryo_bench.plan import target_from_entry
+    from embryo_bench.spec import Preprocessing
+
+    train = {
+        "epochs": 1,
+        "batch_size": 480,
+        "learning_rate": 1e-4,
+        "dropout": 0.5,
+        "seed": 0,
+        "accuracy_target": 0.85,
+        "repeats": 1,
+        "probe_seconds": 0,
+        "variant": "keras",
+    }
+    pp = Preprocessing(FRAME, 0.6666666667, 128, 18.0, 64)
+    spec = target_from_entry({"name": "host-1cpu", "runner": "host", "cpus": 1}).spec(1, train, pp)
+    path = _write(d, "run.json", json.dumps({**spec.to_dict(), **changes}))
+    return [
+        "train",
+        "--spec",
+        path,
+        "--shards",
+        good / "augment.npz",
+        "--source-info",
+        good / "source.json",
+        "--out-dir",
+        d / "run",
+    ]
+
+
+TRAIN_OUT = tuple(f"run/{f}" for f in RUN_FILES) + ("run/progress.csv",)
 MANIFEST_OUT = ("selection.csv", "summary.json")
 INDEX_OUT = ("manifest.csv", "source.json")
 FAULTS = {
@@ -316,6 +350,16 @@ FAULTS = {
         lambda g, d: ["spec", "--json", json.dumps({"target": "x", "bogus": 1}), "--out",
                       d / "run.json"],
         ("--json: unknown keys ['bogus']",), ("run.json",),
+    ),
+    "train: a batch larger than the training set": Fault(
+        lambda g, d: _train(g, d, batch_size=5000),
+        ("run host-1cpu repeat 1: train.batch_size 5000 > the 260 training images",
+         "use a batch size up to 260"),
+        TRAIN_OUT,
+    ),
+    "train: epochs 0 in run.json": Fault(
+        lambda g, d: _train(g, d, epochs=0),
+        ("run.json: epochs 0: expected an integer >= 1",), TRAIN_OUT,
     ),
     "check-config: YAML syntax": Fault(
         lambda g, d: ["check-config",

@@ -186,12 +186,24 @@ METRICS = {"target": "host-1cpu", "repeat": 1, "cpus": 1, "gpus": 0, "batch_size
            "parameter_count": 10, "provenance": {"hostname": MACHINE_B}}  # fmt: skip
 
 
-def _folder(root: Path, metrics=None, preprocessing=None) -> Path:
+def _spec(preprocessing=None, **changes) -> dict:
+    """A valid run.json of host-1cpu repeat 1 (as the plan writes it), with ``changes``."""
+    from embryo_bench.plan import target_from_entry
+    from embryo_bench.spec import Preprocessing
+
+    train = {"epochs": 1, "batch_size": 480, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0,
+             "accuracy_target": 0.85, "repeats": 1, "probe_seconds": 0.25,
+             "variant": "keras"}  # fmt: skip
+    target = target_from_entry({"name": "host-1cpu", "runner": "host", "cpus": 1})
+    spec = target.spec(1, train, Preprocessing.from_dict(PP)).to_dict()
+    return {**spec, "preprocessing": preprocessing or PP, **changes}
+
+
+def _folder(root: Path, metrics=None, preprocessing=None, **spec_changes) -> Path:
     run = root / "train/host-1cpu/repeat-1"
     run.mkdir(parents=True, exist_ok=True)
     (run / "metrics.json").write_text(json.dumps(METRICS if metrics is None else metrics))
-    spec = {"target": "host-1cpu", "preprocessing": preprocessing or PP}
-    (run / "run.json").write_text(json.dumps(spec))
+    (run / "run.json").write_text(json.dumps(_spec(preprocessing, **spec_changes)))
     (run / "history.csv").write_text("epoch\n1\n")
     return root
 
@@ -225,7 +237,55 @@ def test_merge_folders_are_checked_before_any_job(tmp_path):
         (bad_spec, "run.json: not valid JSON"),
         (no_prov, "metrics.json lacks ['provenance']"),
         (rotated, "was made with preprocessing rotation_step 12.0 (ours 90.0)"),
-        (typed, "was made with preprocessing image_size '16' (ours 16)"),
+        (typed, "preprocessing.image_size '16': expected an integer >= 8 and <= 1024"),
     ):
         with pytest.raises(ConfigError, match=re.escape(message)):
             check_folders([str(folder)], str(tmp_path / "out"), PP)
+
+
+def test_a_hand_edited_merged_run_json_is_refused_before_any_job(tmp_path):
+    """Issue 25 (silent): a merged run.json edited by hand was merged without complaint."""
+    from embryo_bench.errors import ConfigError
+    from embryo_bench.merge import check_folders
+
+    run_json = "train/host-1cpu/repeat-1/run.json"
+    cases = {
+        "other target": ({"target": "something-else"}, f"{run_json} is of target "
+                         "something-else repeat 1, but its folder is host-1cpu/repeat-1"),
+        "runner": ({"runner": "quantum"}, "runner 'quantum': expected one of ['host', 'docker']"),
+        "epochs text": ({"epochs": "two"}, "epochs 'two': expected an integer >= 1"),
+        "negative batch": ({"batch_size": -5}, "batch_size -5: expected an integer >= 1"),
+        "unknown key": ({"colour": "blue"}, "unknown keys ['colour']"),
+        "other repeat": ({"repeat": 2}, "is of target host-1cpu repeat 2, but its folder is "
+                         "host-1cpu/repeat-1"),
+    }  # fmt: skip
+    for name, (changes, message) in cases.items():
+        folder = _folder(tmp_path / name.replace(" ", "-"), **changes)
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            check_folders([str(folder)], str(tmp_path / "out"), PP)
+    other = _folder(tmp_path / "metrics-of-another", metrics={**METRICS, "target": "host-2cpu"})
+    with pytest.raises(ConfigError, match=re.escape("metrics.json is of target host-2cpu")):
+        check_folders([str(other)], str(tmp_path / "out"), PP)
+
+
+def test_a_merged_run_that_never_finished_is_named_in_the_log(tmp_path, capsys):
+    """Issue 25 (silent): a merged folder's run in progress (progress.csv, no metrics.json)
+    was left out without a word; the plan now says so (the workflow logs it as a warning,
+    check-config prints it)."""
+    from embryo_bench.cli import main
+    from embryo_bench.merge import check_folders
+
+    other = _folder(tmp_path / "other")
+    running = other / "train/host-2cpu/repeat-1"
+    running.mkdir(parents=True)
+    (running / "progress.csv").write_text("epoch\n1\n")
+    assert check_folders([str(other)], str(tmp_path / "out"), PP) == [
+        str(other / "train/host-1cpu/repeat-1")]  # fmt: skip
+    config = small_config(tmp_path / "out")
+    config["merge"] = [str(other)]
+    config["preprocess"] = {k: v for k, v in PP.items() if k != "frame_size"}
+    config["dataset"]["frame_size"] = PP["frame_size"]
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    assert main(["check-config", str(cfg)]) == 0
+    assert f"merge: {running} left out: it has no metrics.json" in capsys.readouterr().out

@@ -52,8 +52,11 @@ def test_schema_defaults_are_filled_in_once_and_the_input_is_not_changed():
         (("train", "batch_size"), "big", "train.batch_size: 'big' is not of type 'integer'"),
         (("split", "test_remainder"), 5, "split.test_remainder (5) must be below"),
         (("targets", 1, "name"), "host-1cpu", "targets: name 'host-1cpu' is used twice"),
+        # issue 25: 36,000 rotations; augment asked for 5.49 GiB
+        (("preprocess", "rotation_step"), 0.01,
+         "preprocess.rotation_step: 0.01 is less than the minimum of 1"),
     ],
-)
+)  # fmt: skip
 def test_bad_settings_are_named(path, value, message):
     config = copy.deepcopy(OFFLINE)
     node = config
@@ -103,11 +106,11 @@ def test_run_json_round_trip_and_strict_reading(tmp_path):
         RunSpec.from_dict({**d, "cores": 2}, "x")
     with pytest.raises(ConfigError, match=r"x: missing keys \['epochs'\]"):
         RunSpec.from_dict({k: v for k, v in d.items() if k != "epochs"}, "x")
-    with pytest.raises(DataError, match=r"x: preprocessing settings lack \['crop_fraction'"):
+    with pytest.raises(ConfigError, match=r"x: missing keys \['crop_fraction', .*in preproc"):
         RunSpec.from_dict({**d, "preprocessing": {"frame_size": 96}}, "x")
     with pytest.raises(ConfigError, match="a docker run needs a container"):
         RunSpec.from_dict({**d, "container": None}, "x")
-    with pytest.raises(ConfigError, match=r"x: container keys \['gpu'"):
+    with pytest.raises(ConfigError, match=r"x: unknown keys \['gpu'\] in container"):
         RunSpec.from_dict({**d, "container": {"gpu": 1}}, "x")
 
 
@@ -172,7 +175,7 @@ def test_hardware_policy_skip_fail_and_nothing_left():
     [
         ("preprocess", "rotation_step", 7, "rotation_step 7: does not divide 360 (51 angles and "
          "a last gap of 3 degrees)"),
-        ("preprocess", "rotation_step", 0.7, "rotation_step 0.7: does not divide 360"),
+        ("preprocess", "rotation_step", 1.7, "rotation_step 1.7: does not divide 360"),
         ("preprocess", "crop_fraction", 0.05, "crop_fraction 0.05: a 5 px crop of 96 px frames"),
     ],
 )  # fmt: skip
@@ -183,8 +186,8 @@ def test_preprocessing_that_makes_nonsense_is_refused(section, key, value, messa
     with pytest.raises(ConfigError, match=re.escape(message)):
         plan(bad)
     fine = copy.deepcopy(OFFLINE)
-    fine["preprocess"]["rotation_step"] = 0.5  # 720 angles: divides 360
-    assert plan(fine).preprocessing.rotation_step == 0.5
+    fine["preprocess"]["rotation_step"] = 1.5  # 240 angles: divides 360
+    assert plan(fine).preprocessing.rotation_step == 1.5
 
 
 @pytest.mark.parametrize(

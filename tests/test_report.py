@@ -283,8 +283,9 @@ def report_run(tmp_path_factory):
     config = offline_config(work / "out", full=True, tiny=True)
     config["targets"][0]["repeats"] = 2
     config["targets"] = [t for t in config["targets"] if t["name"] != "host-2cpu"]
-    # Two sweep points (the offline config's four differ only in what they cost here).
-    config["sweeps"] = [{"target": "host-1cpu", "batch_size": [120, 480]}]
+    # Two sweep points (the offline config's four differ only in what they cost here), each
+    # batch within TINY's 112 training images.
+    config["sweeps"] = [{"target": "host-1cpu", "batch_size": [28, 56]}]
     snakemake(work, config)
     snakemake(work, config, "--report", str(work / "report.zip"))
     return work, config, work / "out"
@@ -313,7 +314,7 @@ def test_report_holds_every_figure_and_table(report_run):
     assert {f"{n}.png" for n in figures} <= names
     assert {f"{n}.csv" for n in tables} <= names and "config.yaml" in names
     runs = [("host-1cpu", 1), ("host-1cpu", 2), ("host-1cpu-jax", 1)] + [
-        (f"host-1cpu.bs{b}-t1", 1) for b in (120, 480)
+        (f"host-1cpu.bs{b}-t1", 1) for b in (28, 56)
     ]
     assert {f"{t}-repeat-{k}.png" for t, k in runs} <= names  # utilisation, one per run
     for caption in ("Paper vs reproduction", "MLPerf", "min-max", "relative to the base"):
@@ -331,15 +332,15 @@ def test_report_tables_rows_and_values(report_run):
         zip(results["target"], results["repeat"], results["seed"], strict=True)
     ) == sorted(
         [("host-1cpu", 1, 0), ("host-1cpu", 2, 1), ("host-1cpu-jax", 1, 0)]
-        + [(f"host-1cpu.bs{b}-t1", 1, 0) for b in (120, 480)]
+        + [(f"host-1cpu.bs{b}-t1", 1, 0) for b in (28, 56)]
     )
     assert set(results["data"]) == {"SYNTHETIC frames (generated, not real embryos)"}
     assert "SYNTHETIC" in (fig / "summary_table.md").read_text()
     by = results.set_index(["target", "repeat"])
     assert by.loc[("host-1cpu-jax", 1), "backend"] == "jax"
-    assert by.loc[("host-1cpu.bs120-t1", 1), "batch_size"] == 120
-    assert by.loc[("host-1cpu.bs120-t1", 1), "threads"] == 1
-    assert by.loc[("host-1cpu.bs120-t1", 1), "sweep"] == "host-1cpu"
+    assert by.loc[("host-1cpu.bs28-t1", 1), "batch_size"] == 28
+    assert by.loc[("host-1cpu.bs28-t1", 1), "threads"] == 1
+    assert by.loc[("host-1cpu.bs28-t1", 1), "sweep"] == "host-1cpu"
     # cost = training time x the config's price, per run
     price = config["targets"][0]["hourly_usd"]
     for _, r in results.iterrows():

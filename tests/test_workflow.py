@@ -578,3 +578,20 @@ def test_repeats_run_as_alternating_rounds_and_every_run_is_compared(tiny_run, t
     forced = f"out/train/{B}/repeat-1/metrics.json"
     jobs = job_counts(snakemake(work, config, "-n", "--forcerun", forced).stdout)
     assert jobs == {"train": 1, "figures": 1, "all": 1}, jobs
+
+
+@pytest.mark.slow
+def test_a_deleted_run_output_reruns_its_training(tiny_run, tmp_path):
+    """Issue 25, item 6: deleting a run's model.keras (which nothing downstream reads) or its
+    telemetry.csv said "Nothing to be done"; each now reruns that training and the figures."""
+    work, config = tiny_run[0], tiny_run[1]
+    work = copy_run(work, tmp_path / "work")
+    run = work / "out/train/host-1cpu/repeat-1"
+    for name in ("model.keras", "telemetry.csv", "settings.json"):
+        kept = run / f"{name}.kept"
+        (run / name).rename(kept)
+        proc = snakemake(work, config, "--dry-run")
+        counts = job_counts(proc.stdout)
+        assert counts.get("train") == 1 and counts.get("figures") == 1, (name, counts)
+        kept.rename(run / name)
+    assert "Nothing to be done" in snakemake(work, config, "--dry-run").stdout

@@ -73,7 +73,9 @@ TINY = {
     "dataset": {"frame_size": 48, "synthetic": {"frames_per_embryo": 12}},
     "select": {"shards": 1},
     "preprocess": {"rotation_step": 90, "image_size": 16},
-    "train": {"epochs": 1, "probe_seconds": 0.25},
+    # 28 training frames x 4 rotations = 112 training images: two full batches of 56 (a
+    # batch larger than the training set is refused, issue 25).
+    "train": {"epochs": 1, "probe_seconds": 0.25, "batch_size": 56},
 }
 TINY_PARAMETERS = 1_105_796  # 832 + 51,264 + (4 * 4 * 64 + 1) * 1,024 + 4,100
 

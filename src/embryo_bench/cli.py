@@ -390,6 +390,8 @@ def cmd_check_config(p):
                 plan = Plan.from_config(data, hardware_check="none")
             except ConfigError as exc:
                 raise ConfigError(f"{f}: {exc}") from None
+            for note in plan.merge_notes:
+                print(f"{f}: {note}")
             print(f"{f}: valid ({len(plan.targets)} targets, outdir {plan.config['outdir']})")
 
     return run

@@ -18,8 +18,9 @@ import yaml
 
 from .errors import ConfigError, DataError
 from .figspec import FiguresSpec
-from .layout import FIGURES_SPEC, METRICS
+from .layout import FIGURES_SPEC, METRICS, PROGRESS, RUN_SPEC
 from .runs import Run, load_runs, machine_of
+from .spec import RunSpec
 
 #: What must be equal for runs to be comparable: the data (source.json, as each run's
 #: provenance carries it) and what the trainer was given (counts per split and class).
@@ -66,6 +67,44 @@ REQUIRED_METRICS = (
 )
 
 
+def unfinished_runs(outdir: str | Path) -> list[str]:
+    """Run folders under ``outdir/train/*/repeat-*`` that a training started (a run.json or
+    a progress.csv) but never finished (no metrics.json): a merge leaves them out."""
+    root = Path(outdir)
+    started = {p.parent for p in root.glob(f"train/*/repeat-*/{RUN_SPEC}")}
+    started |= {p.parent for p in root.glob(f"train/*/repeat-*/{PROGRESS}")}
+    return sorted(str(d) for d in started if not (d / METRICS).is_file())
+
+
+def check_run(run: Run) -> None:
+    """A merged run's run.json is a valid run spec of the run its folder names
+    (``train/<target>/repeat-<k>``), and its metrics.json is of that run too.
+
+    Raises:
+        ConfigError: naming the file: a value of the wrong type or range, an unknown or
+            missing key (:meth:`embryo_bench.spec.RunSpec.from_dict`), or a target or repeat
+            other than the folder's.
+    """
+    where = f"{run.dir}/{RUN_SPEC}"
+    try:
+        spec = RunSpec.from_dict(run.spec or {}, where)
+    except (ConfigError, DataError) as exc:
+        raise ConfigError(f"merge: {exc}") from None
+    folder = Path(run.dir)
+    repeat = folder.name.removeprefix("repeat-")
+    if (spec.target, str(spec.repeat)) != (folder.parent.name, repeat):
+        raise ConfigError(
+            f"merge: {where} is of target {spec.target} repeat {spec.repeat}, but its folder "
+            f"is {folder.parent.name}/{folder.name}"
+        )
+    theirs = (run.metrics.get("target"), str(run.metrics.get("repeat")))
+    if theirs != (spec.target, str(spec.repeat)):
+        raise ConfigError(
+            f"merge: {run.dir}/{METRICS} is of target {theirs[0]} repeat {theirs[1]}, but "
+            f"{RUN_SPEC} says {spec.target} repeat {spec.repeat}"
+        )
+
+
 def check_folders(outdirs: list[str], own_outdir: str, preprocessing: dict) -> list[str]:
     """Check ``merge:`` before any job runs (issue 25, item 1): a bad folder fails the plan,
     so Snakemake never deletes the existing figures for a figures job that would fail.
@@ -82,7 +121,8 @@ def check_folders(outdirs: list[str], own_outdir: str, preprocessing: dict) -> l
         ConfigError: naming the folder or run: not a folder, no finished run, the same folder
             twice (after normalising the path), this workflow's own outdir, a metrics.json or
             run.json that cannot be read (or is of a newer format), a metrics.json without
-            a key the tables need, or a run made with other preprocessing.
+            a key the tables need, a run.json that is not a valid run spec of its folder's
+            run (:func:`check_run`), or a run made with other preprocessing.
     """
     seen: dict[Path, str] = {}
     own = Path(own_outdir).resolve()
@@ -102,6 +142,7 @@ def check_folders(outdirs: list[str], own_outdir: str, preprocessing: dict) -> l
             missing = [k for k in REQUIRED_METRICS if k not in run.metrics]
             if missing:
                 raise ConfigError(f"merge: {d}/{METRICS} lacks {missing}")
+            check_run(run)
             theirs = (run.spec or {}).get("preprocessing") or {}
             for key, value in preprocessing.items():
                 if theirs.get(key) != value:

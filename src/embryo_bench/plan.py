@@ -29,7 +29,7 @@ from .config import apply_defaults, load_config, load_schema
 from .errors import ConfigError
 from .figspec import FiguresSpec
 from .io import tree_stamp
-from .merge import check_folders
+from .merge import check_folders, unfinished_runs
 from .spec import Container, Preprocessing, RunSpec
 
 #: Backends whose packages the project's container images install.
@@ -633,6 +633,17 @@ class Plan:
             ConfigError: as :func:`embryo_bench.merge.check_folders`.
         """
         return check_folders(self.config["merge"], self.outdir, self.preprocessing.to_dict())
+
+    @property
+    def merge_notes(self) -> list[str]:
+        """One line per run of a ``merge:`` folder that started but never finished (no
+        metrics.json): it is left out of the figures, and said so."""
+        return [
+            f"merge: {d} left out: it has no {layout.METRICS} (a run that never finished, "
+            "or is still training)"
+            for outdir in self.config["merge"]
+            for d in unfinished_runs(outdir)
+        ]
 
     def image_record(self, target: str) -> list[str]:
         """The image record a docker target's runs need ([] for host targets): the build's

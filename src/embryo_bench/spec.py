@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from jsonschema import Draft202012Validator
 
 from .errors import ConfigError, DataError
 from .io import check_format, read_json, write_json
@@ -224,31 +225,22 @@ class RunSpec:
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "run spec") -> RunSpec:
-        """The inverse of :meth:`to_dict`.
+        """The inverse of :meth:`to_dict`, checked against :data:`RUN_SPEC_SCHEMA` first
+        (issue 25, item 2: a hand-edited ``epochs: "2"`` or ``batch_size: 0`` crashed the
+        trainer, ``epochs: 0`` after writing half its outputs).
 
         Raises:
-            ConfigError: a key is missing or unknown (the message names ``where``).
+            ConfigError: a key missing or unknown, or a value of the wrong type or out of
+                range, in one line naming ``where``, the key, the value and what is allowed.
             DataError: a ``format`` newer than :data:`embryo_bench.layout.RUN_SPEC_FORMAT`.
         """
+        if not isinstance(d, dict):
+            raise ConfigError(f"{where}: a run spec is a JSON object, not {type(d).__name__}")
         d = check_format(d, RUN_SPEC_FORMAT, where)
-        names = {f.name for f in dataclasses.fields(cls)}
-        required = {
-            f.name
-            for f in dataclasses.fields(cls)
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        }
-        if unknown := sorted(set(d) - names):
-            raise ConfigError(f"{where}: unknown keys {unknown}")
-        if missing := sorted(required - set(d)):
-            raise ConfigError(f"{where}: missing keys {missing}")
+        check_run_spec(d, where)
         values = dict(d)
         values["preprocessing"] = Preprocessing.from_dict(d["preprocessing"], where)
         if d.get("container") is not None:
-            fields = {f.name for f in dataclasses.fields(Container)}
-            if set(d["container"]) != fields:
-                raise ConfigError(
-                    f"{where}: container keys {sorted(d['container'])}; expected {sorted(fields)}"
-                )
             values["container"] = Container(**d["container"])
         return cls(**values)
 
@@ -264,3 +256,157 @@ class RunSpec:
     def write(self, path: str | os.PathLike) -> None:
         """Write this spec as ``run.json`` (atomically)."""
         write_json(Path(path), self.to_dict())
+
+
+# --- what a run.json may hold ----------------------------------------------------------------
+
+_INT = {"type": "integer"}
+_NAME = {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"}
+_SIZE = {"type": "string", "pattern": "^[0-9]+[kmg]$"}
+
+#: The JSON schema of ``run.json`` (issue 25, item 2). It lives here, not in
+#: ``config/schema.yaml``, because the trainer inside a container reads run.json without the
+#: repository; the ranges a configuration also sets are the configuration schema's, and
+#: ``tests/test_spec.py`` keeps the two equal.
+RUN_SPEC_SCHEMA: dict = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": [
+        f.name
+        for f in dataclasses.fields(RunSpec)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ],
+    "properties": {
+        "target": _NAME,
+        "repeat": {**_INT, "minimum": 1},
+        "runner": {"enum": list(RUNNERS)},
+        "cpus": {**_INT, "minimum": 1},
+        "threads": {**_INT, "minimum": 1},
+        "gpus": {**_INT, "minimum": 0},
+        "backend": {"enum": ["tensorflow", "jax", "torch"]},
+        "strategy": {"enum": ["none", "mirrored"]},
+        "replicas": {**_INT, "minimum": 1},
+        "epochs": {**_INT, "minimum": 1},
+        "batch_size": {**_INT, "minimum": 1},
+        "learning_rate": {"type": "number", "exclusiveMinimum": 0},
+        "dropout": {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
+        "seed": {**_INT, "minimum": 0},
+        "accuracy_target": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+        "probe_seconds": {"type": "number", "minimum": 0},
+        "preprocessing": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": [f.name for f in dataclasses.fields(Preprocessing)],
+            "properties": {
+                "frame_size": {**_INT, "minimum": 8},
+                "crop_fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                "invert_centre": {**_INT, "minimum": 0, "maximum": 255},
+                "rotation_step": {"type": "number", "minimum": 1, "maximum": 360},
+                "image_size": {**_INT, "minimum": 8, "maximum": 1024},
+            },
+        },
+        "container": {
+            "oneOf": [
+                {"type": "null"},
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": [f.name for f in dataclasses.fields(Container)],
+                    "properties": {
+                        "image": {"enum": ["cpu", "gpu"]},
+                        "memory": _SIZE,
+                        "shm_size": _SIZE,
+                        "docker_host": {"type": "string", "pattern": "^((unix|tcp|ssh)://.*)?$"},
+                    },
+                },
+            ]
+        },
+        "sweep": {
+            "oneOf": [
+                {"type": "null"},
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["base", "batch_size", "threads"],
+                    "properties": {
+                        "base": _NAME,
+                        "batch_size": {**_INT, "minimum": 1},
+                        "threads": {**_INT, "minimum": 1},
+                    },
+                },
+            ]
+        },
+        "variant": {"enum": list(VARIANTS)},
+        "epoch_steps": {**_INT, "minimum": 0},
+        "holdout": {**_INT, "minimum": 0},
+        "test_subset": {**_INT, "minimum": 0},
+    },
+}
+
+
+def allowed(schema: dict) -> str:
+    """What a (sub)schema of :data:`RUN_SPEC_SCHEMA` allows, in words, e.g. "an integer
+    >= 1" or "one of ['host', 'docker']"."""
+    if "enum" in schema:
+        return f"one of {schema['enum']}"
+    if "oneOf" in schema:
+        return " or ".join(allowed(s) for s in schema["oneOf"])
+    kind = {
+        "integer": "an integer",
+        "number": "a number",
+        "string": "a string",
+        "object": "an object",
+        "null": "null",
+    }.get(schema.get("type"), "a value")
+    bounds = [
+        f"{op} {schema[key]}"
+        for key, op in (
+            ("minimum", ">="),
+            ("exclusiveMinimum", ">"),
+            ("maximum", "<="),
+            ("exclusiveMaximum", "<"),
+        )
+        if key in schema
+    ]
+    if "pattern" in schema:
+        bounds.append(f"matching {schema['pattern']}")
+    return " ".join([kind, " and ".join(bounds)]).strip()
+
+
+_RUN_SPEC_VALIDATOR = Draft202012Validator(RUN_SPEC_SCHEMA)
+KEY_ERRORS = ("additionalProperties", "required")
+
+
+def check_run_spec(d: dict, where: str = "run spec") -> None:
+    """Check a run spec dict (without ``format``) against :data:`RUN_SPEC_SCHEMA` and the
+    rules across keys (:meth:`RunSpec.__post_init__`'s, and threads <= cpus).
+
+    Raises:
+        ConfigError: one line naming ``where``, the first offending key (dotted, e.g.
+            ``preprocessing.rotation_step``), its value and what is allowed; or the unknown
+            and missing keys.
+    """
+    errors = []
+    for error in _RUN_SPEC_VALIDATOR.iter_errors(d):
+        # A container or sweep that is an object but a bad one: its own keys' errors.
+        while error.validator == "oneOf" and isinstance(error.instance, dict) and error.context:
+            inner = [e for e in error.context if e.relative_schema_path[0] == 1]
+            error = min(inner or error.context, key=lambda e: list(e.absolute_path))
+        errors.append(error)
+    # Unknown and missing keys first (a renamed key is reported as such, not as its value).
+    errors.sort(key=lambda e: (e.validator not in KEY_ERRORS, list(map(str, e.absolute_path))))
+    if errors:
+        error = errors[0]
+        at = ".".join(map(str, error.absolute_path))
+        if error.validator == "additionalProperties":
+            unknown = sorted(set(error.instance) - set(error.schema["properties"]))
+            raise ConfigError(f"{where}: unknown keys {unknown}" + (f" in {at}" if at else ""))
+        if error.validator == "required":
+            missing = sorted(set(error.validator_value) - set(error.instance))
+            raise ConfigError(f"{where}: missing keys {missing}" + (f" in {at}" if at else ""))
+        raise ConfigError(f"{where}: {at} {error.instance!r}: expected {allowed(error.schema)}")
+    if d["threads"] > d["cpus"]:
+        raise ConfigError(
+            f"{where}: threads {d['threads']} > cpus {d['cpus']}: the run is pinned to "
+            f"{d['cpus']} core(s); expected threads <= cpus"
+        )

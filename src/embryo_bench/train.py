@@ -397,8 +397,8 @@ def setup(spec: RunSpec, shards: list[str], dataset: dict) -> Session:
     Raises:
         DataError: a shard is missing or malformed, made with other settings than the
             spec's, or a split is empty.
-        ConfigError: another backend is already loaded, or a strategy the backend or the
-            devices cannot give.
+        ConfigError: another backend is already loaded, a strategy the backend or the
+            devices cannot give, or a batch size larger than the training set.
     """
     t_setup = time.perf_counter()
     select_backend(spec.backend)
@@ -423,6 +423,17 @@ def setup(spec: RunSpec, shards: list[str], dataset: dict) -> Session:
             )
         data = {**data, "x_train": data["x_train"][spec.holdout :]}
         data["y_train"] = data["y_train"][spec.holdout :]
+    if spec.batch_size > len(data["y_train"]):
+        # Issue 25: a batch larger than the training set trained one short batch per epoch
+        # while every table said the batch size asked for.
+        setting = f"sweeps: point {spec.target}'s " if spec.sweep else "train."
+        n = len(data["y_train"])
+        raise ConfigError(
+            f"run {spec.target} repeat {spec.repeat}: {setting}batch_size {spec.batch_size} > "
+            f"the {n:,} training images: every step would train all of them, not a batch of "
+            f"{spec.batch_size}; "
+            f"use a batch size up to {n:,}"
+        )
     with scope:
         model = compile_model(
             build_model(pp.image_size, classes=4, dropout=spec.dropout, variant=spec.variant),

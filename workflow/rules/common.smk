@@ -69,7 +69,7 @@ except ConfigError as exc:
     raise WorkflowError(str(exc))
 for _name, _why in PLAN.skipped.items():
     logger.warning(f"target {_name}: skipped, {_why} (on_missing_hardware: skip)")
-for _note in (PLAN.cost_note, PLAN.compare_note):
+for _note in (PLAN.cost_note, PLAN.compare_note, *PLAN.merge_notes):
     if _note:
         logger.warning(_note)
 
@@ -111,6 +111,9 @@ wildcard_constraints:
 
 
 RUN_DIRS = PLAN.run_dirs
+# Every file a run writes: `all` asks for them, so a deleted model.keras or telemetry.csv
+# reruns its training (Snakemake checks only the outputs something asks for; issue 25).
+RUN_OUTPUTS = [f"{d}/{f}" for d in RUN_DIRS for f in layout.RUN_FILES]
 # Finished runs of other machines' result folders (merge:), read by the figures job only.
 MERGED_RUN_DIRS = PLAN.merged_run_dirs
 UTILISATION = [

@@ -1,0 +1,179 @@
+"""run.json is checked on load (issue 25, item 2): a hand-edited value of the wrong type or
+out of range is one line naming the key, the value and what is allowed, before the trainer
+writes anything; and the ranges run.json allows are the configuration schema's."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from embryo_bench.cli import main
+from embryo_bench.config import load_schema
+from embryo_bench.layout import RUN_FILES
+from embryo_bench.plan import target_from_entry
+from embryo_bench.spec import RUN_SPEC_SCHEMA, Preprocessing, RunSpec
+
+TRAIN = {
+    "epochs": 2,
+    "batch_size": 480,
+    "learning_rate": 1e-4,
+    "dropout": 0.5,
+    "seed": 0,
+    "accuracy_target": 0.85,
+    "repeats": 1,
+    "probe_seconds": 2,
+    "variant": "keras",
+    "original": {"epoch_steps": 100, "holdout": 500, "test_subset": 3000},
+}
+
+
+def _good(runner: str = "docker") -> dict:
+    t = target_from_entry({"name": "t1", "runner": runner, "cpus": 1})
+    return t.spec(1, TRAIN, Preprocessing(480, 2 / 3, 128, 18, 64)).to_dict()
+
+
+def _with(path: str, value) -> dict:
+    d = copy.deepcopy(_good())
+    *parents, last = path.split(".")
+    node = d
+    for p in parents:
+        node = node[p]
+    node[last] = value
+    return d
+
+
+#: The cases of issue 25's second pass (``train --spec`` crashed on each), and more.
+BAD = {
+    "rotation_step 'eighteen'": (
+        _with("preprocessing.rotation_step", "eighteen"),
+        "preprocessing.rotation_step 'eighteen': expected a number >= 1 and <= 360",
+    ),
+    "backend pytorch": (
+        _with("backend", "pytorch"),
+        "backend 'pytorch': expected one of ['tensorflow', 'jax', 'torch']",
+    ),
+    "epochs '2'": (_with("epochs", "2"), "epochs '2': expected an integer >= 1"),
+    "epochs 0": (_with("epochs", 0), "epochs 0: expected an integer >= 1"),
+    "epochs true": (_with("epochs", True), "epochs True: expected an integer >= 1"),
+    "batch_size 0": (_with("batch_size", 0), "batch_size 0: expected an integer >= 1"),
+    "batch_size -5": (_with("batch_size", -5), "batch_size -5: expected an integer >= 1"),
+    "cpus 0": (_with("cpus", 0), "cpus 0: expected an integer >= 1"),
+    "learning_rate 'fast'": (
+        _with("learning_rate", "fast"),
+        "learning_rate 'fast': expected a number > 0",
+    ),
+    "dropout 1.5": (_with("dropout", 1.5), "dropout 1.5: expected a number >= 0 and < 1"),
+    "seed null": (_with("seed", None), "seed None: expected an integer >= 0"),
+    "runner quantum": (
+        _with("runner", "quantum"),
+        "runner 'quantum': expected one of ['host', 'docker']",
+    ),
+    "target with a space": (
+        _with("target", "a b"),
+        "target 'a b': expected a string matching ^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+    ),
+    "memory 'lots'": (
+        _with("container.memory", "lots"),
+        "container.memory 'lots': expected a string matching ^[0-9]+[kmg]$",
+    ),
+    "unknown key": (_with("colour", "blue"), "unknown keys ['colour']"),
+    "unknown container key": (_with("container.bogus", 1), "unknown keys ['bogus'] in container"),
+    "container not an object": (_with("container", 5), "container 5: expected null or an object"),
+    "threads over cpus": (_with("threads", 2), "threads 2 > cpus 1"),
+    "sweep batch size text": (
+        _with("sweep", {"base": "t1", "batch_size": "a", "threads": 1}),
+        "sweep.batch_size 'a': expected an integer >= 1",
+    ),
+    "a JSON list": ([1, 2], "a run spec is a JSON object, not list"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD), ids=list(BAD))
+def test_train_refuses_a_bad_run_json_in_one_line_and_writes_nothing(case, tmp_path, capsys):
+    spec, says = BAD[case]
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(spec))
+    out = tmp_path / "out"
+    rc = main(
+        ["train", "--spec", str(path), "--shards", str(tmp_path / "shard-0.npz"),
+         "--source-info", str(tmp_path / "source.json"), "--out-dir", str(out)]
+    )  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert rc == 2, err
+    assert "Traceback" not in err
+    last = err.splitlines()[-1]
+    assert last.startswith(f"embryo-bench: error: {path}: "), last
+    assert says in last, last
+    left = [f for f in RUN_FILES if (out / f).exists()]
+    assert not left, left
+
+
+def test_a_good_run_json_reads_back_equal():
+    for runner in ("host", "docker"):
+        d = _good(runner)
+        assert RunSpec.from_dict(d).to_dict() == d
+
+
+#: run.json key -> the configuration schema's path to the same setting.
+SAME_AS_CONFIG = {
+    "cpus": ("targets", "cpus"),
+    "threads": ("targets", "threads"),
+    "gpus": ("targets", "gpus"),
+    "backend": ("targets", "backend"),
+    "strategy": ("targets", "strategy"),
+    "runner": ("targets", "runner"),
+    "target": ("targets", "name"),
+    "epochs": ("train", "epochs"),
+    "batch_size": ("train", "batch_size"),
+    "learning_rate": ("train", "learning_rate"),
+    "dropout": ("train", "dropout"),
+    "seed": ("train", "seed"),
+    "accuracy_target": ("train", "accuracy_target"),
+    "probe_seconds": ("train", "probe_seconds"),
+    "variant": ("train", "variant"),
+    "preprocessing.frame_size": ("dataset", "frame_size"),
+    "preprocessing.crop_fraction": ("preprocess", "crop_fraction"),
+    "preprocessing.invert_centre": ("preprocess", "invert_centre"),
+    "preprocessing.rotation_step": ("preprocess", "rotation_step"),
+    "preprocessing.image_size": ("preprocess", "image_size"),
+    "container.image": ("targets", "image"),
+    "container.memory": ("targets", "memory"),
+    "container.shm_size": ("targets", "shm_size"),
+}
+RANGE_KEYS = ("type", "enum", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+
+
+def _run_spec_schema(key: str) -> dict:
+    node = RUN_SPEC_SCHEMA
+    for part in key.split("."):
+        node = node["properties"][part]
+        if "oneOf" in node:
+            node = node["oneOf"][1]
+    return node
+
+
+def _config_schema(section: str, name: str) -> dict:
+    props = load_schema()["properties"][section]
+    props = props["items"] if section == "targets" else props
+    return props["properties"][name]
+
+
+@pytest.mark.parametrize("key", list(SAME_AS_CONFIG))
+def test_run_json_allows_what_the_configuration_allows(key):
+    ours = _run_spec_schema(key)
+    theirs = _config_schema(*SAME_AS_CONFIG[key])
+    for k in (*RANGE_KEYS, "pattern"):
+        assert ours.get(k) == theirs.get(k), f"{key}: {k} {ours.get(k)!r} != {theirs.get(k)!r}"
+
+
+def test_every_run_spec_field_is_in_the_schema_and_compared_or_its_own():
+    own = {"repeat", "replicas", "container", "sweep", "epoch_steps", "holdout", "test_subset"}
+    own |= {"preprocessing", "container.docker_host"}
+    keys = set(RUN_SPEC_SCHEMA["properties"]) | {
+        f"{parent}.{k}"
+        for parent in ("preprocessing", "container")
+        for k in _run_spec_schema(parent)["properties"]
+    }
+    assert keys - own == set(SAME_AS_CONFIG), sorted(keys - own ^ set(SAME_AS_CONFIG))
