@@ -94,8 +94,8 @@ def test_the_train_commands_hash_leaves_out_image_building_and_the_figures():
     train = {m.removeprefix("embryo_bench.") for m in module_closure("cli:train")}
     assert train == {
         "embryo_bench", "cli", "backend", "calibrate", "docker_api", "docker_runner", "errors",
-        "hardware", "io", "layout", "lifeline", "model", "preprocess", "provenance", "record",
-        "spec", "stages", "telemetry", "train",
+        "frames", "hardware", "io", "layout", "lifeline", "model", "preprocess", "provenance",
+        "record", "spec", "stages", "telemetry", "train",
     }  # fmt: skip
     figures = {m.removeprefix("embryo_bench.") for m in module_closure("cli:figures")}
     assert not figures & {"plan", "hardware", "containers", "codehash", "train", "docker_api"}

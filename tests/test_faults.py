@@ -12,6 +12,8 @@ from __future__ import annotations
 import io
 import json
 import shutil
+import subprocess
+import sys
 import tarfile
 import zipfile
 from collections.abc import Callable
@@ -75,9 +77,9 @@ def _crop(selection, d: Path, shard: int = 0) -> list:
             "--fraction", 0.6666666667, "--out", d / "crop.npz"]  # fmt: skip
 
 
-def _png(size: int, mode: str = "L") -> bytes:
+def _png(size: int, mode: str = "L", fmt: str = "PNG") -> bytes:
     buf = io.BytesIO()
-    Image.new(mode, (size, size)).save(buf, "PNG")
+    Image.new(mode, (size, size)).save(buf, fmt)
     return buf.getvalue()
 
 
@@ -146,6 +148,9 @@ class Fault:
     argv: Callable[[Path, Path], list]
     says: tuple[str, ...]
     outputs: tuple[str, ...] = ()
+    #: run as a command of its own (a training sets the backend's thread pools, which a
+    #: process can do once: another test's TensorFlow in this worker would refuse it)
+    isolated: bool = False
 
 
 def _missing_trajectories(good, d):
@@ -277,6 +282,10 @@ FAULTS = {
         lambda g, d: _crop(_selection_with_frame(g, d, lambda b: _png(64)), d),
         ("frame.png: frame is 64x64 px; expected 48x48 (setting frame_size)",), ("crop.npz",),
     ),
+    "crop: a JPEG named .png (replaced after indexing)": Fault(
+        lambda g, d: _crop(_selection_with_frame(g, d, lambda b: _png(FRAME, fmt="JPEG")), d),
+        ("frame.png: a JPEG image named .png; expected PNG",), ("crop.npz",),
+    ),
     "crop: colour frame": Fault(
         lambda g, d: _crop(_selection_with_frame(g, d, lambda b: _png(FRAME, "RGB")), d),
         ("frame.png: image mode 'RGB'; expected 8-bit grayscale",), ("crop.npz",),
@@ -355,7 +364,7 @@ FAULTS = {
         lambda g, d: _train(g, d, batch_size=5000),
         ("run host-1cpu repeat 1: train.batch_size 5000 > the 260 training images",
          "use a batch size up to 260"),
-        TRAIN_OUT,
+        TRAIN_OUT, isolated=True,
     ),
     "train: epochs 0 in run.json": Fault(
         lambda g, d: _train(g, d, epochs=0),
@@ -385,7 +394,12 @@ FAULTS = {
 def test_bad_input_is_named_and_leaves_nothing(good, tmp_path, capsys, case):
     fault = FAULTS[case]
     argv = fault.argv(good, tmp_path)
-    rc, err = _cli(argv, capsys)
+    if fault.isolated:
+        cmd = [sys.executable, "-m", "embryo_bench.cli", *map(str, argv)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        rc, err = proc.returncode, proc.stderr
+    else:
+        rc, err = _cli(argv, capsys)
     last = err.strip().splitlines()[-1] if err.strip() else ""
     assert rc == 2, f"exit {rc}; stderr:\n{err[-2000:]}"
     assert last.startswith("embryo-bench: error: "), err[-2000:]

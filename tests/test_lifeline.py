@@ -131,3 +131,38 @@ def test_a_process_watching_its_stdin_still_exits_normally():
     finally:
         proc.stdin.close()
     assert (rc, out.strip()) == (0, "done"), err[-2000:]
+
+
+SHELL_CHILD = CHILD.replace("lifeline.tie_to_parent()", "lifeline.tie_to_workflow()").replace(
+    "time.sleep(15)", "time.sleep(6)"
+)
+#: Snakemake's part: start the job (a command line), pass on the pid it prints, wait.
+WORKFLOW = PARENT.replace('[sys.executable, "-c", sys.argv[1], *sys.argv[2:]]', "sys.argv[1:]")
+
+
+@pytest.mark.parametrize(
+    ("tie", "command"),
+    [("$PPID", '"$@"'), ("$PPID", '"$@"; exit $?'), ("1", '"$@"; exit $?')],
+    ids=["exec-by-bash", "under-the-shell", "control-old-prefix"],
+)
+def test_a_job_under_a_shell_ends_with_the_workflow_and_writes_nothing(tmp_path, tie, command):
+    """Issue 25: a crop, augment or figures job, not tied to anything, finished as an orphan
+    of a SIGKILLed Snakemake and wrote its outputs. With the workflow's pid in the shell
+    prefix ($PPID, as common.smk writes it) it ends at once, whether bash execs the command
+    (its parent is then Snakemake) or stays as its parent (a shell that outlives Snakemake).
+    The control, the old prefix ("1": tie to the parent) under a shell that stays, goes on
+    and writes."""
+    marker = tmp_path / "outputs"
+    prefix = f"set -euo pipefail; export {lifeline.TIE_ENV}={tie}; "
+    job = ["bash", "-c", prefix + command, "bash", sys.executable, "-c", SHELL_CHILD, str(marker)]
+    workflow = subprocess.Popen(
+        [sys.executable, "-c", WORKFLOW, *job, "x"], stdout=subprocess.PIPE, text=True
+    )
+    child = int(workflow.stdout.readline())
+    os.kill(workflow.pid, signal.SIGKILL)
+    workflow.wait()
+    deadline = time.monotonic() + 30
+    while not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _gone(child), f"the job (pid {child}) outlived the workflow by 30 s"
+    assert marker.exists() == (tie == "1")

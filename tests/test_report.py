@@ -366,3 +366,16 @@ def test_report_tables_rows_and_values(report_run):
     assert set(prov["dataset_sha256"]) == {"synthetic"} and prov["git_commit"].str.len().min() > 6
     assert set(prov["machine"]) == {socket.gethostname()}  # host runs: this host
     assert json.loads((out / "train/host-1cpu/repeat-2/metrics.json").read_text())["seed"] == 1
+
+
+def test_a_sweep_point_named_like_a_target_says_which_clash():
+    """Issue 25 (unclear): a target named like a sweep point was reported as "point ... is
+    given twice", without saying that it clashes with a configured target."""
+    base = target_from_entry({"name": "t", "runner": "host", "cpus": 1})
+    clash = target_from_entry({"name": "t.bs64-t1", "runner": "host", "cpus": 1})
+    with pytest.raises(ConfigError, match=r"point t.bs64-t1 has the name of a target in targets:"):
+        expand_sweeps([{"target": "t", "batch_size": [64], "repeats": 1}], {"t": base,
+                      "t.bs64-t1": clash})  # fmt: skip
+    twice = [{"target": "t", "batch_size": [64], "repeats": 1}] * 2
+    with pytest.raises(ConfigError, match=r"sweeps\[1\]: point t.bs64-t1 is given twice"):
+        expand_sweeps(twice, {"t": base})

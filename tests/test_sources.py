@@ -1,10 +1,19 @@
 """Indexing the database layout and image folders; trajectory files as the database writes them."""
 
+import errno
+import json
+import logging
+import os
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 from PIL import Image
 
+from embryo_bench.cli import main
 from embryo_bench.errors import ConfigError, DataError
+from embryo_bench.io import tree_stamp
 from embryo_bench.sources import (
     STRICT,
     TrajectoryRules,
@@ -248,3 +257,176 @@ def test_imagefolder_skips_hidden_entries_and_matches_png_in_any_case(tmp_path):
     # evaluate's loader reads the same folders, hidden ones passed over (it crashed before).
     (tmp_path / "Test" / ".ipynb_checkpoints").mkdir()
     assert len(_index(tmp_path / "Test", 28)) == 1
+
+
+# --- damaged image folders are named (issue 25, items 4 and 5) ------------------------------
+
+
+def _images(root, splits=("Train", "Test"), frame=None):
+    """root/<split>/<0-3>/a.png, 28 px gray PNGs."""
+    for split in splits:
+        for cls in "0123":
+            (root / split / cls).mkdir(parents=True)
+            Image.fromarray(np.full((28, 28), 90, np.uint8)).save(root / split / cls / "a.png")
+    return root
+
+
+def _index_cli(root, out, layout="imagefolder", frame_size=28) -> list[str]:
+    return ["index", "--layout", layout, "--root", str(root), "--frame-size", str(frame_size),
+            "--dataset", "imagefolder", "--label", "S", "--out", str(out / "manifest.csv"),
+            "--source-info", str(out / "source.json")]  # fmt: skip
+
+
+def _refused(argv, capsys, out) -> str:
+    """Run the CLI; expect exit 2, one last ``embryo-bench: error:`` line, no traceback and
+    no manifest; return that line."""
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("embryo-bench: error: "), err
+    assert not (out / "manifest.csv").exists() and not (out / "source.json").exists()
+    return last
+
+
+def _jpeg_named_png(path, size=28):
+    Image.fromarray(np.full((size, size), 90, np.uint8)).save(path, "JPEG")
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (
+            lambda d: (os.symlink("l2.png", d / "l1.png"), os.symlink("l1.png", d / "l2.png")),
+            r"Train/1/l1\.png: a symbolic link that loops \(-> l2\.png\)",
+        ),
+        (
+            lambda d: os.symlink("gone.png", d / "b.png"),
+            r"Train/1/b\.png: a link to a missing file \(-> gone\.png\); expected the file",
+        ),
+        (
+            lambda d: Path(os.fsdecode(os.fsencode(d) + b"/caf\xe9.png")).write_bytes(
+                (d / "a.png").read_bytes()
+            ),
+            r"Train/1/caf\\xe9\.png: a file name that is not UTF-8",
+        ),
+        (
+            lambda d: _jpeg_named_png(d / "frame.png"),
+            r"Train/1/frame\.png: a JPEG image named \.png; expected PNG",
+        ),
+    ],
+    ids=["file link loop", "dangling link", "name not UTF-8", "JPEG named .png"],
+)
+def test_index_names_a_damaged_entry_of_an_image_folder(tmp_path, capsys, damage, message):
+    """Before: links that loop or dangle were passed over as 'other files' (the image left out
+    of the data set with a warning), a name not UTF-8 crashed with UnicodeEncodeError naming
+    no file, and a JPEG renamed .png was trained on."""
+    root = _images(tmp_path / "images")
+    damage(root / "Train" / "1")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert re.search(message, _refused(_index_cli(root, out), capsys, out))
+
+
+def test_index_refuses_a_jpeg_named_like_a_database_frame(tmp_path, capsys):
+    root, _ = _db(tmp_path)
+    _jpeg_named_png(root / "E03" / "Frame004.png", size=32)
+    (tmp_path / "out").mkdir()
+    last = _refused(_index_cli(root, tmp_path / "out", "db", 32), capsys, tmp_path / "out")
+    assert last.endswith("E03/Frame004.png: a JPEG image named .png; expected PNG (convert it to "
+                         "PNG, or remove it)")  # fmt: skip
+
+
+def test_a_class_folder_the_index_cannot_list_is_named(tmp_path, capsys, monkeypatch):
+    """Before: PermissionError traceback. (Simulated: the tests run as root; the real denial
+    is in the next test.)"""
+    root = _images(tmp_path / "images")
+    locked = str(root / "Test" / "2")
+
+    def denying(listing):
+        def deny(path="."):
+            if os.fspath(path) == locked:
+                raise PermissionError(errno.EACCES, "Permission denied", os.fspath(path))
+            return listing(path)
+
+        return deny
+
+    monkeypatch.setattr(os, "scandir", denying(os.scandir))
+    monkeypatch.setattr(os, "listdir", denying(os.listdir))
+    (tmp_path / "out").mkdir()
+    last = _refused(_index_cli(root, tmp_path / "out"), capsys, tmp_path / "out")
+    assert last.endswith(
+        "Test/2: a folder that cannot be read (permission denied); expected a readable folder "
+        "(check its permissions)"
+    )
+
+
+def _without_root_rights(folder, fn):
+    """``fn()`` run in ``folder`` by a user without root's rights (a forked child that drops to
+    uid/gid 65534 when the tests run as root); returns its result or exception as text."""
+    if os.geteuid() != 0:
+        os.chdir(folder)
+        try:
+            return f"ok {fn()}"
+        except Exception as exc:
+            return f"{type(exc).__name__}: {exc}"
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        try:
+            os.chdir(folder)
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            try:
+                text = f"ok {fn()}"
+            except Exception as exc:
+                text = f"{type(exc).__name__}: {exc}"
+            os.write(write, text.encode("utf-8", "backslashreplace"))
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as fh:
+        text = fh.read().decode()
+    os.waitpid(pid, 0)
+    return text
+
+
+def test_an_unreadable_class_folder_is_named_at_plan_time_and_by_index(tmp_path):
+    """A real permission denial. Before: the stamp passed over the folder (os.walk skips what
+    it cannot list) and the index job crashed with a PermissionError traceback."""
+    root = _images(tmp_path / "images")
+    for d in [tmp_path, *root.rglob("*")]:
+        if d.is_dir():
+            d.chmod(0o755)
+    (root / "Train" / "3").chmod(0o000)
+    try:
+        stamp = _without_root_rights(root, lambda: tree_stamp("."))
+        index = _without_root_rights(root, lambda: len(index_imagefolder(".", 28)[0]))
+    finally:
+        (root / "Train" / "3").chmod(0o755)
+    denied = "Train/3: a folder that cannot be read (permission denied); expected a readable"
+    assert stamp.startswith(f"DataError: ./{denied}"), stamp
+    assert index.startswith(f"DataError: {denied}"), index
+
+
+def test_a_validation_folder_is_said_to_be_scored_as_test(tmp_path, caplog):
+    """Train/Val/Test: Val joins the test split (before: said only in a docstring)."""
+    root = _images(tmp_path / "images", splits=("Train", "Val", "Test"))
+    manifest, stats = index_imagefolder(root, 28)
+    assert stats["split_folders"] == {"Test": "test", "Train": "train", "Val": "test"}
+    assert manifest.groupby("split").size().to_dict() == {"test": 8, "train": 4}
+    (tmp_path / "out").mkdir()
+    with caplog.at_level(logging.INFO):
+        assert main(_index_cli(root, tmp_path / "out")) == 0
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert said == [
+        "split folder Val is scored as test (validation folders join the test split; the "
+        "model never trains on them)"
+    ]
+    assert json.loads((tmp_path / "out" / "source.json").read_text())["split_folders"]["Val"] == (
+        "test"
+    )
+    _, plain = index_imagefolder(_images(tmp_path / "plain"), 28)
+    assert plain["split_folders"] == {"Test": "test", "Train": "train"}
+    assert skipped_lines(plain) == []

@@ -291,6 +291,27 @@ def test_config_source_without_path_is_rejected(tmp_path):
     assert proc.returncode != 0 and "'path' is a required property" in proc.stdout + proc.stderr
 
 
+def test_a_damaged_image_folder_is_named_in_one_line_when_the_workflow_is_planned(tmp_path):
+    """Issue 25, item 5: a link to a missing image in a folder read in place crashed the
+    plan's stamp of the folder with a traceback; Snakemake and check-config name it."""
+    images = _class_folder_copy(tmp_path, 48)
+    (images / "Test/0/gone.png").symlink_to(images / "nowhere.png")
+    config = offline_config(tmp_path / "out")
+    config["dataset"] = {"kind": "imagefolder", "path": str(images), "frame_size": 48}
+    proc = snakemake(tmp_path, config, "--dry-run", check=False)
+    said = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert f"{images}/Test/0/gone.png: a link to a missing file" in said, said[-3000:]
+    # Snakemake names where its WorkflowError was raised (common.smk), and nothing deeper.
+    assert "Traceback" not in said and "src/embryo_bench/" not in said, said[-3000:]
+    assert said.count('File "') <= 1, said[-3000:]
+    check = subprocess.run(
+        [sys.executable, "-m", "embryo_bench.cli", "check-config", str(tmp_path / "config.yaml")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert check.returncode == 2 and "gone.png: a link to a missing file" in check.stderr
+
+
 def test_imagefolder_source(tmp_path):
     images = _class_folder_copy(tmp_path, 48)
     (images / "Train").mkdir()

@@ -17,6 +17,7 @@ import os
 import sys
 from pathlib import Path
 
+from . import lifeline
 from .errors import ConfigError, EmbryoBenchError, Interrupted
 
 log = logging.getLogger("embryo_bench")
@@ -267,14 +268,13 @@ def cmd_train(p):
                 out_dir=a.out_dir,
             )
             return
-        from . import lifeline
         from .train import run_training
 
-        if not a.in_container and os.environ.get(lifeline.TIE_ENV) == "1":
-            # A workflow job ends with its parent (Snakemake): an orphaned trainer went on
-            # and wrote its outputs, and a rerun then trained beside it (issue 12, item 2).
-            # Not by hand: `nohup embryo-bench train ... &` must survive its shell.
-            lifeline.tie_to_parent()
+        if not a.in_container and os.environ.get(lifeline.TIE_ENV):
+            # A workflow job ends with Snakemake: an orphaned trainer went on and wrote its
+            # outputs, and a rerun then trained beside it (issue 12, item 2). Not by hand:
+            # `nohup embryo-bench train ... &` must survive its shell.
+            lifeline.tie_to_workflow()
         elif os.environ.get(lifeline.LIFELINE_ENV) == "stdin":
             lifeline.watch_stdin()  # ends with the docker runner (issue 12, item 3)
         dataset = read_json(a.source_info)
@@ -308,7 +308,7 @@ def cmd_figures(p):
         from . import figures
         from .calibrate import read_baseline
         from .figspec import FiguresSpec
-        from .io import read_json
+        from .io import read_json, staged_folder
         from .merge import merge_runs
         from .runs import load_runs
         from .spec import Preprocessing
@@ -318,23 +318,26 @@ def cmd_figures(p):
         runs = load_runs(spec.runs)
         merged, targets = merge_runs(spec.merge, runs, spec.targets)
         baseline = spec.stability.get("baseline", "")
-        figures.make_all(
-            runs,
-            targets,
-            read_json(a.source_info),
-            Preprocessing.from_dict(shard_settings(a.shard)["preprocessing"], a.shard),
-            a.selection,
-            a.out_dir,
-            cost_base=spec.cost_base,
-            cost_note=spec.cost_note,
-            stability=spec.stability,
-            counts=read_json(a.select_summary) if a.select_summary else None,
-            merged=merged,
-            compare_base=spec.compare_base,
-            min_difference=spec.min_difference,
-            baseline=read_baseline(baseline) if baseline else None,
-        )
-        _write_config(spec.config, Path(a.out_dir) / "config.yaml")
+        # Into a staging folder, moved into place only when every figure and table is made:
+        # a failure halfway leaves the previous figures as they were (issue 25).
+        with staged_folder(a.out_dir) as out_dir:
+            figures.make_all(
+                runs,
+                targets,
+                read_json(a.source_info),
+                Preprocessing.from_dict(shard_settings(a.shard)["preprocessing"], a.shard),
+                a.selection,
+                out_dir,
+                cost_base=spec.cost_base,
+                cost_note=spec.cost_note,
+                stability=spec.stability,
+                counts=read_json(a.select_summary) if a.select_summary else None,
+                merged=merged,
+                compare_base=spec.compare_base,
+                min_difference=spec.min_difference,
+                baseline=read_baseline(baseline) if baseline else None,
+            )
+            _write_config(spec.config, out_dir / "config.yaml")
 
     return run
 
@@ -388,7 +391,8 @@ def cmd_check_config(p):
             data = read_config_file(f)
             try:  # every check the workflow makes before a job, but the hardware's
                 plan = Plan.from_config(data, hardware_check="none")
-            except ConfigError as exc:
+                plan.source_stamp()  # a source read in place: every entry readable
+            except EmbryoBenchError as exc:
                 raise ConfigError(f"{f}: {exc}") from None
             for note in plan.merge_notes:
                 print(f"{f}: {note}")
@@ -511,6 +515,11 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+#: Commands that tie themselves to the workflow (:mod:`embryo_bench.lifeline`) or not at
+#: all: a docker training's runner must outlive nothing but stop its container first.
+SELF_TIED = ("train",)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``embryo-bench`` console command."""
     args = build_parser().parse_args(argv)
@@ -519,6 +528,10 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
+        if args.command not in SELF_TIED:
+            # A workflow job ends with Snakemake, writing nothing more (issue 25: a figures or
+            # augment job orphaned by a SIGKILLed Snakemake finished and wrote its outputs).
+            lifeline.tie_to_workflow()
         args.func(args)
     except EmbryoBenchError as exc:
         print(f"embryo-bench: error: {exc}", file=sys.stderr)

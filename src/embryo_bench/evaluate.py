@@ -15,30 +15,86 @@ import pandas as pd
 from . import preprocess
 from .errors import DataError
 from .layout import SETTINGS
-from .sources import MANIFEST_COLUMNS, index_class_folders, visible_entries
+from .sources import (
+    EMBRYO_RE,
+    FRAME_RE,
+    MANIFEST_COLUMNS,
+    TRAJECTORIES,
+    index_class_folders,
+    visible_entries,
+)
 from .spec import Preprocessing
+
+
+def _db_layout(subdirs: list[Path], depth: int = 1) -> Path | None:
+    """An embryo folder ``E<NN>/`` holding ``Frame<NNN>.png`` or ``_trajectories.txt`` among
+    ``subdirs`` or up to ``depth`` folders below them (the Mouse Embryo Tracking Database
+    layout, perhaps in the archive's wrapping folder), else None."""
+    for folder in subdirs:
+        if EMBRYO_RE.match(folder.name) and any(
+            FRAME_RE.match(f.name) or f.name == TRAJECTORIES for f in visible_entries(folder)
+        ):
+            return folder
+    for folder in subdirs if depth else []:
+        if not folder.name.isdigit():
+            found = _db_layout([p for p in visible_entries(folder) if p.is_dir()], depth - 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _found(images: Path, subdirs: list[Path]) -> str:
+    """What DIR holds, for an error: its folders and the .png files at its top level."""
+    pngs = [p for p in visible_entries(images) if p.suffix.lower() == ".png" and p.is_file()]
+    names = [p.name for p in subdirs]
+    parts = [f"{len(pngs)} .png files at the top level"] if pngs else []
+    if names:
+        shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+        parts.append(f"folders {shown} without class folders 0-3 of .png images")
+    return " and ".join(parts) or "nothing"
 
 
 def _index(images: Path, frame_size: int) -> pd.DataFrame:
     """Manifest of DIR: its class folders ``<class>/*.png``, or those of every split folder
     ``<split>/<class>/*.png`` under it (any split names).
 
+    Args:
+        images: DIR. frame_size: the frames' expected side (px).
+
+    Returns:
+        the manifest (:data:`embryo_bench.sources.MANIFEST_COLUMNS`), at least one row.
+
     Raises:
-        DataError: DIR missing or empty, or a class folder outside 0-3 (the model predicts
-            1-4 cells).
+        DataError: DIR missing or empty, a Mouse Embryo Tracking Database folder (E00/...;
+            evaluate reads class folders), no class folder with a .png image, a class folder
+            outside 0-3 (the model predicts 1-4 cells), or what
+            :func:`embryo_bench.sources.index_class_folders` refuses.
     """
     if not images.is_dir():
         raise DataError(f"{images}: image folder not found")
     subdirs = [p for p in visible_entries(images) if p.is_dir()]
+    embryo = _db_layout(subdirs)
+    if embryo is not None:
+        raise DataError(
+            f"{images}: a Mouse Embryo Tracking Database folder ({embryo.relative_to(images)}/"
+            "...); evaluate reads class folders <class>/*.png or <split>/<class>/*.png (the "
+            "workflow's index, select and crop stages read the database layout)"
+        )
     if not subdirs:
         raise DataError(
-            f"{images}: no class or split folders; expected <class>/*.png or <split>/<class>/*.png"
+            f"{images}: no class or split folders (found {_found(images, subdirs)}); expected "
+            "<class>/*.png or <split>/<class>/*.png"
         )
     if all(p.name.isdigit() for p in subdirs):
         rows = index_class_folders(images, images.name, frame_size)
     else:
         rows = [r for split in subdirs for r in index_class_folders(split, split.name, frame_size)]
     manifest = pd.DataFrame(rows, columns=MANIFEST_COLUMNS)
+    if manifest.empty:
+        raise DataError(
+            f"{images}: no class folders (0-3) with .png images (found "
+            f"{_found(images, subdirs)}); expected <class>/*.png or <split>/<class>/*.png"
+        )
     bad = sorted(set(manifest["cells"]) - {1, 2, 3, 4})
     if bad:
         raise DataError(

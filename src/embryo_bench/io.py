@@ -76,6 +76,29 @@ def atomic_path(
             tmp.unlink()
 
 
+@contextlib.contextmanager
+def staged_folder(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield an empty folder beside ``path`` to write a set of files into; only when the
+    block succeeds are they moved into ``path`` (created if needed), each by a rename, so a
+    failure halfway leaves ``path`` as it was: no new file beside old ones (issue 25: the
+    figures job). Files of ``path`` that the block did not write are kept.
+
+    Raises:
+        OSError: ``path``'s parent cannot be written.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield staging
+        for file in sorted(p for p in staging.rglob("*") if p.is_file()):
+            dest = path / file.relative_to(staging)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(file, dest)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def write_json(path: str | os.PathLike, obj: object) -> None:
     """Write ``obj`` as indented JSON to ``path`` atomically (non-JSON values via ``str``).
 
@@ -168,21 +191,131 @@ def sha256_tree(root: str | os.PathLike, paths: list[str] | None = None) -> str:
     return h.hexdigest()
 
 
+def shown_path(path: str | os.PathLike) -> str:
+    """``path`` as printable text: a name that is not valid UTF-8 (Python keeps its bytes as
+    surrogate escapes) has those bytes written as ``\\xNN``, e.g. ``caf\\xe9.png``."""
+    text = os.fsdecode(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(text).decode("utf-8", "backslashreplace")
+    return text
+
+
+def _link_target(path: str | os.PathLike) -> str:
+    try:
+        return f" (-> {shown_path(os.readlink(path))})"
+    except OSError:
+        return ""
+
+
+def entry_problem(path: str | os.PathLike) -> str | None:
+    """What makes one folder entry unusable as data, or None when it is usable.
+
+    Args:
+        path: the entry (a file, a folder or a symbolic link).
+
+    Returns:
+        None, or a description to put after the path in an error: a name that is not UTF-8,
+        a symbolic link that loops, a link to a missing file, or an entry that cannot be read.
+    """
+    try:
+        os.fsdecode(os.path.basename(path)).encode("utf-8")
+    except UnicodeEncodeError:
+        kind = "folder" if os.path.isdir(path) else "file"
+        return (
+            f"a {kind} name that is not UTF-8 (its bytes shown as \\xNN); expected UTF-8 names "
+            "(rename it)"
+        )
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            return (
+                f"a link to a missing file{_link_target(path)}; expected the file it points to "
+                "(restore it or remove the link)"
+            )
+        return "not found (removed while the folder was read)"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return (
+                f"a symbolic link that loops{_link_target(path)}; expected a link to a file or "
+                "folder (fix or remove it)"
+            )
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            return "cannot be read (permission denied); expected a readable entry"
+        return f"cannot be read ({exc.strerror})"
+    return None
+
+
+def folder_entries(directory: str | os.PathLike) -> list[os.DirEntry]:
+    """The entries of ``directory``, sorted by name.
+
+    Raises:
+        DataError: the folder cannot be listed (permission denied, or another OS error),
+            naming it.
+    """
+    try:
+        with os.scandir(directory) as it:
+            return sorted(it, key=lambda e: e.name)
+    except PermissionError as exc:
+        raise DataError(
+            f"{shown_path(directory)}: a folder that cannot be read (permission denied); "
+            "expected a readable folder (check its permissions)"
+        ) from exc
+    except OSError as exc:
+        raise DataError(
+            f"{shown_path(directory)}: a folder that cannot be read ({exc.strerror})"
+        ) from exc
+
+
 def tree_stamp(directory: str | os.PathLike) -> str:
     """Cheap identity of a folder's contents: sha256 over every file's relative path, size
-    and modification time (ns), sorted. Changes when a file is added, removed, resized or
-    touched; used to rerun indexing of sources read in place. Returns "" for a missing
-    folder."""
+    and modification time (ns), sorted (each folder's files, then its sub-folders). Changes
+    when a file is added, removed, resized or touched; used to rerun indexing of sources read
+    in place. Hidden entries (names starting with ".") are left out, as indexing leaves them
+    out; links to folders are followed.
+
+    Args:
+        directory: the folder.
+
+    Returns:
+        16 hex digits, or "" for a missing folder.
+
+    Raises:
+        DataError: naming the path: a folder that cannot be read (permission denied), a
+            symbolic link that loops (to itself, or to a folder above it), a link to a
+            missing file, or a name that is not UTF-8 (its bytes shown as ``\\xNN``).
+    """
     root = Path(directory)
     if not root.is_dir():
         return ""
     h = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(filenames):
-            st = os.stat(os.path.join(dirpath, name))
-            rel = os.path.relpath(os.path.join(dirpath, name), root)
+
+    def visit(folder: str, above: frozenset) -> None:
+        st = os.stat(folder)
+        if (st.st_dev, st.st_ino) in above:
+            raise DataError(
+                f"{shown_path(folder)}: a symbolic link that loops{_link_target(folder)} (to a "
+                "folder above it); expected a link to a file or folder (fix or remove it)"
+            )
+        above = above | {(st.st_dev, st.st_ino)}
+        files, folders = [], []
+        for entry in folder_entries(folder):
+            if entry.name.startswith("."):
+                continue
+            problem = entry_problem(entry.path)
+            if problem:
+                raise DataError(f"{shown_path(entry.path)}: {problem}")
+            (folders if entry.is_dir() else files).append(entry)
+        for entry in files:
+            st = entry.stat()
+            rel = os.path.relpath(entry.path, root)
             h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        for entry in folders:
+            visit(entry.path, above)
+
+    visit(str(root), frozenset())
     return h.hexdigest()[:16]
 
 

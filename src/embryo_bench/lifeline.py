@@ -7,7 +7,11 @@ SIGKILL this process when its parent dies (Linux ``PR_SET_PDEATHSIG``) and, wher
 available or the parent died before it was set, a watchdog thread ends the process as soon as
 :func:`os.getppid` changes. :func:`check_parent` is called before outputs are written.
 Inside a docker runner's container the parent is not visible: :func:`watch_stdin` ends the
-trainer when the runner's attached stdin closes (issue 12, item 3).
+trainer when the runner's attached stdin closes (issue 12, item 3). Every other workflow job
+(crop, augment, figures, ...) runs under the job's shell, which outlives a SIGKILLed
+Snakemake; :func:`tie_to_workflow` ties it to the Snakemake process itself, whose pid the
+workflow's shell prefix passes in :data:`TIE_ENV` (issue 25: an orphaned figures or augment
+job finished and wrote its outputs).
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ WATCH_INTERVAL_S = 0.5
 #: The exit status when the parent or the runner is gone (EX_TEMPFAIL; not 137, which the
 #: docker runner reads as an out-of-memory kill).
 EXIT_CODE = 75
-#: Set (to "1") by the workflow's shell prefix: a host training job ties itself to Snakemake.
+#: Set by the workflow's shell prefix to the pid of the Snakemake process that runs the job
+#: (the job shell's ``$PPID``; "1" in older checkouts: the parent): every job ties itself to it.
 TIE_ENV = "EMBRYO_BENCH_TIE_TO_PARENT"
 #: Set (to "stdin") in a docker run's container: the trainer runs :func:`watch_stdin`.
 LIFELINE_ENV = "EMBRYO_BENCH_LIFELINE"
 
 _parent: int | None = None
+_watched: tuple[int, float | None] | None = None  # an ancestor (pid, start time) to outlive
 
 
 def _set_pdeathsig() -> bool:
@@ -54,19 +60,39 @@ def _gone(parent: int) -> None:
     os._exit(EXIT_CODE)
 
 
+def _start_time(pid: int) -> float | None:
+    """The process's start time (psutil), None when there is no such process."""
+    # Late: the training image does not install psutil, and the trainer inside a container
+    # imports this module (it never watches an ancestor there).
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def _ancestor_gone() -> bool:
+    """The ancestor :func:`tie_to_workflow` watches has exited (or its pid is another
+    process's now)."""
+    return _watched is not None and _start_time(_watched[0]) != _watched[1]
+
+
 def _watch(parent: int) -> None:
     event = threading.Event()
     while not event.wait(WATCH_INTERVAL_S):
         if os.getppid() != parent:
             _gone(parent)
+        if _ancestor_gone():
+            _gone(_watched[0])
 
 
 def tie_to_parent() -> int:
     """End this process, without writing anything more, when its parent process goes away.
 
     Sets ``PR_SET_PDEATHSIG`` = SIGKILL (Linux) and starts a daemon watchdog thread that
-    checks :func:`os.getppid` every 0.5 s and exits with status :data:`EXIT_CODE` when it
-    changes. Calling it again does nothing.
+    checks :func:`os.getppid` (and the ancestor :func:`tie_to_workflow` names) every 0.5 s and
+    exits with status :data:`EXIT_CODE` when it changes. Calling it again does nothing.
 
     Returns:
         the parent's pid (int) at the time of the call.
@@ -76,12 +102,36 @@ def tie_to_parent() -> int:
         return _parent
     parent = os.getppid()
     _set_pdeathsig()
-    if parent <= 1:  # already orphaned (or PID 1's child: nothing to watch)
-        _parent = parent
-        return parent
     _parent = parent
-    threading.Thread(target=_watch, args=(parent,), name="lifeline", daemon=True).start()
+    if parent > 1 or _watched is not None:  # PID 1's child: no parent to watch
+        threading.Thread(target=_watch, args=(parent,), name="lifeline", daemon=True).start()
     return parent
+
+
+def tie_to_workflow() -> int | None:
+    """In a workflow job (:data:`TIE_ENV` set): end this process, writing nothing more, when
+    the Snakemake process that runs the job goes away, whether it is this process's parent
+    (``exec`` in the rule, as the train rule does) or the parent of the job's shell (which
+    itself outlives Snakemake).
+
+    Returns:
+        the pid watched, or None outside a workflow job (:data:`TIE_ENV` unset: a command
+        typed by hand, or ``nohup``'d, must survive its shell).
+
+    Raises:
+        ValueError: :data:`TIE_ENV` holds something other than a pid.
+    """
+    global _watched
+    value = os.environ.get(TIE_ENV, "")
+    if not value:
+        return None
+    pid = int(value)
+    if pid not in (1, os.getppid()):  # "1": older checkouts' value, meaning the parent
+        _watched = (pid, _start_time(pid))
+        if _watched[1] is None:  # the workflow is gone already
+            _gone(pid)
+    parent = tie_to_parent()
+    return parent if pid == 1 else pid
 
 
 def check_parent() -> None:
@@ -92,6 +142,8 @@ def check_parent() -> None:
     """
     if _parent is not None and _parent > 1 and os.getppid() != _parent:
         raise Interrupted(f"the parent process (pid {_parent}) went away")
+    if _ancestor_gone():
+        raise Interrupted(f"the workflow process (pid {_watched[0]}) went away")
 
 
 def _read_to_eof(fd: int) -> None:

@@ -253,8 +253,8 @@ def expand_sweeps(sweeps: list[dict], targets: dict[str, Target]) -> dict[str, T
 
     Raises:
         ConfigError: an entry names a target that is not (or no longer, after the hardware
-            check) among ``targets``, asks for more threads than the target's cpus, or two
-            entries produce the same point.
+            check) among ``targets``, asks for more threads than the target's cpus, makes a
+            point with the name of a target, or two entries produce the same point.
     """
     points: dict[str, Target] = {}
     for i, entry in enumerate(sweeps):
@@ -275,7 +275,12 @@ def expand_sweeps(sweeps: list[dict], targets: dict[str, Target]) -> dict[str, T
                     f"the point's threads would share {t.cpus} pinned core(s); list threads "
                     f"up to {t.cpus}, or sweep a target with more cpus"
                 )
-            if name in points or name in targets:
+            if name in targets:
+                raise ConfigError(
+                    f"sweeps[{i}]: point {name} has the name of a target in targets:; rename "
+                    f"that target (<target>.bs<batch_size>-t<threads> names a sweep point)"
+                )
+            if name in points:
                 raise ConfigError(f"sweeps[{i}]: point {name} is given twice")
             points[name] = dataclasses.replace(
                 t,

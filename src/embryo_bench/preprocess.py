@@ -30,24 +30,20 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from .errors import ConfigError, DataError
+from .frames import check_image
 
 
 def read_frame(path: str, frame_size: int) -> np.ndarray:
     """Decode a frame into a uint8 array of shape (frame_size, frame_size).
 
     Raises:
-        DataError: missing, corrupt or truncated PNG, wrong size, or not 8-bit grayscale.
+        DataError: missing, corrupt or truncated PNG, another format (a JPEG named .png),
+            wrong size, or not 8-bit grayscale (:func:`embryo_bench.frames.check_image`).
     """
     try:
         with Image.open(path) as im:
+            check_image(path, im, frame_size)
             im.load()
-            if im.mode != "L":
-                raise DataError(f"{path}: image mode {im.mode!r}; expected 8-bit grayscale ('L')")
-            if im.size != (frame_size, frame_size):
-                raise DataError(
-                    f"{path}: frame is {im.size[0]}x{im.size[1]} px; expected "
-                    f"{frame_size}x{frame_size} (setting frame_size)"
-                )
             return np.asarray(im, dtype=np.uint8).copy()
     except FileNotFoundError as exc:
         raise DataError(f"{path}: frame not found") from exc

@@ -28,7 +28,15 @@ import pandas as pd
 from PIL import Image, UnidentifiedImageError
 
 from .errors import ConfigError, DataError
-from .io import read_json, sha256_file, sha256_tree
+from .frames import check_image
+from .io import (
+    entry_problem,
+    folder_entries,
+    read_json,
+    sha256_file,
+    sha256_tree,
+    shown_path,
+)
 
 EMBRYO_RE = re.compile(r"^E(\d{2,})$")
 FRAME_RE = re.compile(r"^Frame(\d+)\.png$", re.IGNORECASE)
@@ -249,27 +257,45 @@ def label_frames(
     }
 
 
+@dataclass(frozen=True)
+class _Header:
+    """An image's header as Pillow read it, kept after the file is closed."""
+
+    format: str | None
+    size: tuple[int, int]
+    mode: str
+
+
 def check_frame_header(path: str | Path, frame_size: int) -> None:
-    """Check that a PNG is a ``frame_size`` x ``frame_size`` 8-bit grayscale image.
+    """Check that a file is a PNG image of ``frame_size`` x ``frame_size`` px, 8-bit gray.
 
     Reads only the header; decoding errors surface when the pixels are read
-    (:func:`embryo_bench.preprocess.read_frame`).
+    (:func:`embryo_bench.preprocess.read_frame`). The format is the one the file's bytes
+    say, not its extension: a JPEG renamed ``.png`` is refused.
+
+    Args:
+        path: the image file. frame_size: expected width and height (px).
 
     Raises:
-        DataError: unreadable file, wrong size, or mode other than ``L`` (8-bit gray).
+        DataError: unreadable file (a link to a missing file, a link that loops, permission
+            denied, or not an image), an image in another format than PNG, wrong size, or
+            mode other than ``L`` (8-bit gray).
     """
     try:
         with Image.open(path) as im:
-            size, mode = im.size, im.mode
+            check = (im.format, im.size, im.mode)
     except (UnidentifiedImageError, OSError) as exc:
+        problem = entry_problem(path)
+        if problem:
+            raise DataError(f"{path}: {problem}") from exc
         raise DataError(f"{path}: not a readable PNG image ({exc})") from exc
-    if size != (frame_size, frame_size):
-        raise DataError(
-            f"{path}: frame is {size[0]}x{size[1]} px; expected {frame_size}x{frame_size} "
-            "(setting frame_size)"
-        )
-    if mode != "L":
-        raise DataError(f"{path}: image mode {mode!r}; expected 8-bit grayscale ('L')")
+    check_image(path, _Header(*check), frame_size)
+
+
+def _listing(directory: Path) -> list[Path]:
+    """The entries of ``directory`` sorted by name (DataError naming a folder that cannot be
+    read, :func:`embryo_bench.io.folder_entries`)."""
+    return [Path(e.path) for e in folder_entries(directory)]
 
 
 def find_db_root(directory: str | Path) -> Path:
@@ -278,14 +304,15 @@ def find_db_root(directory: str | Path) -> Path:
     The archive may hold them at its top level or under one wrapping folder.
 
     Raises:
-        DataError: no ``E<NN>`` folders found at either level.
+        DataError: no ``E<NN>`` folders found at either level, or a folder that cannot be
+            read.
     """
     directory = Path(directory)
     if not directory.is_dir():
         raise DataError(f"{directory}: not a directory")
-    candidates = [directory] + sorted(p for p in directory.iterdir() if p.is_dir())
+    candidates = [directory] + [p for p in _listing(directory) if p.is_dir()]
     for cand in candidates:
-        if any(EMBRYO_RE.match(p.name) and p.is_dir() for p in cand.iterdir()):
+        if any(EMBRYO_RE.match(p.name) and p.is_dir() for p in _listing(cand)):
             return cand
     raise DataError(
         f"{directory}: no embryo folders E<NN>/ (with Frame<NNN>.png and {TRAJECTORIES}) found "
@@ -324,7 +351,8 @@ def index_db(
     Raises:
         DataError: no embryo folders, an embryo without frames or with a gap in its frame
             numbers, a missing or garbled trajectories file, a line count the rules do not
-            allow, or a frame of the wrong size or mode.
+            allow, a frame that is not a PNG (whatever its extension) or of the wrong size
+            or mode, or a folder that cannot be read.
     """
     rules = rules or TrajectoryRules()
     root = find_db_root(directory)
@@ -332,10 +360,10 @@ def index_db(
     skipped = ("frames_unlabelled", "lines_ignored", "frames_lineage_ended")
     stats = {"root": str(root), "embryos": 0, "frames": 0, "frames_labelled": 0}
     stats.update(dict.fromkeys(skipped, 0), per_embryo={}, rules=dataclasses.asdict(rules))
-    for emb_dir in sorted(p for p in root.iterdir() if p.is_dir() and EMBRYO_RE.match(p.name)):
+    for emb_dir in [p for p in _listing(root) if p.is_dir() and EMBRYO_RE.match(p.name)]:
         number = int(EMBRYO_RE.match(emb_dir.name).group(1))
         frames = sorted(
-            (p for p in emb_dir.iterdir() if FRAME_RE.match(p.name)),
+            (p for p in _listing(emb_dir) if FRAME_RE.match(p.name)),
             key=lambda p: int(FRAME_RE.match(p.name).group(1)),
         )
         if not frames:
@@ -363,11 +391,21 @@ def index_db(
     return pd.DataFrame(rows, columns=MANIFEST_COLUMNS), stats
 
 
+VALIDATION_NAMES = ("val", "validation")
+
+
 def _split_name(folder: Path) -> str:
+    """The split of a split folder: train/training -> "train"; test/testing and the
+    validation folders val/validation -> "test" (any case; the model never trains on a
+    validation folder, :func:`skipped_lines` says so in the index log).
+
+    Raises:
+        DataError: another name.
+    """
     name = folder.name.lower()
     if name in ("train", "training"):
         return "train"
-    if name in ("test", "testing", "val", "validation"):
+    if name in ("test", "testing", *VALIDATION_NAMES):
         return "test"
     raise DataError(
         f"{folder}: split folder name not understood; expected Train/ or Test/ (any case)"
@@ -381,14 +419,24 @@ def visible_entries(directory: Path, ignored: list[str] | None = None) -> list[P
     Args:
         directory: a folder.
         ignored: if given, the hidden entries' paths are appended to it.
+
+    Raises:
+        DataError: naming the path: ``directory`` cannot be read (permission denied), or a
+            visible entry is a symbolic link that loops, a link to a missing file, or has a
+            name that is not UTF-8 (its bytes shown as ``\\xNN``)
+            (:func:`embryo_bench.io.entry_problem`).
     """
     out = []
-    for p in sorted(directory.iterdir()):
+    for entry in folder_entries(directory):
+        p = Path(entry.path)
         if p.name.startswith("."):
             if ignored is not None:
                 ignored.append(str(p))
-        else:
-            out.append(p)
+            continue
+        problem = entry_problem(entry.path)
+        if problem:
+            raise DataError(f"{shown_path(entry.path)}: {problem}")
+        out.append(p)
     return out
 
 
@@ -409,7 +457,9 @@ def index_class_folders(
 
     Raises:
         DataError: a class folder that is not an integer, a class folder without a .png
-            image, or a frame of the wrong size or mode.
+            image, a .png that is not a PNG image (a JPEG renamed, ...) or of the wrong size
+            or mode, or an entry :func:`visible_entries` refuses (a folder that cannot be
+            read, a link that loops or points to a missing file, a name that is not UTF-8).
     """
     directory = Path(directory)
     ignored = [] if ignored is None else ignored
@@ -442,13 +492,17 @@ def index_imagefolder(directory: str | Path, frame_size: int) -> tuple[pd.DataFr
 
     Returns:
         (manifest, stats) as in :func:`index_db`; ``embryo`` is "" (unknown in this layout)
-        and the split comes from the folder name.
+        and the split comes from the folder name: stats' ``split_folders`` maps each split
+        folder's name to its split (a validation folder, Val/ or Validation/, joins the test
+        split: the model never trains on it).
 
     Raises:
         DataError: no split folders, a split folder not named train/test (any case; also
             training, testing, val, validation), a class folder that is not an integer, an
-            empty class folder, or a frame of the wrong size or mode. Hidden entries and
-            files other than .png (any case) are passed over and counted in the stats'
+            empty class folder, a .png that is not a PNG image or of the wrong size or mode,
+            or an entry :func:`visible_entries` refuses (a folder that cannot be read, a link
+            that loops or points to a missing file, a name that is not UTF-8). Hidden entries
+            and files other than .png (any case) are passed over and counted in the stats'
             ``entries_ignored`` (with up to 10 ``entries_ignored_examples``).
     """
     root = Path(directory)
@@ -459,14 +513,16 @@ def index_imagefolder(directory: str | Path, frame_size: int) -> tuple[pd.DataFr
     ignored += [str(p) for p in visible_entries(root) if not p.is_dir()]
     if not split_dirs:
         raise DataError(f"{root}: no split folders; expected <root>/<split>/<class>/*.png")
+    split_folders = {p.name: _split_name(p) for p in split_dirs}
     for split_dir in split_dirs:
-        rows += index_class_folders(split_dir, _split_name(split_dir), frame_size, ignored)
+        rows += index_class_folders(split_dir, split_folders[split_dir.name], frame_size, ignored)
     manifest = pd.DataFrame(rows, columns=MANIFEST_COLUMNS)
     if manifest.empty:
         raise DataError(f"{root}: no images found under <split>/<class>/")
     stats = {"root": str(root.resolve()), "frames": len(manifest), "frames_labelled": len(rows)}
     stats["entries_ignored"] = len(ignored)
     stats["entries_ignored_examples"] = ignored[:10]
+    stats["split_folders"] = split_folders
     return manifest, stats
 
 
@@ -527,13 +583,16 @@ def index_source(
 
 
 def skipped_lines(source: dict) -> list[str]:
-    """Log lines for what indexing left out of a database-layout source (none when nothing).
+    """Log lines for what indexing left out of a source or put where a reader might not
+    expect it (none when nothing).
 
     Args:
         source: the ``source.json`` dict of :func:`index_source`.
 
     Returns:
-        one line per kind of left-out frame or line, with its count and embryos.
+        one line per kind of left-out frame or line, with its count and embryos; one per
+        kind of passed-over entry of an image folder; one per validation folder (Val/), which
+        is scored as test.
     """
     what = {
         "frames_unlabelled": "frames after their embryo's last trajectory line (unlabelled)",
@@ -550,6 +609,12 @@ def skipped_lines(source: dict) -> list[str]:
             f"passed over (hidden entries, other files), e.g. "
             f"{', '.join(source['entries_ignored_examples'][:3])}"
         )
+    for folder, split in source.get("split_folders", {}).items():
+        if folder.lower() in VALIDATION_NAMES:
+            out.append(
+                f"split folder {folder} is scored as {split} (validation folders join the "
+                "test split; the model never trains on them)"
+            )
     for key, text in what.items():
         if source.get(key):
             embryos = [e for e, c in per_embryo.items() if c[key]]

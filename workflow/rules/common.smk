@@ -17,7 +17,7 @@ SRC = os.path.join(workflow.basedir, "src")
 sys.path.insert(0, SRC)
 from embryo_bench import layout
 from embryo_bench.codehash import code_hash
-from embryo_bench.errors import ConfigError
+from embryo_bench.errors import EmbryoBenchError
 from embryo_bench.lifeline import TIE_ENV, forward_sigint_to_jobs
 from embryo_bench.config import load_schema, read_config_file
 from embryo_bench.plan import Plan
@@ -27,6 +27,8 @@ from embryo_bench.plan import Plan
 forward_sigint_to_jobs()
 
 # shell.prefix is formatted like the commands: {{ }} in the f-string's result is one brace.
+# TIE_ENV carries Snakemake's pid (the job shell's parent): every job ends with Snakemake,
+# even under a shell that outlives it (embryo_bench.lifeline.tie_to_workflow).
 # The checkout's location is a variable, not a params value, so a moved checkout reruns
 # nothing.
 _ENV_DEPLOYED = "CONDA" in {
@@ -36,7 +38,7 @@ _PYTHON_BIN = "" if _ENV_DEPLOYED else os.path.dirname(sys.executable)
 shell.prefix(
     f"set -euo pipefail; "
     f"export EMBRYO_BENCH_REPO={shlex.quote(workflow.basedir)}; "
-    f"export {TIE_ENV}=1; "
+    f"export {TIE_ENV}=$PPID; "
     f"export PYTHONPATH={shlex.quote(SRC)}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; "
     + (f'export PATH={shlex.quote(_PYTHON_BIN)}:"$PATH"; ' if _PYTHON_BIN else "")
 )
@@ -65,7 +67,10 @@ try:
         hardware_check="none" if workflow.remote_exec else None,
         schema=load_schema(os.path.join(workflow.basedir, "config", "schema.yaml")),
     )
-except ConfigError as exc:
+    # A source read in place: its files' names, sizes and times (changed images rerun the
+    # index rule); a link that loops or an unreadable folder is named here, in one line.
+    SOURCE_STAMP = PLAN.source_stamp()
+except EmbryoBenchError as exc:
     raise WorkflowError(str(exc))
 for _name, _why in PLAN.skipped.items():
     logger.warning(f"target {_name}: skipped, {_why} (on_missing_hardware: skip)")

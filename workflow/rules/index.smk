@@ -27,8 +27,7 @@ rule index:
         unlabelled=DATASET["trajectories"]["unlabelled_frames"],
         extra_lines=DATASET["trajectories"]["extra_lines"],
         lineage_ended=DATASET["trajectories"]["lineage_ended"],
-        # A source read in place: its files' names, sizes and times (changed images rerun).
-        source_stamp=PLAN.source_stamp(),
+        source_stamp=SOURCE_STAMP,
         code=code("index"),
     shell:
         "python3 -m embryo_bench.cli index --layout {params.layout} --root {params.root:q} "
