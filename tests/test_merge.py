@@ -263,6 +263,11 @@ def test_a_hand_edited_merged_run_json_is_refused_before_any_job(tmp_path):
         folder = _folder(tmp_path / name.replace(" ", "-"), **changes)
         with pytest.raises(ConfigError, match=re.escape(message)):
             check_folders([str(folder)], str(tmp_path / "out"), PP)
+    for name in ("history.csv", "run.json"):  # lost after the figures were made
+        lost = _folder(tmp_path / f"lost-{name}")
+        (lost / "train/host-1cpu/repeat-1" / name).unlink()
+        with pytest.raises(ConfigError, match=re.escape(f"repeat-1/{name}: ")):
+            check_folders([str(lost)], str(tmp_path / "out"), PP)
     other = _folder(tmp_path / "metrics-of-another", metrics={**METRICS, "target": "host-2cpu"})
     with pytest.raises(ConfigError, match=re.escape("metrics.json is of target host-2cpu")):
         check_folders([str(other)], str(tmp_path / "out"), PP)
