@@ -141,6 +141,20 @@ def test_an_image_with_the_same_labels_is_reused_not_built(docker_run, tmp_path)
 
 
 @pytest.mark.slow
+def test_the_image_keeps_no_wheels(docker_run):
+    """Two stages (issue 26): the wheels go into the first stage only, so no layer of the
+    image is the wheelhouse copy (the one-stage cpu image carried 374 MB of wheels it had
+    installed), and the record gives the image's size as the daemon reports it."""
+    client, _, _, out = docker_run
+    record = json.loads((out / "images/cpu.json").read_text())
+    history = client.api.history(record["image_id"])
+    assert history and not any("/tmp/wheelhouse" in (h.get("CreatedBy") or "") for h in history)
+    size = client.images.get(record["image_id"]).attrs["Size"]
+    assert record["size_mib"] == round(size / 2**20, 1)
+    assert "tensorflow_build" not in record  # read for gpu images only
+
+
+@pytest.mark.slow
 def test_a_hardware_code_change_reruns_docker_training(docker_run, tmp_path):
     """hardware.py decides what a container gets and is checked before it starts: a code
     change there rebuilds the image (the container runs that code) and reruns the training."""

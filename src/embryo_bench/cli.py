@@ -422,16 +422,21 @@ def cmd_base_image(p):
 
 def cmd_wheelhouse(p):
     """download an image's wheels on the host"""
-    p.add_argument("--requirements", default="containers/requirements-cpu.lock")
-    p.add_argument("--out", default="containers/wheelhouse")
+    p.add_argument("--image", choices=["cpu", "gpu"], default="cpu")
+    # Defaults relative to the current folder: run it in the repository.
+    p.add_argument(
+        "--requirements", help="the lock (default: containers/requirements-<image>.lock)"
+    )
+    p.add_argument("--out", help="the wheel folder (default: containers/wheelhouse/<image>)")
     p.add_argument("--record", help="write the wheel list (JSON) here")
 
     def run(a):
-        from .containers import make_wheelhouse
+        from .containers import make_wheelhouse, requirements_file, wheelhouse_dir
         from .io import write_json
 
-        record = make_wheelhouse(a.requirements, a.out)
-        log.info("%d wheels in %s", len(record["wheels"]), a.out)
+        out = a.out or wheelhouse_dir(a.image)
+        record = make_wheelhouse(a.requirements or requirements_file(a.image), out)
+        log.info("%d wheels in %s", len(record["wheels"]), out)
         if a.record:
             write_json(a.record, record)
 
@@ -455,7 +460,16 @@ def cmd_build_image(p):
         from .containers import build_image
 
         info = build_image(a.context, a.tag, a.image, a.base_image, a.pip_source, a.record)
-        log.info("built %s: %s", info["tag"], info["image_id"])
+        log.info(
+            "%s %s: %s, %.0f MiB, %.0f s",
+            "reused" if info["reused"] else "built",
+            info["tag"],
+            info["image_id"],
+            info["size_mib"],
+            info["build_seconds"],
+        )
+        if "tensorflow_build" in info:
+            log.info("TensorFlow's build: %s", json.dumps(info["tensorflow_build"]))
 
     return run
 

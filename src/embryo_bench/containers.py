@@ -3,10 +3,13 @@
 * :func:`build_base_image`: a Debian base image from Debian packages (``debootstrap`` +
   ``docker import``), for hosts without a container registry (air-gapped clusters, CI).
 * :func:`make_wheelhouse`: ``pip download`` of an image's locked requirements on the host, so
-  the image build installs Python packages without network access (``PIP_SOURCE=wheelhouse``).
+  the image build installs Python packages without network access (``PIP_SOURCE=wheelhouse``);
+  each image has its own folder (:func:`wheelhouse_dir`), and a build sends only its own
+  (:func:`build_context`): the gpu wheels (3.2 GiB) never travel with a cpu build.
 * :func:`build_image`: ``docker build`` of ``containers/Dockerfile`` with the SDK from the base
   image's id (not its tag), build log streamed to a file, and a record (image id, tag, base
-  image id, content hash) written beside it.
+  image id, content hash; for gpu, TensorFlow's CUDA build, :func:`tensorflow_build_info`)
+  written beside it.
 
 Requirements: ``containers/requirements-<image>.txt`` holds the top-level pins (edited by
 hand); ``containers/requirements-<image>.lock`` is generated from it by
@@ -17,12 +20,14 @@ what the image installs, with ``--require-hashes``.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections import deque
 from pathlib import Path
 
@@ -31,10 +36,21 @@ from .docker_api import daemon_identity, docker_client
 from .errors import DockerError
 from .io import sha256_file, sha256_tree, write_json
 
+#: The Dockerfile of both images, relative to the repository.
+DOCKERFILE = "containers/Dockerfile"
 #: What an image is built from, besides its requirements file and the package's code.
-IMAGE_FILES = ["containers/Dockerfile", ".dockerignore", "pyproject.toml"]
+IMAGE_FILES = [DOCKERFILE, ".dockerignore", "pyproject.toml"]
 #: The command the image runs (``embryo-bench train`` inside the container).
 IMAGE_COMMAND = "cli:train"
+#: Where the wheelhouses are, relative to the repository: one folder per image.
+WHEELHOUSE_ROOT = "containers/wheelhouse"
+#: Run inside an image: TensorFlow's ``tf.sysconfig.get_build_info()`` as one line of JSON.
+TF_BUILD_INFO_CODE = (
+    "import json, tensorflow as tf; print(json.dumps(dict(tf.sysconfig.get_build_info())))"
+)
+#: The keys of a gpu image's build info that must be there and not empty (a CPU-only
+#: TensorFlow has none of them).
+CUDA_BUILD_KEYS = ("cuda_version", "cudnn_version")
 
 
 def requirements_pins(image: str) -> str:
@@ -47,6 +63,114 @@ def requirements_file(image: str) -> str:
     """The hash-locked requirements a project image ("cpu", "gpu") installs, relative to the
     repo (``containers/lock-requirements.sh`` writes it from :func:`requirements_pins`)."""
     return f"containers/requirements-{image}.lock"
+
+
+def wheelhouse_dir(image: str) -> str:
+    """The wheelhouse folder of a project image ("cpu", "gpu"), relative to the repo:
+    ``containers/wheelhouse/<image>``, filled by :func:`make_wheelhouse` from
+    :func:`requirements_file`."""
+    return f"{WHEELHOUSE_ROOT}/{image}"
+
+
+def build_context_patterns(context: str | Path, image: str, pip_source: str) -> list[str]:
+    """The exclude patterns (``.dockerignore`` syntax) of an image's build context: the
+    repository's ``.dockerignore``, then every wheelhouse folder left out but this image's
+    (and that one too with ``pip_source`` "pypi").
+
+    Raises:
+        FileNotFoundError: ``context`` has no ``.dockerignore``.
+    """
+    lines = (Path(context) / ".dockerignore").read_text().splitlines()
+    patterns = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    patterns += [f"{WHEELHOUSE_ROOT}/*", f"!{WHEELHOUSE_ROOT}/.keep"]
+    if pip_source == "wheelhouse":
+        patterns.append(f"!{wheelhouse_dir(image)}")
+    return patterns
+
+
+def build_context_files(context: str | Path, image: str, pip_source: str) -> list[str]:
+    """The files (and folders) of an image's build context, relative to ``context``, sorted:
+    what :func:`build_context` packs.
+
+    Raises:
+        FileNotFoundError: ``context`` has no ``.dockerignore``.
+    """
+    from docker.utils.build import exclude_paths
+
+    patterns = build_context_patterns(context, image, pip_source)
+    return sorted(exclude_paths(str(context), patterns, dockerfile=DOCKERFILE))
+
+
+def build_context(context: str | Path, image: str, pip_source: str):
+    """The build context of a project image as an uncompressed tar in a temporary file
+    (deleted when closed), read from its start: :func:`build_context_files` of ``context``.
+    docker-py's own packing would send every wheelhouse folder (the ``.dockerignore`` cannot
+    tell images apart).
+
+    Raises:
+        FileNotFoundError: ``context`` has no ``.dockerignore``.
+    """
+    from docker.utils.build import create_archive
+
+    files = build_context_files(context, image, pip_source)
+    archive = create_archive(root=str(Path(context).resolve()), files=files)
+    archive.seek(0)
+    return archive
+
+
+def tensorflow_build_info(tag: str, client=None, log=sys.stderr) -> dict:
+    """TensorFlow's build information inside the image ``tag``
+    (``tf.sysconfig.get_build_info()``: for a CUDA build, ``cuda_version``, ``cudnn_version``,
+    ``cuda_compute_capabilities``, ``is_cuda_build``), from a container without network that is
+    removed afterwards. Needs no GPU: it reads what TensorFlow was built for.
+
+    Returns:
+        the build information, as TensorFlow gives it (JSON types).
+
+    Raises:
+        DockerError: the container failed (with its output's tail) or printed no JSON.
+    """
+    client = client or docker_client()
+    try:
+        out = client.containers.run(
+            tag,
+            ["python3", "-c", TF_BUILD_INFO_CODE],
+            remove=True,
+            network_disabled=True,
+            stdout=True,
+            stderr=True,
+            environment={"TF_CPP_MIN_LOG_LEVEL": "0"},
+        )
+    except Exception as exc:
+        raise DockerError(
+            f"image {tag}: reading TensorFlow's build info failed: {str(exc)[-3000:]}"
+        ) from exc
+    text = out.decode(errors="replace")
+    print(text.rstrip(), file=log, flush=True)
+    for line in reversed(text.splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                break
+    raise DockerError(f"image {tag}: TensorFlow printed no build info (JSON): {text[-2000:]}")
+
+
+def check_cuda_build(info: dict, tag: str, requirements: str) -> None:
+    """Check that ``info`` (:func:`tensorflow_build_info` of a gpu image) is a CUDA build
+    with its CUDA and cuDNN versions (:data:`CUDA_BUILD_KEYS`).
+
+    Raises:
+        DockerError: not a CUDA build, or a version missing; names the image and the lock.
+    """
+    missing = [k for k in CUDA_BUILD_KEYS if not info.get(k)]
+    if not info.get("is_cuda_build") or missing:
+        raise DockerError(
+            f"image {tag}: TensorFlow from {requirements} is not a CUDA build "
+            f"(is_cuda_build={info.get('is_cuda_build')!r}, missing {missing or 'nothing'}); "
+            "a gpu image needs tensorflow[and-cuda]: its build info was "
+            f"{json.dumps(info, sort_keys=True)}"
+        )
 
 
 def resolve_base_image(client, base_image: str, log=sys.stderr) -> dict:
@@ -268,26 +392,36 @@ def build_image(
     another image cannot change what is built), streaming the build log to ``log``, and write
     ``record`` (JSON: image id, tag, base image name, id and repo digests, pip source, the
     locked requirements and their sha256, :func:`image_content_hash`, the host it was built on
-    and DOCKER_HOST, ``reused``).
+    and DOCKER_HOST, ``reused``, the image's ``size_mib`` (MiB, as the daemon reports it) and
+    ``build_seconds`` (wall, s; 0 when reused); for "gpu" also ``tensorflow_build``:
+    :func:`tensorflow_build_info`, checked to be a CUDA build by :func:`check_cuda_build`, so a
+    gpu image without CUDA fails where it is built, not on the GPU machine).
 
-    The image carries labels of what it was built from (:func:`build_labels`); when the daemon
-    already has an image with the same labels, it is tagged ``tag`` and reused instead of
-    built again (sending the ~360 MB context and checking every cached layer took ~10-20 s).
+    The context sent is :func:`build_context`: this image's wheelhouse folder only. The image
+    carries labels of what it was built from (:func:`build_labels`); when the daemon already
+    has an image with the same labels, it is tagged ``tag`` and reused instead of built again
+    (sending the ~360 MB context and checking every cached layer took ~10-20 s).
 
     Args:
-        image: "cpu" or "gpu": which requirements file (:func:`requirements_file`).
+        image: "cpu" or "gpu": which requirements file (:func:`requirements_file`) and
+            wheelhouse (:func:`wheelhouse_dir`).
 
     Raises:
-        DockerError: daemon unreachable, the base image missing, or the build failed (with
-        the log's last lines).
+        DockerError: daemon unreachable, the base image missing, the build failed (with the
+            log's last lines; with ``pip_source`` "wheelhouse", a wheel missing from
+            :func:`wheelhouse_dir` fails pip), or a gpu image whose TensorFlow is not a CUDA
+            build.
     """
     client = client or docker_client()
     requirements = requirements_file(image)
     base = resolve_base_image(client, base_image, log=log)
     content = image_content_hash(context, image)
     labels = build_labels(content, base["base_image_id"], pip_source)
+    started = time.monotonic()
 
     def record_image(image_id: str, reused: bool) -> dict:
+        seconds = 0.0 if reused else time.monotonic() - started
+        built = client.images.get(image_id)
         info = {
             "image_id": image_id,
             "tag": tag,
@@ -299,7 +433,12 @@ def build_image(
             "built_on": socket.gethostname(),
             "docker_host": os.environ.get("DOCKER_HOST", ""),
             "reused": reused,
+            "size_mib": round(built.attrs["Size"] / 2**20, 1),
+            "build_seconds": round(seconds, 1),
         }
+        if image == "gpu":
+            info["tensorflow_build"] = tensorflow_build_info(tag, client=client, log=log)
+            check_cuda_build(info["tensorflow_build"], tag, requirements)
         write_json(record, info)
         return info
 
@@ -316,10 +455,12 @@ def build_image(
         return record_image(same[0].id, reused=True)
     tail: deque[str] = deque(maxlen=40)
     image_id = None
+    archive = build_context(context, image, pip_source)
     try:
         stream = client.api.build(
-            path=str(context),
-            dockerfile="containers/Dockerfile",
+            fileobj=archive,
+            custom_context=True,
+            dockerfile=DOCKERFILE,
             tag=tag,
             rm=True,
             forcerm=True,
@@ -328,6 +469,7 @@ def build_image(
             buildargs={
                 "BASE_IMAGE": base["base_image_id"],
                 "PIP_SOURCE": pip_source,
+                "IMAGE": image,
                 "REQUIREMENTS": requirements,
             },
         )
@@ -347,6 +489,8 @@ def build_image(
         raise
     except Exception as exc:
         raise DockerError(f"image build {tag} failed: {exc}\n" + "\n".join(tail)) from exc
+    finally:
+        archive.close()
     return record_image(image_id or client.images.get(tag).id, reused=False)
 
 
@@ -390,8 +534,6 @@ def ship_image(
         DockerError: either daemon unreachable (naming its address), the image not on the
             local daemon, or the load failed or did not produce that image id.
     """
-    import time
-
     import docker.errors
 
     source = source or docker_client()

@@ -1,6 +1,10 @@
 # Container images of the docker targets, built through the Docker SDK. Each rule writes a
 # small JSON record; it reruns only when what the image is built from changes.
-from embryo_bench.containers import image_content_hash, requirements_file
+from embryo_bench.containers import (
+    image_content_hash,
+    requirements_file,
+    wheelhouse_dir,
+)
 
 # Daemons of targets on other machines (docker_host), by file key: read when the Snakefile is
 # parsed, so two addresses with one key fail before any job.
@@ -36,11 +40,13 @@ rule wheelhouse:
         bench_slot=OTHER_JOB_SLOTS,
     params:
         requirements=lambda wc: requirements_file(wc.image),
+        # One folder per image: a cpu build never sends the gpu wheels (3.2 GiB).
+        wheels=lambda wc: wheelhouse_dir(wc.image),
         code=code("wheelhouse"),
     shell:
-        "python3 -m embryo_bench.cli wheelhouse "
+        "python3 -m embryo_bench.cli wheelhouse --image {wildcards.image} "
         '--requirements "$EMBRYO_BENCH_REPO"/{params.requirements:q} '
-        '--out "$EMBRYO_BENCH_REPO/containers/wheelhouse" --record {output:q} > {log:q} 2>&1'
+        '--out "$EMBRYO_BENCH_REPO"/{params.wheels:q} --record {output:q} > {log:q} 2>&1'
 
 
 rule image:
