@@ -34,6 +34,9 @@ def cmd_synthesize(p):
     p.add_argument("--trailing-separator", action="store_true")
     p.add_argument("--unlabelled-frames", type=int, default=0)
     p.add_argument("--extra-lines", type=int, default=0)
+    p.add_argument("--total-frames", type=int, help="labelled frames over all embryos")
+    p.add_argument("--three-cell-frames", type=int, help="3-cell frames over all embryos")
+    p.add_argument("--jobs", type=int, default=1, help="processes writing embryos at once")
     p.add_argument("--info")
 
     def run(a):
@@ -50,6 +53,9 @@ def cmd_synthesize(p):
             trailing_separator=a.trailing_separator,
             unlabelled_frames=a.unlabelled_frames,
             extra_lines=a.extra_lines,
+            total_frames=a.total_frames,
+            three_cell_frames=a.three_cell_frames,
+            jobs=a.jobs,
         )
         if a.info:
             write_json(a.info, info)

@@ -600,17 +600,22 @@ class Plan:
 
     def synthetic_flags(self) -> list[str]:
         """``embryo-bench synthesize`` options for the trajectory-format variants set in
-        ``dataset.synthetic`` (none at their defaults)."""
+        ``dataset.synthetic`` and its exact counts (``total_frames``, ``three_cell_frames``:
+        named only when set, so configurations without them keep their flags)."""
         syn = self.config["dataset"]["synthetic"]
         flags = ["--separator", syn["separator"]]
         if syn["trailing_separator"]:
             flags.append("--trailing-separator")
-        return flags + [
+        flags += [
             "--unlabelled-frames",
             str(syn["unlabelled_frames"]),
             "--extra-lines",
             str(syn["extra_lines"]),
         ]
+        for key in ("total_frames", "three_cell_frames"):
+            if key in syn:
+                flags += [f"--{key.replace('_', '-')}", str(syn[key])]
+        return flags
 
     def source_stamp(self) -> str:
         """Identity of a source read in place (names, sizes and times of its files), so that

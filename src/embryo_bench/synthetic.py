@@ -10,11 +10,18 @@ A frame shows a centred embryo (zona pellucida ring) holding 1-4 cells, lit from
 each cell has a bright upper rim and a dark shadow below, parts of neighbouring embryos cut by
 the frame's edges, and Gaussian noise. The cell count rises 1 -> 2 -> 3 -> 4 over an embryo's
 frames, with the 3-cell stage short, as in the real database where 3-cell frames are rarest.
+
+By default every embryo has ``frames_per_embryo`` frames split by :data:`STAGE_FRACTIONS`.
+``total_frames`` (labelled frames over all embryos, spread unevenly over them as in the real
+database) and ``three_cell_frames`` (the rare class's count over all embryos) make exact
+totals instead, e.g. the paper's (:mod:`embryo_bench.paper`, config/paper-synthetic.yaml;
+:func:`allocate_frames`).
 """
 
 from __future__ import annotations
 
 import zipfile
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +36,17 @@ SLOTS = 7
 # second daughter and the first daughter's two daughters; the four grand-daughters.
 LINEAGE = {1: (0,), 2: (1, 2), 3: (2, 3, 4), 4: (3, 4, 5, 6)}
 SEPARATORS = {"tab": "\t", "spaces": "  "}
+#: With ``total_frames``, embryo n's share of the frames is proportional to a weight drawn
+#: uniformly from 1 +- FRAMES_SPREAD (per mille, from its own random stream): frame counts
+#: differ between embryos as in the real database (whose per-embryo counts were not available
+#: here: the spread is an assumption, not a measurement).
+FRAMES_SPREAD = 0.25
+#: Random stream (SeedSequence spawn key) of the per-embryo frame counts, apart from the
+#: embryos' own streams ``default_rng([seed, n])``.
+ALLOCATION_STREAM = 1
+#: Fewest frames an embryo gets with ``total_frames`` or ``three_cell_frames``: one each of 1,
+#: 2 and 4 cells, and one more (a 3-cell frame where its share allows).
+MIN_FRAMES = 4
 
 
 def _cell_layout(cells: int, rng: np.random.Generator) -> np.ndarray:
@@ -99,6 +117,136 @@ def stage_counts(frames: int) -> list[int]:
     return [int(np.searchsorted(bounds, i, side="right")) + 1 for i in range(frames)]
 
 
+def apportion(total: int, weights) -> np.ndarray:
+    """Split ``total`` into integer parts proportional to integer ``weights`` (largest
+    remainder; exact integer arithmetic, ties to the earlier part).
+
+    Args:
+        total: the count to split, >= 0.
+        weights: sequence of non-negative ints, not all zero.
+
+    Returns:
+        int64 array of len(weights) parts summing to ``total``; a part never exceeds the ceiling
+        of its exact quota.
+
+    Raises:
+        ValueError: a negative total or weight, or every weight zero.
+    """
+    w = np.asarray(weights, dtype=np.int64)
+    if total < 0 or (w < 0).any() or w.sum() == 0:
+        raise ValueError(f"apportion: total {total}, weights {w.tolist()}")
+    base, rest = np.divmod(total * w, w.sum())
+    base[np.argsort(-rest, kind="stable")[: total - int(base.sum())]] += 1
+    return base
+
+
+def allocate_frames(
+    embryos: int,
+    frames_per_embryo: int = 40,
+    seed: int = 0,
+    *,
+    total_frames: int | None = None,
+    three_cell_frames: int | None = None,
+) -> np.ndarray:
+    """Labelled frames per embryo and cell count.
+
+    Without ``total_frames`` and ``three_cell_frames``, every embryo's frames are split by
+    :data:`STAGE_FRACTIONS` (:func:`stage_counts`). Otherwise the totals are exact:
+
+    * frames per embryo: ``frames_per_embryo`` each, or with ``total_frames``, MIN_FRAMES each
+      plus the rest of ``total_frames`` spread in proportion to per-embryo weights drawn from
+      1 +- :data:`FRAMES_SPREAD` (seeded: ``seed``, stream :data:`ALLOCATION_STREAM`);
+    * 3-cell frames (``three_cell_frames``, default round(STAGE_FRACTIONS[2] x total)) spread
+      in proportion to each embryo's frames less 3;
+    * each embryo's other frames: one of 1, 2 and 4 cells each, the rest split 30 : 35 : 25
+      (:data:`STAGE_FRACTIONS`).
+
+    Args:
+        embryos: embryo count, >= 1.
+        frames_per_embryo: frames of each embryo when ``total_frames`` is None.
+        seed: the generator's seed.
+        total_frames: labelled frames over all embryos, or None.
+        three_cell_frames: 3-cell frames over all embryos, or None.
+
+    Returns:
+        int64 array (embryos, 4): frames of 1, 2, 3 and 4 cells per embryo; with either count
+        set its column 2 sums to the 3-cell count and the whole to the total.
+
+    Raises:
+        ConfigError: embryos < 1; without the counts, frames_per_embryo < 9 (a cell count would
+            not appear); with them, fewer than MIN_FRAMES frames per embryo, or a 3-cell count
+            < 1 or above the frames left after one each of 1, 2 and 4 cells per embryo.
+    """
+    if embryos < 1:
+        raise ConfigError(f"synthetic: embryos {embryos}; need >= 1 embryo")
+    if total_frames is None and three_cell_frames is None:
+        counts = stage_counts(frames_per_embryo)
+        if set(counts) != {1, 2, 3, 4}:
+            raise ConfigError(
+                f"synthetic: {embryos} embryos x {frames_per_embryo} frames; need "
+                "frames_per_embryo >= 9 so that every cell count 1-4 appears"
+            )
+        return np.tile(np.bincount(counts, minlength=5)[1:], (embryos, 1))
+    total = embryos * frames_per_embryo if total_frames is None else total_frames
+    if total < MIN_FRAMES * embryos:
+        raise ConfigError(
+            f"synthetic: {total} labelled frames over {embryos} embryos; need >= {MIN_FRAMES} "
+            "per embryo (one each of 1, 2 and 4 cells, and a 3-cell one): raise total_frames "
+            "or frames_per_embryo, or lower embryos"
+        )
+    if total_frames is None:
+        frames = np.full(embryos, frames_per_embryo, dtype=np.int64)
+    else:
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(ALLOCATION_STREAM,)))
+        spread = round(1000 * FRAMES_SPREAD)
+        weights = rng.integers(1000 - spread, 1000 + spread + 1, embryos)
+        frames = MIN_FRAMES + apportion(total - MIN_FRAMES * embryos, weights)
+    rare = round(STAGE_FRACTIONS[2] * total) if three_cell_frames is None else three_cell_frames
+    if not 1 <= rare <= total - 3 * embryos:
+        raise ConfigError(
+            f"synthetic: three_cell_frames {rare} of {total} labelled frames over {embryos} "
+            f"embryos; need 1 to {total - 3 * embryos} (each embryo keeps one frame each of "
+            "1, 2 and 4 cells)"
+        )
+    three = apportion(rare, frames - 3)
+    others = [int(round(100 * STAGE_FRACTIONS[c])) for c in (0, 1, 3)]
+    out = np.zeros((embryos, 4), dtype=np.int64)
+    for n in range(embryos):
+        out[n, [0, 1, 3]] = 1 + apportion(int(frames[n] - three[n] - 3), others)
+        out[n, 2] = three[n]
+    return out
+
+
+def _write_embryo(
+    emb: Path,
+    rng_key: list[int],
+    counts: list[int],
+    frame_size: int,
+    sep: str,
+    end: str,
+    unlabelled_frames: int,
+    extra_lines: int,
+) -> None:
+    """Write one embryo folder: a frame per entry of ``counts`` (cell counts, in order) and
+    ``unlabelled_frames`` more of 4 cells, and its trajectory file (one line per labelled
+    frame, then ``extra_lines`` copies of the last)."""
+    rng = np.random.default_rng(rng_key)
+    emb.mkdir(parents=True, exist_ok=True)
+    lines = []
+    layout_cells, layout = 0, None
+    for i, cells in enumerate(counts + [4] * unlabelled_frames):
+        if cells != layout_cells:
+            layout_cells, layout = cells, _cell_layout(cells, rng)
+        jitter = layout.copy()
+        jitter[:, :2] += rng.normal(0, 0.02, (cells, 2))
+        img, slots = render_frame(frame_size, cells, rng, jitter)
+        Image.fromarray(img, mode="L").save(emb / f"Frame{i:03d}.png")
+        if i < len(counts):
+            lines.append(sep.join(str(v) for v in slots.ravel()) + end)
+    lines += lines[-1:] * extra_lines
+    (emb / "_trajectories.txt").write_text("\n".join(lines) + "\n")
+
+
 def generate_db(
     out_dir: str | Path,
     embryos: int = 10,
@@ -110,38 +258,49 @@ def generate_db(
     trailing_separator: bool = False,
     unlabelled_frames: int = 0,
     extra_lines: int = 0,
+    total_frames: int | None = None,
+    three_cell_frames: int | None = None,
+    jobs: int = 1,
 ) -> dict:
     """Write a synthetic database tree ``out_dir/E<NN>/{Frame<NNN>.png,_trajectories.txt}``.
 
     Args:
         out_dir: destination folder (created).
         embryos: number of embryos E00, E01, ...
-        frames_per_embryo: frames per embryo, >= 9 so that every cell count (1-4) appears.
+        frames_per_embryo: frames per embryo, >= 9 so that every cell count (1-4) appears
+            (>= MIN_FRAMES with three_cell_frames; unused with total_frames).
         frame_size: frame width and height in px (480 in the real database).
         seed: base seed; embryo n uses ``default_rng([seed, n])``.
         separator: "tab" or "spaces" between a line's fields.
         trailing_separator: end every line with a separator.
         unlabelled_frames: frames (4 cells) written after each embryo's last line.
         extra_lines: lines (copies of the last) written after each embryo's last frame.
+        total_frames: labelled frames over all embryos, spread unevenly over them; None:
+            ``frames_per_embryo`` each (:func:`allocate_frames`).
+        three_cell_frames: 3-cell frames over all embryos; None: STAGE_FRACTIONS' share.
+        jobs: processes writing embryos at once (the tree is the same for any value).
 
     Returns:
-        dict with the settings and the number of labelled frames per cell count.
+        dict with the settings and the number of labelled frames per cell count
+        (``frames_per_class``, {1: int, ..., 4: int}); with total_frames or three_cell_frames
+        also those and ``frames_by_embryo`` (labelled frames of E00, E01, ...).
 
     Raises:
-        ConfigError: frames_per_embryo too small for every cell count to appear, embryos < 1,
-            an unknown separator, a negative count, or both unlabelled_frames and
-            extra_lines set.
+        ConfigError: counts :func:`allocate_frames` refuses, an unknown separator, a negative
+            count, both unlabelled_frames and extra_lines set, or jobs < 1.
     """
-    counts = stage_counts(frames_per_embryo)
-    if embryos < 1 or set(counts) != {1, 2, 3, 4}:
-        raise ConfigError(
-            f"synthetic: {embryos} embryos x {frames_per_embryo} frames; need >= 1 embryo and "
-            "frames_per_embryo >= 9 so that every cell count 1-4 appears"
-        )
-    if separator not in SEPARATORS or min(unlabelled_frames, extra_lines) < 0:
+    alloc = allocate_frames(
+        embryos,
+        frames_per_embryo,
+        seed,
+        total_frames=total_frames,
+        three_cell_frames=three_cell_frames,
+    )
+    if separator not in SEPARATORS or min(unlabelled_frames, extra_lines) < 0 or jobs < 1:
         raise ConfigError(
             f"synthetic: separator {separator!r}, unlabelled_frames {unlabelled_frames}, "
-            f"extra_lines {extra_lines}; expected one of {sorted(SEPARATORS)} and counts >= 0"
+            f"extra_lines {extra_lines}, jobs {jobs}; expected one of {sorted(SEPARATORS)}, "
+            "counts >= 0 and jobs >= 1"
         )
     if unlabelled_frames and extra_lines:
         raise ConfigError(
@@ -151,26 +310,26 @@ def generate_db(
     sep = SEPARATORS[separator]
     end = sep if trailing_separator else ""
     out = Path(out_dir)
-    per_class = {c: 0 for c in range(1, 5)}
-    for n in range(embryos):
-        rng = np.random.default_rng([seed, n])
-        emb = out / f"E{n:02d}"
-        emb.mkdir(parents=True, exist_ok=True)
-        lines = []
-        layout_cells, layout = 0, None
-        for i, cells in enumerate(counts + [4] * unlabelled_frames):
-            if cells != layout_cells:
-                layout_cells, layout = cells, _cell_layout(cells, rng)
-            jitter = layout.copy()
-            jitter[:, :2] += rng.normal(0, 0.02, (cells, 2))
-            img, slots = render_frame(frame_size, cells, rng, jitter)
-            Image.fromarray(img, mode="L").save(emb / f"Frame{i:03d}.png")
-            if i < len(counts):
-                lines.append(sep.join(str(v) for v in slots.ravel()) + end)
-                per_class[cells] += 1
-        lines += lines[-1:] * extra_lines
-        (emb / "_trajectories.txt").write_text("\n".join(lines) + "\n")
-    return {
+    tasks = [
+        (
+            out / f"E{n:02d}",
+            [seed, n],
+            [c for c in range(1, 5) for _ in range(alloc[n, c - 1])],
+            frame_size,
+            sep,
+            end,
+            unlabelled_frames,
+            extra_lines,
+        )
+        for n in range(embryos)
+    ]
+    if jobs == 1:
+        for task in tasks:
+            _write_embryo(*task)
+    else:
+        with ProcessPoolExecutor(max_workers=min(jobs, embryos)) as pool:
+            list(pool.map(_write_embryo, *zip(*tasks, strict=True)))
+    info = {
         "synthetic": True,
         "embryos": embryos,
         "frames_per_embryo": frames_per_embryo,
@@ -180,8 +339,15 @@ def generate_db(
         "trailing_separator": trailing_separator,
         "unlabelled_frames": unlabelled_frames,
         "extra_lines": extra_lines,
-        "frames_per_class": per_class,
+        "frames_per_class": {c: int(alloc[:, c - 1].sum()) for c in range(1, 5)},
     }
+    if total_frames is not None or three_cell_frames is not None:
+        info.update(
+            total_frames=total_frames,
+            three_cell_frames=three_cell_frames,
+            frames_by_embryo=alloc.sum(axis=1).tolist(),
+        )
+    return info
 
 
 def zip_tree(src_dir: str | Path, archive: str | Path, prefix: str = "") -> Path:
