@@ -34,8 +34,14 @@ The shipped configurations:
   and the tests.
 - [`cells28.yaml`](cells28.yaml): the real 28 px subset (`imagefolder`); real-image accuracy
   on a small machine.
+- [`paper-synthetic.yaml`](paper-synthetic.yaml): `config.yaml` on synthetic frames at the
+  paper's size (100 embryos of 480 px, 34,133 labelled frames, 766 with 3 cells).
+- [`offline-rounds.yaml`](offline-rounds.yaml): the offline demo's targets in 5 interleaved
+  rounds, with an A/A pair: the check of the paired comparison.
 
-A `--configfile` replaces `config.yaml` rather than being merged into it. Top-level keys
+A `--configfile` replaces `config.yaml` rather than being merged into it; a second file after
+it (`--configfile config/paper-synthetic.yaml short.yaml`) is merged over the first, key by key
+(lists, such as `targets`, are replaced). Top-level keys
 starting with `x-` are ignored by the workflow: use them for YAML anchors (a price source
 shared by several targets, say).
 """
