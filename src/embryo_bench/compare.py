@@ -264,4 +264,4 @@ def in_planned_order(runs: pd.DataFrame, planned: list[tuple[str, int]]) -> tupl
             f"timed runs overlapped: {ran[i + 1][0]}#{ran[i + 1][1]} started before "
             f"{ran[i][0]}#{ran[i][1]} ended"
         )
-    return True, f"{len(ran)} runs ran one after another in the planned order"
+    return True, f"{len(ran)} run{'s' * (len(ran) != 1)} ran one after another in the planned order"
