@@ -17,30 +17,12 @@ from .errors import DataError
 from .layout import SETTINGS
 from .sources import (
     EMBRYO_RE,
-    FRAME_RE,
     MANIFEST_COLUMNS,
-    TRAJECTORIES,
+    find_db_root,
     index_class_folders,
     visible_entries,
 )
 from .spec import Preprocessing
-
-
-def _db_layout(subdirs: list[Path], depth: int = 1) -> Path | None:
-    """An embryo folder ``E<NN>/`` holding ``Frame<NNN>.png`` or ``_trajectories.txt`` among
-    ``subdirs`` or up to ``depth`` folders below them (the Mouse Embryo Tracking Database
-    layout, perhaps in the archive's wrapping folder), else None."""
-    for folder in subdirs:
-        if EMBRYO_RE.match(folder.name) and any(
-            FRAME_RE.match(f.name) or f.name == TRAJECTORIES for f in visible_entries(folder)
-        ):
-            return folder
-    for folder in subdirs if depth else []:
-        if not folder.name.isdigit():
-            found = _db_layout([p for p in visible_entries(folder) if p.is_dir()], depth - 1)
-            if found is not None:
-                return found
-    return None
 
 
 def _found(images: Path, subdirs: list[Path]) -> str:
@@ -73,8 +55,12 @@ def _index(images: Path, frame_size: int) -> pd.DataFrame:
     if not images.is_dir():
         raise DataError(f"{images}: image folder not found")
     subdirs = [p for p in visible_entries(images) if p.is_dir()]
-    embryo = _db_layout(subdirs)
-    if embryo is not None:
+    try:  # E<NN>/ folders here or one folder down: the database's layout, not class folders
+        db = find_db_root(images)
+    except DataError:
+        db = None
+    if db is not None:
+        embryo = next(p for p in visible_entries(db) if EMBRYO_RE.match(p.name) and p.is_dir())
         raise DataError(
             f"{images}: a Mouse Embryo Tracking Database folder ({embryo.relative_to(images)}/"
             "...); evaluate reads class folders <class>/*.png or <split>/<class>/*.png (the "

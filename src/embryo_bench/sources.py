@@ -257,15 +257,6 @@ def label_frames(
     }
 
 
-@dataclass(frozen=True)
-class _Header:
-    """An image's header as Pillow read it, kept after the file is closed."""
-
-    format: str | None
-    size: tuple[int, int]
-    mode: str
-
-
 def check_frame_header(path: str | Path, frame_size: int) -> None:
     """Check that a file is a PNG image of ``frame_size`` x ``frame_size`` px, 8-bit gray.
 
@@ -283,13 +274,12 @@ def check_frame_header(path: str | Path, frame_size: int) -> None:
     """
     try:
         with Image.open(path) as im:
-            check = (im.format, im.size, im.mode)
+            check_image(path, im, frame_size)  # the header only: no pixels decoded
     except (UnidentifiedImageError, OSError) as exc:
         problem = entry_problem(path)
         if problem:
             raise DataError(f"{path}: {problem}") from exc
         raise DataError(f"{path}: not a readable PNG image ({exc})") from exc
-    check_image(path, _Header(*check), frame_size)
 
 
 def _listing(directory: Path) -> list[Path]:
