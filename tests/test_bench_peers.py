@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).parent))
+from workflow_helpers import load_benchmark  # noqa: E402
+
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_peers.py"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_peers", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_peers")
 
 
 def test_runs_are_interleaved_forward_then_backward(bench):

@@ -5,7 +5,6 @@ here."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import sys
 from pathlib import Path
@@ -15,16 +14,15 @@ import yaml
 
 from embryo_bench import paper
 
+sys.path.insert(0, str(Path(__file__).parent))
+from workflow_helpers import load_benchmark  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
-SCRIPT = REPO / "benchmarks" / "bench_scale.py"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_scale", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_scale")
 
 
 @pytest.fixture(scope="module")

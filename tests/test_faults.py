@@ -25,7 +25,11 @@ from PIL import Image
 
 from embryo_bench.cli import main
 from embryo_bench.layout import RUN_FILES
+from embryo_bench.spec import Preprocessing
 from embryo_bench.synthetic import generate_db
+
+sys.path.insert(0, str(Path(__file__).parent))
+from workflow_helpers import run_spec_dict  # noqa: E402
 
 FRAME = 48
 
@@ -193,23 +197,9 @@ def _offline_cost_base(target: str) -> str:
 
 def _train(good: Path, d: Path, **changes) -> list:
     """``train`` on the good augment shard with a host run.json, ``changes`` applied."""
-    from embryo_bench.plan import target_from_entry
-    from embryo_bench.spec import Preprocessing
-
-    train = {
-        "epochs": 1,
-        "batch_size": 480,
-        "learning_rate": 1e-4,
-        "dropout": 0.5,
-        "seed": 0,
-        "accuracy_target": 0.85,
-        "repeats": 1,
-        "probe_seconds": 0,
-        "variant": "keras",
-    }
     pp = Preprocessing(FRAME, 0.6666666667, 128, 18.0, 64)
-    spec = target_from_entry({"name": "host-1cpu", "runner": "host", "cpus": 1}).spec(1, train, pp)
-    path = _write(d, "run.json", json.dumps({**spec.to_dict(), **changes}))
+    spec = run_spec_dict({"name": "host-1cpu", "runner": "host", "cpus": 1}, pp, **changes)
+    path = _write(d, "run.json", json.dumps(spec))
     return [
         "train",
         "--spec",

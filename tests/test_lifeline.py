@@ -47,35 +47,39 @@ def _gone(pid: int) -> bool:
         return True
 
 
-@pytest.mark.parametrize("mode", ["pdeathsig", "watchdog-only"])
-def test_a_tied_process_ends_with_its_parent_and_writes_nothing(tmp_path, mode):
-    marker = tmp_path / "outputs"
-    parent = subprocess.Popen(
-        [sys.executable, "-c", PARENT, CHILD, str(marker), mode], stdout=subprocess.PIPE, text=True
-    )
+def _orphan(cmd: list[str]) -> int:
+    """Start ``cmd`` (a parent that starts a child and prints its pid), SIGKILL the parent
+    once the child runs, and return the child's pid."""
+    parent = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     child = int(parent.stdout.readline())
     assert not _gone(child)
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait()
-    # Both mechanisms act within a second on a quiet machine; 30 s leaves room for a busy one
-    # (the test waits only as long as the child lives).
-    deadline = time.monotonic() + 30
-    while not _gone(child) and time.monotonic() < deadline:
+    return child
+
+
+def _ends_within(pid: int, seconds: float = 30) -> bool:
+    """Wait up to ``seconds`` for ``pid`` to end (only as long as it lives); True if it did.
+    Both lifeline mechanisms act within a second on a quiet machine; 30 s leaves room for a
+    busy one."""
+    deadline = time.monotonic() + seconds
+    while not _gone(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _gone(child), f"the child (pid {child}) outlived its parent by 30 s ({mode})"
+    return _gone(pid)
+
+
+@pytest.mark.parametrize("mode", ["pdeathsig", "watchdog-only"])
+def test_a_tied_process_ends_with_its_parent_and_writes_nothing(tmp_path, mode):
+    marker = tmp_path / "outputs"
+    child = _orphan([sys.executable, "-c", PARENT, CHILD, str(marker), mode])
+    assert _ends_within(child), f"the child (pid {child}) outlived its parent by 30 s ({mode})"
     assert not marker.exists()
 
 
 def test_an_untied_process_outlives_its_parent(tmp_path):
     # The control: without tie_to_parent the child goes on (what the host trainer did).
     untied = CHILD.replace("lifeline.tie_to_parent()", "pass")
-    marker = tmp_path / "outputs"
-    parent = subprocess.Popen(
-        [sys.executable, "-c", PARENT, untied, str(marker), "x"], stdout=subprocess.PIPE, text=True
-    )
-    child = int(parent.stdout.readline())
-    os.kill(parent.pid, signal.SIGKILL)
-    parent.wait()
+    child = _orphan([sys.executable, "-c", PARENT, untied, str(tmp_path / "outputs"), "x"])
     time.sleep(2)
     try:
         assert not _gone(child)
@@ -155,14 +159,6 @@ def test_a_job_under_a_shell_ends_with_the_workflow_and_writes_nothing(tmp_path,
     marker = tmp_path / "outputs"
     prefix = f"set -euo pipefail; export {lifeline.TIE_ENV}={tie}; "
     job = ["bash", "-c", prefix + command, "bash", sys.executable, "-c", SHELL_CHILD, str(marker)]
-    workflow = subprocess.Popen(
-        [sys.executable, "-c", WORKFLOW, *job, "x"], stdout=subprocess.PIPE, text=True
-    )
-    child = int(workflow.stdout.readline())
-    os.kill(workflow.pid, signal.SIGKILL)
-    workflow.wait()
-    deadline = time.monotonic() + 30
-    while not _gone(child) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _gone(child), f"the job (pid {child}) outlived the workflow by 30 s"
+    child = _orphan([sys.executable, "-c", WORKFLOW, *job, "x"])
+    assert _ends_within(child), f"the job (pid {child}) outlived the workflow by 30 s"
     assert marker.exists() == (tie == "1")

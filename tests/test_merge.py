@@ -21,7 +21,13 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import copy_run, require_or_skip  # noqa: E402
-from workflow_helpers import job_counts, offline_config, snakemake, snakemake_command  # noqa: E402
+from workflow_helpers import (  # noqa: E402
+    job_counts,
+    offline_config,
+    run_spec_dict,
+    snakemake,
+    snakemake_command,
+)
 
 MACHINE_B = "bench-machine-b"
 
@@ -188,15 +194,11 @@ METRICS = {"target": "host-1cpu", "repeat": 1, "cpus": 1, "gpus": 0, "batch_size
 
 def _spec(preprocessing=None, **changes) -> dict:
     """A valid run.json of host-1cpu repeat 1 (as the plan writes it), with ``changes``."""
-    from embryo_bench.plan import target_from_entry
     from embryo_bench.spec import Preprocessing
 
-    train = {"epochs": 1, "batch_size": 480, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0,
-             "accuracy_target": 0.85, "repeats": 1, "probe_seconds": 0.25,
-             "variant": "keras"}  # fmt: skip
-    target = target_from_entry({"name": "host-1cpu", "runner": "host", "cpus": 1})
-    spec = target.spec(1, train, Preprocessing.from_dict(PP)).to_dict()
-    return {**spec, "preprocessing": preprocessing or PP, **changes}
+    entry = {"name": "host-1cpu", "runner": "host", "cpus": 1}
+    return run_spec_dict(entry, Preprocessing.from_dict(PP), preprocessing=preprocessing or PP,
+                         **changes)  # fmt: skip
 
 
 def _folder(root: Path, metrics=None, preprocessing=None, **spec_changes) -> Path:

@@ -6,32 +6,23 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
 from embryo_bench.cli import main
 from embryo_bench.config import load_schema
 from embryo_bench.layout import RUN_FILES
-from embryo_bench.plan import target_from_entry
 from embryo_bench.spec import RUN_SPEC_SCHEMA, Preprocessing, RunSpec
 
-TRAIN = {
-    "epochs": 2,
-    "batch_size": 480,
-    "learning_rate": 1e-4,
-    "dropout": 0.5,
-    "seed": 0,
-    "accuracy_target": 0.85,
-    "repeats": 1,
-    "probe_seconds": 2,
-    "variant": "keras",
-    "original": {"epoch_steps": 100, "holdout": 500, "test_subset": 3000},
-}
+sys.path.insert(0, str(Path(__file__).parent))
+from workflow_helpers import run_spec_dict  # noqa: E402
 
 
 def _good(runner: str = "docker") -> dict:
-    t = target_from_entry({"name": "t1", "runner": runner, "cpus": 1})
-    return t.spec(1, TRAIN, Preprocessing(480, 2 / 3, 128, 18, 64)).to_dict()
+    entry = {"name": "t1", "runner": runner, "cpus": 1}
+    return run_spec_dict(entry, Preprocessing(480, 2 / 3, 128, 18, 64))
 
 
 def _with(path: str, value) -> dict:

@@ -123,6 +123,32 @@ def local_config(tmp_path: Path, db: Path) -> dict:
     return config
 
 
+#: The train section of a run.json a test makes by hand: the paper's settings, one epoch, no
+#: calibration probes.
+TRAIN = {"epochs": 1, "batch_size": 480, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0,
+         "accuracy_target": 0.85, "repeats": 1, "probe_seconds": 0, "variant": "keras"}  # fmt: skip
+
+
+def run_spec_dict(entry: dict, pp, **changes) -> dict:
+    """run.json (as a dict, as the plan writes it) of repeat 1 of the bare ``targets:``
+    ``entry`` under :data:`TRAIN` and ``pp`` (an :class:`embryo_bench.spec.Preprocessing`),
+    with the top-level keys ``changes`` replaced (``preprocessing`` among them)."""
+    from embryo_bench.plan import target_from_entry
+
+    spec = target_from_entry(entry).spec(1, TRAIN, pp).to_dict()
+    return {**spec, **changes}
+
+
+def load_benchmark(name: str):
+    """The module of ``benchmarks/<name>.py`` (the benchmarks are scripts, not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def write_spec(path: Path, config: dict, target: dict, epochs: int | None = None, repeat=1):
     """Write the run.json of ``target`` (a bare ``targets:`` entry) under ``config``'s train
     and preprocessing settings, as the workflow's run_spec rule would; returns the RunSpec."""
