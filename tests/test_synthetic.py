@@ -11,13 +11,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from PIL import Image
 
 from embryo_bench import paper
 from embryo_bench.config import read_config_file
 from embryo_bench.errors import ConfigError
+from embryo_bench.frames import check_image
 from embryo_bench.plan import Plan
 from embryo_bench.sources import index_db
-from embryo_bench.synthetic import allocate_frames, apportion, generate_db, stage_counts
+from embryo_bench.synthetic import (
+    _cell_layout,
+    allocate_frames,
+    apportion,
+    encode_png,
+    generate_db,
+    render_frame,
+    stage_counts,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER_SYNTHETIC = REPO / "config" / "paper-synthetic.yaml"
@@ -192,3 +202,52 @@ def test_paper_synthetic_config_is_the_paper_config_at_the_papers_size():
         "--three-cell-frames",
         str(paper.RAREST_CLASS_FRAMES),
     ]
+
+
+def _whole_frame_render(size: int, cells: int, rng: np.random.Generator, layout) -> np.ndarray:
+    """The frame as the generator drew it before issue 31 (every shape summed over the whole
+    frame): the reference the bounded drawing must equal, bit for bit."""
+    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32)
+    img = 110.0 + 25.0 * (1.0 - yy / size)
+    cy, cx = size / 2 + rng.normal(0, size * 0.01, 2)
+    big_r = size * 0.30
+
+    def ring(y0, x0, r, width, value):
+        return value * np.exp(-(((np.hypot(yy - y0, xx - x0) - r) / width) ** 2))
+
+    for _ in range(rng.integers(1, 4)):
+        side = rng.integers(0, 4)
+        along = rng.uniform(0.1, 0.9) * size
+        off = -big_r * rng.uniform(0.2, 0.7)
+        ny, nx = [(off, along), (size - off, along), (along, off), (along, size - off)][side]
+        img += ring(ny, nx, big_r, size * 0.015, 35.0)
+    img += ring(cy, cx, big_r, size * 0.012, 40.0)
+    for dy, dx, r in layout:
+        y0, x0, rr = cy + dy * big_r, cx + dx * big_r, r * big_r
+        img -= 30.0 * (np.hypot(yy - (y0 + 0.12 * rr), xx - x0) < rr)
+        img += 18.0 * (np.hypot(yy - (y0 - 0.06 * rr), xx - x0) < rr * 0.97)
+        img += ring(y0 - 0.05 * rr, x0, rr, size * 0.01, 25.0) * (yy < y0)
+    img += rng.normal(0.0, 6.0, img.shape)
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
+@pytest.mark.parametrize("size", [9, 28, 48, 97, 480])
+def test_frames_drawn_over_bounded_regions_equal_the_whole_frame_sums(size):
+    # Shapes near and across the frame's edges included (neighbours, jittered centres).
+    for seed in range(4 if size == 480 else 25):
+        for cells in (1, 2, 3, 4):
+            layout = _cell_layout(cells, np.random.default_rng([seed, 99]))
+            got, _ = render_frame(size, cells, np.random.default_rng([seed, cells]), layout)
+            want = _whole_frame_render(size, cells, np.random.default_rng([seed, cells]), layout)
+            assert np.array_equal(got, want), (size, seed, cells)
+
+
+def test_frames_are_8_bit_gray_pngs_with_the_pixels_drawn(tmp_path):
+    img, _ = render_frame(96, 3, np.random.default_rng(5))
+    path = tmp_path / "Frame000.png"
+    path.write_bytes(encode_png(img))
+    with Image.open(path) as im:
+        check_image(path, im, 96)
+        assert np.array_equal(np.asarray(im), img)
+    with pytest.raises(ValueError, match="2-D uint8"):
+        encode_png(img.astype(np.float32))

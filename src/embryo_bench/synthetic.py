@@ -20,12 +20,13 @@ totals instead, e.g. the paper's (:mod:`embryo_bench.paper`, config/paper-synthe
 
 from __future__ import annotations
 
+import math
 import zipfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import cv2
 import numpy as np
-from PIL import Image
 
 from .errors import ConfigError
 
@@ -47,6 +48,11 @@ ALLOCATION_STREAM = 1
 #: Fewest frames an embryo gets with ``total_frames`` or ``three_cell_frames``: one each of 1,
 #: 2 and 4 cells, and one more (a 3-cell frame where its share allows).
 MIN_FRAMES = 4
+#: How far from its radius a ring is drawn, in ring widths (its Gaussian profile is below
+#: exp(-64) of its peak beyond: nothing a float32 frame can hold).
+RING_REACH = 8
+#: OpenCV's PNG options for frames: zlib's Huffman-only strategy (:func:`encode_png`).
+PNG_PARAMS = [cv2.IMWRITE_PNG_STRATEGY, cv2.IMWRITE_PNG_STRATEGY_HUFFMAN_ONLY]
 
 
 def _cell_layout(cells: int, rng: np.random.Generator) -> np.ndarray:
@@ -79,14 +85,33 @@ def render_frame(
         (image, slots): uint8 array (size, size) and int64 array (7, 3) of
         (row, column, radius) in px per lineage slot (:data:`LINEAGE`), zeros for empty slots.
     """
-    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32)
-    img = 110.0 + 25.0 * (1.0 - yy / size)  # light from the top
+    # Each shape is drawn only over the pixels it can change (its bounding box; a ring's
+    # Gaussian profile up to RING_REACH widths from its radius): beyond that a ring adds less
+    # than 1e-26 grey levels, which the float32 frame cannot hold, so the frame is the one the
+    # whole-frame sums give, bit for bit (tests/test_synthetic.py compares them), 2-3x sooner.
+    ys = np.arange(size, dtype=np.float32)[:, None]
+    xs = np.arange(size, dtype=np.float32)[None, :]
+    img = np.repeat(110.0 + 25.0 * (1.0 - ys / size), size, axis=1)  # light from the top
     cy, cx = size / 2 + rng.normal(0, size * 0.01, 2)
     big_r = size * 0.30
 
-    def ring(y0, x0, r, width, value):
-        d = np.hypot(yy - y0, xx - x0)
-        return value * np.exp(-(((d - r) / width) ** 2))
+    def box(y0, x0, reach):
+        """The frame's rows and columns within ``reach`` px of (y0, x0), as slices."""
+        rows = slice(max(0, math.floor(y0 - reach)), max(0, min(size, math.ceil(y0 + reach) + 1)))
+        cols = slice(max(0, math.floor(x0 - reach)), max(0, min(size, math.ceil(x0 + reach) + 1)))
+        return rows, cols
+
+    def add_ring(y0, x0, r, width, value, above=None):
+        """A ring of radius r (px) and Gaussian profile; only the rows above row ``above``
+        when given."""
+        rows, cols = box(y0, x0, r + RING_REACH * width)
+        yy, xx = ys[rows], xs[:, cols]
+        ring = value * np.exp(-(((np.hypot(yy - y0, xx - x0) - r) / width) ** 2))
+        img[rows, cols] += ring if above is None else ring * (yy < above)
+
+    def add_disc(y0, x0, r, value):
+        rows, cols = box(y0, x0, r + 1)
+        img[rows, cols] += value * (np.hypot(ys[rows] - y0, xs[:, cols] - x0) < r)
 
     # Neighbouring embryos, cut by the frame edges.
     for _ in range(rng.integers(1, 4)):
@@ -94,18 +119,18 @@ def render_frame(
         along = rng.uniform(0.1, 0.9) * size
         off = -big_r * rng.uniform(0.2, 0.7)
         ny, nx = [(off, along), (size - off, along), (along, off), (along, size - off)][side]
-        img += ring(ny, nx, big_r, size * 0.015, 35.0)
+        add_ring(ny, nx, big_r, size * 0.015, 35.0)
     # Zona pellucida of the centred embryo.
-    img += ring(cy, cx, big_r, size * 0.012, 40.0)
+    add_ring(cy, cx, big_r, size * 0.012, 40.0)
     if layout is None:
         layout = _cell_layout(cells, rng)
     slots = np.zeros((SLOTS, 3), dtype=np.int64)
     for k, (dy, dx, r) in enumerate(layout):
         y0, x0, rr = cy + dy * big_r, cx + dx * big_r, r * big_r
         # Shadow below the cell, bright rim above: directional light from the top.
-        img -= 30.0 * (np.hypot(yy - (y0 + 0.12 * rr), xx - x0) < rr)
-        img += 18.0 * (np.hypot(yy - (y0 - 0.06 * rr), xx - x0) < rr * 0.97)
-        img += ring(y0 - 0.05 * rr, x0, rr, size * 0.01, 25.0) * (yy < y0)
+        add_disc(y0 + 0.12 * rr, x0, rr, -30.0)
+        add_disc(y0 - 0.06 * rr, x0, rr * 0.97, 18.0)
+        add_ring(y0 - 0.05 * rr, x0, rr, size * 0.01, 25.0, above=y0)
         slots[LINEAGE[len(layout)][k]] = (round(y0), round(x0), max(1, round(rr)))
     img += rng.normal(0.0, 6.0, img.shape)
     return np.clip(img, 0, 255).astype(np.uint8), slots
@@ -217,6 +242,24 @@ def allocate_frames(
     return out
 
 
+def encode_png(image: np.ndarray) -> bytes:
+    """An 8-bit grayscale PNG file of ``image`` (uint8, (h, w)): OpenCV's encoder with zlib's
+    Huffman-only strategy, 6x sooner than Pillow's default and as small on noisy frames
+    (a 480 px frame: 1.6 against 10.3 ms of CPU, 152 against 151 KB, on our 2-core VM, an
+    Intel Xeon on 2026-11-25); the pixels
+    read back are the same.
+
+    Raises:
+        ValueError: ``image`` is not a 2-D uint8 array.
+    """
+    if image.dtype != np.uint8 or image.ndim != 2:
+        raise ValueError(f"encode_png: need a 2-D uint8 array, got {image.dtype} {image.shape}")
+    ok, buf = cv2.imencode(".png", image, PNG_PARAMS)
+    if not ok:  # OpenCV returns False rather than raising
+        raise ValueError(f"encode_png: OpenCV could not encode a {image.shape} image")
+    return buf.tobytes()
+
+
 def _write_embryo(
     emb: Path,
     rng_key: list[int],
@@ -240,7 +283,7 @@ def _write_embryo(
         jitter = layout.copy()
         jitter[:, :2] += rng.normal(0, 0.02, (cells, 2))
         img, slots = render_frame(frame_size, cells, rng, jitter)
-        Image.fromarray(img, mode="L").save(emb / f"Frame{i:03d}.png")
+        (emb / f"Frame{i:03d}.png").write_bytes(encode_png(img))
         if i < len(counts):
             lines.append(sep.join(str(v) for v in slots.ravel()) + end)
     lines += lines[-1:] * extra_lines
