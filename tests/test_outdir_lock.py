@@ -65,7 +65,7 @@ def test_a_held_outdir_is_refused_naming_its_holder_and_free_when_it_dies(tmp_pa
         first.wait()
     assert in_use(out) is None
     try:
-        assert hold(out, "/src/second-checkout").checkout == "/src/second-checkout"
+        assert hold(out, "/src/x/../second-checkout").checkout == "/src/second-checkout"
         assert '"checkout": "/src/second-checkout"' in (out / LOCK_FILE).read_text()
     finally:
         release(out)

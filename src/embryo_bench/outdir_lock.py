@@ -122,7 +122,7 @@ def hold(outdir: str | os.PathLike, checkout: str, wait_s: float = BRIEF_WAIT_S)
                 f"{path}: cannot lock the outdir ({exc.strerror}); its file system must "
                 "support locks (flock)"
             ) from None
-    me = Holder(socket.gethostname(), os.getpid(), str(checkout), time.time())
+    me = Holder(socket.gethostname(), os.getpid(), os.path.abspath(checkout), time.time())
     os.ftruncate(fd, 0)
     os.pwrite(fd, json.dumps(asdict(me)).encode(), 0)
     _held[str(path.parent)] = fd
