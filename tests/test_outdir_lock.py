@@ -111,6 +111,7 @@ def test_a_second_checkout_is_refused_while_the_first_runs_and_runs_once_it_is_g
     still work. SIGKILLed, the first leaves no lock: the second runs, and leaves none either."""
     out = tmp_path / "shared-results"
     config = offline_config(out, tiny=True)
+    config["train"]["epochs"] = 400  # the first runs until it is killed
     a, b = copy_repo(tmp_path / "checkout-a"), copy_repo(tmp_path / "checkout-b")
     work_a, work_b = tmp_path / "work-a", tmp_path / "work-b"
     for work in (work_a, work_b):
