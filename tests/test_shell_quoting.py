@@ -331,7 +331,7 @@ def _scenarios(tmp_path: Path) -> dict[str, tuple[dict, dict[str, str]]]:
                               "docker_host": values["targets[].docker_host"]})  # fmt: skip
     scenarios["synthetic"] = (config, values)
 
-    # A download (the url may not hold whitespace, so its payload has none).
+    # A download: url and sha256 carry the payload too (their patterns are taken out).
     config = json.loads(json.dumps(base))
     values = {"outdir": str(tmp_path / marked("outdir")) + "-download",
               "dataset.url": f"http://127.0.0.1:9/{marked('dataset.url')}",
