@@ -25,5 +25,9 @@ class DockerError(EmbryoBenchError):
     """The Docker daemon is unreachable, or an image build or container run failed."""
 
 
+class OutdirInUse(EmbryoBenchError):
+    """Another workflow (another checkout, or another Snakemake process) holds the outdir."""
+
+
 class Interrupted(BaseException):  # noqa: N818 - like KeyboardInterrupt, not an error
     """A signal (SIGINT, SIGTERM, SIGHUP) or the loss of the parent process stopped a run."""

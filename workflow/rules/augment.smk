@@ -17,5 +17,5 @@ rule augment:
         image_size=PP["image_size"],
         code=code("augment"),
     shell:
-        "python3 -m embryo_bench.cli augment --input {input:q} --rotation-step {params.rotation_step} "
-        "--image-size {params.image_size} --out {output:q} > {log:q} 2>&1"
+        "python3 -m embryo_bench.cli augment --input {input:q} --rotation-step {params.rotation_step:q} "
+        "--image-size {params.image_size:q} --out {output:q} > {log:q} 2>&1"

@@ -19,6 +19,7 @@ from embryo_bench import layout
 from embryo_bench.codehash import code_hash
 from embryo_bench.errors import EmbryoBenchError
 from embryo_bench.lifeline import TIE_ENV, forward_sigint_to_jobs
+from embryo_bench.outdir_lock import claim as claim_outdir
 from embryo_bench.config import load_schema, read_config_file
 from embryo_bench.plan import Plan
 
@@ -85,6 +86,30 @@ DATASET = CONFIG["dataset"]
 PP = CONFIG["preprocess"]
 CONTAINERS = CONFIG["containers"]
 SHARDS = list(range(CONFIG["select"]["shards"]))
+
+# One outdir, one workflow at a time (embryo_bench.outdir_lock; Snakemake's own lock is per
+# working directory, so it never saw a second checkout writing the same outdir). Claimed when
+# Snakemake starts to execute jobs, its one entry point that runs any (--lint, --report,
+# --unlock and the listings never get there), by the main process only (not a job's own
+# Snakemake on a cluster node or in a subprocess: the workflow that runs it holds the outdir).
+# A dry run takes nothing, and warns when another workflow holds the outdir. Snakemake's API
+# calls workflow.execute(executor_plugin=...) for real runs, dry runs and --touch alike.
+_execute = workflow.execute
+
+
+def _execute_holding_outdir(*args, **kwargs):
+    if workflow.is_main_process:
+        dry_run = kwargs["executor_plugin"].common_settings.dryrun_exec
+        try:
+            note = claim_outdir(OUT, workflow.basedir, dry_run=dry_run)
+        except EmbryoBenchError as exc:
+            raise WorkflowError(str(exc))
+        if note:
+            logger.warning(note)
+    return _execute(*args, **kwargs)
+
+
+workflow.execute = _execute_holding_outdir
 
 
 def code(command):

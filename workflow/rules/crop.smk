@@ -17,6 +17,6 @@ rule crop:
         fraction=PP["crop_fraction"],
         code=code("crop"),
     shell:
-        "python3 -m embryo_bench.cli crop --selection {input:q} --shard {wildcards.shard} "
-        "--frame-size {params.frame_size} --fraction {params.fraction} --out {output:q} "
+        "python3 -m embryo_bench.cli crop --selection {input:q} --shard {wildcards.shard:q} "
+        "--frame-size {params.frame_size:q} --fraction {params.fraction:q} --out {output:q} "
         "> {log:q} 2>&1"

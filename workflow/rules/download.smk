@@ -20,8 +20,8 @@ rule download:
         code=code("download"),
     shell:
         "python3 -m embryo_bench.cli download --url {params.url:q} --out {output.archive:q} "
-        "--info {output.info:q} --sha256 '{params.sha256}' --retries {params.retries} "
-        "--timeout {params.timeout} > {log:q} 2>&1"
+        "--info {output.info:q} --sha256={params.sha256:q} --retries {params.retries:q} "
+        "--timeout {params.timeout:q} > {log:q} 2>&1"
 
 
 rule extract:
@@ -64,6 +64,6 @@ rule synthesize:
         code=code("synthesize"),
     shell:
         "python3 -m embryo_bench.cli synthesize --out {output.db:q} --info {output.info:q} "
-        "--embryos {params.embryos} --frames-per-embryo {params.frames} "
-        "--frame-size {params.frame_size} --seed {params.seed} {params.variant} "
-        "--jobs {threads} > {log:q} 2>&1"
+        "--embryos {params.embryos:q} --frames-per-embryo {params.frames:q} "
+        "--frame-size {params.frame_size:q} --seed {params.seed:q} {params.variant} "
+        "--jobs {threads:q} > {log:q} 2>&1"

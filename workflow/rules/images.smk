@@ -25,7 +25,7 @@ rule base_image:
         suite=CONTAINERS["debian_suite"],
         code=code("base-image"),
     shell:
-        "python3 -m embryo_bench.cli base-image --tag {params.tag:q} --suite {params.suite} "
+        "python3 -m embryo_bench.cli base-image --tag {params.tag:q} --suite {params.suite:q} "
         "--record {output:q} --reuse > {log:q} 2>&1"
 
 
@@ -44,7 +44,7 @@ rule wheelhouse:
         wheels=lambda wc: wheelhouse_dir(wc.image),
         code=code("wheelhouse"),
     shell:
-        "python3 -m embryo_bench.cli wheelhouse --image {wildcards.image} "
+        "python3 -m embryo_bench.cli wheelhouse --image {wildcards.image:q} "
         '--requirements "$EMBRYO_BENCH_REPO"/{params.requirements:q} '
         '--out "$EMBRYO_BENCH_REPO"/{params.wheels:q} --record {output:q} > {log:q} 2>&1'
 
@@ -68,8 +68,8 @@ rule image:
         content=lambda wc: image_content_hash(workflow.basedir, wc.image)[:16],
         code=code("build-image"),
     shell:
-        "python3 -m embryo_bench.cli build-image --image {wildcards.image} "
-        "--tag {params.tag:q} --base-image {params.base:q} --pip-source {params.pip_source} "
+        "python3 -m embryo_bench.cli build-image --image {wildcards.image:q} "
+        "--tag {params.tag:q} --base-image {params.base:q} --pip-source {params.pip_source:q} "
         '--context "$EMBRYO_BENCH_REPO" --record {output:q} > {log:q} 2>&1'
 
 

@@ -30,10 +30,10 @@ rule index:
         source_stamp=SOURCE_STAMP,
         code=code("index"),
     shell:
-        "python3 -m embryo_bench.cli index --layout {params.layout} --root {params.root:q} "
-        "--frame-size {params.frame_size} --test-mod {params.test_mod} "
-        "--test-remainder {params.test_remainder} --dataset {params.dataset} "
-        "--label {params.label:q} {params.flags} --unlabelled-frames {params.unlabelled} "
-        "--extra-lines {params.extra_lines} --lineage-ended {params.lineage_ended} "
+        "python3 -m embryo_bench.cli index --layout {params.layout:q} --root {params.root:q} "
+        "--frame-size {params.frame_size:q} --test-mod {params.test_mod:q} "
+        "--test-remainder {params.test_remainder:q} --dataset {params.dataset:q} "
+        "--label {params.label:q} {params.flags} --unlabelled-frames {params.unlabelled:q} "
+        "--extra-lines {params.extra_lines:q} --lineage-ended {params.lineage_ended:q} "
         "--out {output.manifest:q} "
         "--source-info {output.source:q} > {log:q} 2>&1"

@@ -16,5 +16,5 @@ rule invert:
         centre=PP["invert_centre"],
         code=code("invert"),
     shell:
-        "python3 -m embryo_bench.cli invert --input {input:q} --centre {params.centre} --out {output:q} "
+        "python3 -m embryo_bench.cli invert --input {input:q} --centre {params.centre:q} --out {output:q} "
         "> {log:q} 2>&1"

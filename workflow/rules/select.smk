@@ -18,6 +18,6 @@ rule select:
         shards=len(SHARDS),
         code=code("select"),
     shell:
-        "python3 -m embryo_bench.cli select --manifest {input:q} --seed {params.seed} "
-        "--shards {params.shards} --out {output.selection:q} --summary {output.summary:q} "
+        "python3 -m embryo_bench.cli select --manifest {input:q} --seed {params.seed:q} "
+        "--shards {params.shards:q} --out {output.selection:q} --summary {output.summary:q} "
         "> {log:q} 2>&1"
