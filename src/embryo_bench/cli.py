@@ -41,9 +41,9 @@ def cmd_synthesize(p):
 
     def run(a):
         from .io import write_json
-        from .synthetic import generate_db
+        from .synthetic import write_db
 
-        info = generate_db(
+        info = write_db(
             a.out,
             a.embryos,
             a.frames_per_embryo,
