@@ -2,7 +2,7 @@
 at plan time (Plan.from_config, which the workflow calls) and by `embryo-bench check-config`
 in one line naming the setting; the estimates behind the memory and disk bounds are lower
 bounds of what the code really holds and writes; a full disk while generating is one line
-and keeps nothing."""
+and keeps nothing; indexing refuses a split without test embryos before writing."""
 
 from __future__ import annotations
 
@@ -399,3 +399,60 @@ def test_synthesize_writes_the_same_database_through_its_staging_folder(tmp_path
         if (tmp_path / "direct" / rel).is_file():
             assert (tmp_path / "db" / rel).read_bytes() == (tmp_path / "direct" / rel).read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["db", "direct"]  # no staging left
+
+
+# --- the index stage: a split without test embryos, before writing -------------------------
+
+
+def _index_args(root: Path, out: Path, layout: str = "db") -> list[str]:
+    args = ["index", "--layout", layout, "--root", str(root), "--frame-size", "48"]
+    args += ["--dataset", "local", "--label", "x", "--out", str(out / "manifest.csv")]
+    return args + ["--source-info", str(out / "source.json")]
+
+
+def test_index_refuses_a_split_without_test_embryos(db_copy, tmp_path, capsys):
+    for embryo in ("E00", "E05"):
+        shutil.rmtree(db_copy / embryo)
+    assert cli.main(_index_args(db_copy, tmp_path / "out")) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"embryo-bench: error: {db_copy}: split.test_mod 5, split.test_remainder 0 (test: "
+        "embryo number mod 5 == 0), embryos E01, E02, E03, E04, E06, E07, E08, E09: no test "
+        "embryo: change split\n"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_index_refuses_an_image_folder_without_a_test_folder(tmp_path, capsys):
+    from PIL import Image
+
+    for k in range(4):
+        folder = tmp_path / "images/Train" / str(k)
+        folder.mkdir(parents=True)
+        Image.new("L", (48, 48)).save(folder / "a.png")
+    assert cli.main(_index_args(tmp_path / "images", tmp_path / "out", "imagefolder")) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"embryo-bench: error: {tmp_path}/images (split by its folders <split>/<class>/): "
+        "no test frame: add a Test/ folder\n"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_index_refuses_a_class_in_one_split_only(db_copy, tmp_path, capsys):
+    """The test embryos' 3-cell lines turned into 4 cells: the test split has no 3-cell
+    frame while the training split has them."""
+    for embryo in ("E00", "E05"):
+        traj = db_copy / embryo / "_trajectories.txt"
+        lines = []
+        for line in traj.read_text().splitlines():
+            v = line.split("\t")
+            if sum(int(r) > 0 for r in v[2::3]) == 3:
+                v[15:18] = ["5", "5", "3"]  # a fourth cell
+            lines.append("\t".join(v))
+        traj.write_text("\n".join(lines) + "\n")
+    assert cli.main(_index_args(db_copy, tmp_path / "out")) == 2
+    err = capsys.readouterr().err
+    assert "no test frame with 3 cells (the other split has them)" in err
+    assert err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
