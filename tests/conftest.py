@@ -186,6 +186,26 @@ def require_or_skip(facility: str, why: str) -> None:
     pytest.skip(why)
 
 
+@pytest.fixture
+def small_device(tmp_path):
+    """A 4 MiB tmpfs (too small for the tiny model's 13 MB model.keras, or for 45 synthetic
+    frames of 480 px); skipped where mounting is not allowed (needs root; fails instead when
+    EMBRYO_BENCH_REQUIRE names mount)."""
+    import subprocess
+
+    mount = tmp_path / "small"
+    mount.mkdir()
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        require_or_skip("mount", f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
 @pytest.fixture(scope="session")
 def offline_run(request, tmp_path_factory):
     """The offline config (host TensorFlow target, 64 px: the paper's model) run once for the

@@ -19,7 +19,7 @@ import numpy as np
 import psutil
 import pytest
 import yaml
-from conftest import copy_run, require_or_skip
+from conftest import copy_run
 from workflow_helpers import (
     job_counts,
     local_config,
@@ -155,24 +155,6 @@ def test_sigint_to_snakemake_alone_stops_the_training_promptly(tmp_path):
     assert proc.returncode != 0
     assert _ended(trainer)
     assert not (run_dir / "metrics.json").exists(), out[-3000:]
-
-
-@pytest.fixture
-def small_device(tmp_path):
-    """A 4 MiB tmpfs (too small for the tiny model's 13 MB model.keras); skipped where
-    mounting is not allowed (needs root; fails instead when EMBRYO_BENCH_REQUIRE names
-    mount)."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    proc = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        require_or_skip("mount", f"cannot mount a tmpfs here: {proc.stderr.strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def test_a_full_disk_at_model_save_is_named_and_leaves_no_outputs(tiny_run, small_device):

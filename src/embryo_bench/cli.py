@@ -41,9 +41,9 @@ def cmd_synthesize(p):
 
     def run(a):
         from .io import write_json
-        from .synthetic import generate_db
+        from .synthetic import write_db
 
-        info = generate_db(
+        info = write_db(
             a.out,
             a.embryos,
             a.frames_per_embryo,
@@ -127,7 +127,8 @@ def cmd_index(p):
 
     def run(a):
         from .io import atomic_path, write_json
-        from .sources import TrajectoryRules, index_source, skipped_lines
+        from .select import CLASSES
+        from .sources import TrajectoryRules, check_split, index_source, skipped_lines
 
         manifest, source = index_source(
             a.layout,
@@ -144,6 +145,8 @@ def cmd_index(p):
         )
         for line in skipped_lines(source):
             log.warning("%s", line)
+        # Before anything is written: a split without test embryos, or a class in one split.
+        check_split(manifest, a.root, a.layout, a.test_mod, a.test_remainder, CLASSES)
         with atomic_path(a.out) as tmp:
             manifest.to_csv(tmp, index=False)
         write_json(a.source_info, source)

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, docker_api, hardware, layout, paper
+from . import __version__, bounds, docker_api, hardware, layout, paper
 from .config import apply_defaults, load_config, load_schema
 from .errors import ConfigError
 from .figspec import FiguresSpec
@@ -498,6 +498,7 @@ class Plan:
         # The checks that a property makes, made now: before any job, and by check-config.
         plan.merged_run_dirs  # noqa: B018
         plan.remote_daemons  # noqa: B018
+        bounds.check_plan(plan)  # sizes, memory, disk, generator, split (issue 31, item 9)
         return plan
 
     @property

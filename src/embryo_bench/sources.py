@@ -316,6 +316,55 @@ def test_split(embryo_number: int, test_mod: int, test_remainder: int) -> str:
     return "test" if embryo_number % test_mod == test_remainder else "train"
 
 
+def check_split(
+    manifest: pd.DataFrame,
+    root: str | Path,
+    layout: str,
+    test_mod: int,
+    test_remainder: int,
+    classes: tuple[int, ...],
+) -> None:
+    """Refuse an index whose split leaves no test or no training frame, or a class with
+    frames in one split only (the index stage checks it before writing; issue 31, item 9).
+
+    Args:
+        manifest: the index's manifest (:data:`MANIFEST_COLUMNS`).
+        root: the indexed folder (named in the message).
+        layout: "db" (split by embryo number) or "imagefolder" (split by folder).
+        test_mod, test_remainder: the split rule (:func:`test_split`), "db" only.
+        classes: the cell counts that are trained on (classes absent from the whole manifest
+            are left to the select stage, which names them).
+
+    Raises:
+        DataError: naming the split rule (or the split folders) and what is missing.
+    """
+    if layout == "db":
+        embryos = sorted(manifest["embryo"].unique())
+        rule = (
+            f"split.test_mod {test_mod}, split.test_remainder {test_remainder} (test: embryo "
+            f"number mod {test_mod} == {test_remainder})"
+        )
+        shown = ", ".join(embryos[:8]) + (", ..." if len(embryos) > 8 else "")
+        where = f"{root}: {rule}, embryos {shown}"
+    else:
+        where = f"{root} (split by its folders <split>/<class>/)"
+    names = {"test": "test", "train": "training"}
+    for split, name in names.items():
+        if not (manifest["split"] == split).any():
+            fix = "change split" if layout == "db" else f"add a {split.title()}/ folder"
+            raise DataError(f"{where}: no {name} {'embryo' if layout == 'db' else 'frame'}: {fix}")
+    counts = manifest[manifest["cells"].isin(classes)].groupby(["split", "cells"]).size()
+    present = {c for (_, c) in counts.index}
+    for split, name in names.items():
+        missing = [c for c in classes if c in present and (split, c) not in counts.index]
+        if missing:
+            raise DataError(
+                f"{where}: no {name} frame with {missing[0]} cells (the other split has "
+                f"them): the model would be {'scored' if split == 'test' else 'trained'} "
+                "without that class; change split"
+            )
+
+
 def index_db(
     directory: str | Path,
     frame_size: int,

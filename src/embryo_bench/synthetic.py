@@ -16,11 +16,18 @@ By default every embryo has ``frames_per_embryo`` frames split by :data:`STAGE_F
 database) and ``three_cell_frames`` (the rare class's count over all embryos) make exact
 totals instead, e.g. the paper's (:mod:`embryo_bench.paper`, config/paper-synthetic.yaml;
 :func:`allocate_frames`).
+
+:func:`write_db` (the ``synthesize`` command) checks the settings and the free space first
+(:func:`check_free_space`: :data:`PNG_BYTES_PER_PX` per pixel at least), writes into a
+staging folder and turns a full disk into one error that keeps nothing.
 """
 
 from __future__ import annotations
 
+import errno
 import math
+import os
+import shutil
 import zipfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -28,7 +35,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from .errors import ConfigError
+from .errors import ConfigError, StorageError
+from .io import staged_folder
+from .units import px, size_text
 
 # Fraction of an embryo's frames spent with 1, 2, 3 and 4 cells.
 STAGE_FRACTIONS = (0.30, 0.35, 0.10, 0.25)
@@ -53,6 +62,15 @@ MIN_FRAMES = 4
 RING_REACH = 8
 #: OpenCV's PNG options for frames: zlib's Huffman-only strategy (:func:`encode_png`).
 PNG_PARAMS = [cv2.IMWRITE_PNG_STRATEGY, cv2.IMWRITE_PNG_STRATEGY_HUFFMAN_ONLY]
+
+#: Bytes a synthetic frame's PNG takes per pixel, at least: measured 0.650-0.659 bytes per
+#: px at 240-960 px (more below: 0.69 at 96 px, 0.76 at 48 px; the Gaussian noise does not
+#: compress), 2026-11-25; docs/results.md: 145 MiB per 1,000 frames of 480 px (0.66).
+PNG_BYTES_PER_PX = 0.64
+#: Bytes the generator holds per pixel while it draws one frame, at least: measured peak
+#: 36.0 bytes per px (tracemalloc, 96-960 px, 2026-11-25: float32 coordinate grids, the
+#: image, ring distances, float64 noise). One frame at a time per process.
+DRAW_BYTES_PER_PX = 32
 
 
 def _cell_layout(cells: int, rng: np.random.Generator) -> np.ndarray:
@@ -260,6 +278,50 @@ def encode_png(image: np.ndarray) -> bytes:
     return buf.tobytes()
 
 
+def check_settings(
+    embryos: int,
+    frames_per_embryo: int = 40,
+    seed: int = 0,
+    *,
+    separator: str = "tab",
+    unlabelled_frames: int = 0,
+    extra_lines: int = 0,
+    total_frames: int | None = None,
+    three_cell_frames: int | None = None,
+    jobs: int = 1,
+) -> np.ndarray:
+    """Check the generator's settings (:func:`generate_db`'s arguments) without writing
+    anything: the plan makes the same check before any job (issue 31, item 9).
+
+    Returns:
+        the allocation, :func:`allocate_frames`: int64 (embryos, 4) labelled frames of 1, 2,
+        3 and 4 cells per embryo.
+
+    Raises:
+        ConfigError: counts :func:`allocate_frames` refuses, an unknown separator, a negative
+            count, both unlabelled_frames and extra_lines set, or jobs < 1.
+    """
+    alloc = allocate_frames(
+        embryos,
+        frames_per_embryo,
+        seed,
+        total_frames=total_frames,
+        three_cell_frames=three_cell_frames,
+    )
+    if separator not in SEPARATORS or min(unlabelled_frames, extra_lines) < 0 or jobs < 1:
+        raise ConfigError(
+            f"synthetic: separator {separator!r}, unlabelled_frames {unlabelled_frames}, "
+            f"extra_lines {extra_lines}, jobs {jobs}; expected one of {sorted(SEPARATORS)}, "
+            "counts >= 0 and jobs >= 1"
+        )
+    if unlabelled_frames and extra_lines:
+        raise ConfigError(
+            "synthetic: unlabelled_frames and extra_lines both set; a line after the last "
+            "labelled frame would label the next frame (set one of them)"
+        )
+    return alloc
+
+
 def _write_embryo(
     emb: Path,
     rng_key: list[int],
@@ -329,27 +391,19 @@ def generate_db(
         also those and ``frames_by_embryo`` (labelled frames of E00, E01, ...).
 
     Raises:
-        ConfigError: counts :func:`allocate_frames` refuses, an unknown separator, a negative
-            count, both unlabelled_frames and extra_lines set, or jobs < 1.
+        ConfigError: as :func:`check_settings`.
     """
-    alloc = allocate_frames(
+    alloc = check_settings(
         embryos,
         frames_per_embryo,
         seed,
+        separator=separator,
+        unlabelled_frames=unlabelled_frames,
+        extra_lines=extra_lines,
         total_frames=total_frames,
         three_cell_frames=three_cell_frames,
+        jobs=jobs,
     )
-    if separator not in SEPARATORS or min(unlabelled_frames, extra_lines) < 0 or jobs < 1:
-        raise ConfigError(
-            f"synthetic: separator {separator!r}, unlabelled_frames {unlabelled_frames}, "
-            f"extra_lines {extra_lines}, jobs {jobs}; expected one of {sorted(SEPARATORS)}, "
-            "counts >= 0 and jobs >= 1"
-        )
-    if unlabelled_frames and extra_lines:
-        raise ConfigError(
-            "synthetic: unlabelled_frames and extra_lines both set; a line after the last "
-            "labelled frame would label the next frame (set one of them)"
-        )
     sep = SEPARATORS[separator]
     end = sep if trailing_separator else ""
     out = Path(out_dir)
@@ -409,3 +463,103 @@ def zip_tree(src_dir: str | Path, archive: str | Path, prefix: str = "") -> Path
                     p, str(Path(prefix) / p.relative_to(src)) if prefix else str(p.relative_to(src))
                 )
     return archive
+
+
+# --- disk: checked before writing, a full disk one error (issue 31, item 9) ---------------
+
+
+def frames_written(allocation: np.ndarray, unlabelled_frames: int) -> int:
+    """PNG frames the generator writes: the labelled ones of ``allocation`` (int (embryos,
+    4), :func:`allocate_frames`) and ``unlabelled_frames`` more per embryo."""
+    return int(allocation.sum()) + len(allocation) * unlabelled_frames
+
+
+def db_bytes(frames: int, frame_size: int) -> int:
+    """The least bytes ``frames`` synthetic PNG frames of ``frame_size`` px take
+    (:data:`PNG_BYTES_PER_PX`); an estimate, a lower bound."""
+    return int(frames * PNG_BYTES_PER_PX * frame_size * frame_size)
+
+
+def existing_folder(path: str | os.PathLike) -> Path:
+    """``path`` or its nearest existing parent (the folder whose file system it will be
+    on)."""
+    path = Path(os.path.abspath(path))
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_free_space(
+    out: str | os.PathLike, frames: int, frame_size: int, fix: str, freed: int = 0
+) -> None:
+    """Refuse to write a synthetic database that cannot fit where it goes.
+
+    Args:
+        out: the database's folder (need not exist yet).
+        frames: PNG frames it will hold; frame_size: their side (px).
+        fix: what to change, ending the message (settings or options).
+        freed: bytes that will be freed first (an old copy the workflow removes).
+
+    Raises:
+        StorageError: the estimate (:func:`db_bytes`) exceeds the free space of
+            ``out``'s file system, naming both.
+    """
+    where = existing_folder(out)
+    free = shutil.disk_usage(where).free + freed
+    need = db_bytes(frames, frame_size)
+    if need > free:
+        raise StorageError(
+            f"{out}: the synthetic database would take at least {size_text(need)} ({frames:,} "
+            f"frames of {px(frame_size)} at {PNG_BYTES_PER_PX} bytes per px or more as PNG: an "
+            f"estimate, a lower bound), and {size_text(free)} is free on the device of "
+            f"{where}: {fix}"
+        )
+
+
+#: What to change when a synthetic database does not fit, in ``embryo-bench synthesize``'s
+#: options and the configuration's settings.
+SYNTHESIZE_FIX = (
+    "free space, lower --total-frames / --frame-size (dataset.synthetic.total_frames, "
+    "dataset.frame_size), or write --out elsewhere (outdir)"
+)
+
+
+def write_db(
+    out: str | os.PathLike,
+    embryos: int,
+    frames_per_embryo: int,
+    frame_size: int,
+    seed: int,
+    **options,
+) -> dict:
+    """:func:`generate_db` (the same arguments; ``options`` are its keyword-only ones) that
+    checks the settings and the free space first (:func:`check_free_space`) and writes into a
+    staging folder beside ``out``, moved into place only when every embryo is written: a full
+    disk while writing is one error, and leaves no database that looks complete (the
+    ``synthesize`` command).
+
+    Returns:
+        generate_db's info dict.
+
+    Raises:
+        ConfigError: settings :func:`check_settings` refuses.
+        StorageError: too little free space for the estimate, or the device filled up
+            (ENOSPC, EDQUOT) while writing; nothing of the database is kept.
+    """
+    checked = {k: v for k, v in options.items() if k != "trailing_separator"}
+    alloc = check_settings(embryos, frames_per_embryo, seed, **checked)
+    frames = frames_written(alloc, options.get("unlabelled_frames", 0))
+    check_free_space(out, frames, frame_size, SYNTHESIZE_FIX)
+    try:
+        with staged_folder(out) as staging:
+            return generate_db(staging, embryos, frames_per_embryo, frame_size, seed, **options)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        where = existing_folder(out)
+        raise StorageError(
+            f"{out}: the device filled up while writing {frames:,} synthetic frames of "
+            f"{px(frame_size)} ({exc.strerror}; at least {size_text(db_bytes(frames, frame_size))} "
+            f"needed, an estimate; {size_text(shutil.disk_usage(where).free)} free on the "
+            f"device of {where} with nothing of it kept): {SYNTHESIZE_FIX}"
+        ) from None

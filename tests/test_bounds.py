@@ -1,0 +1,458 @@
+"""Sizes and resources bounded before work starts (issue 31, item 9): each case is refused
+at plan time (Plan.from_config, which the workflow calls) and by `embryo-bench check-config`
+in one line naming the setting; the estimates behind the memory and disk bounds are lower
+bounds of what the code really holds and writes; a full disk while generating is one line
+and keeps nothing; indexing refuses a split without test embryos before writing."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import tracemalloc
+from collections import namedtuple
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from workflow_helpers import REPO, TINY_PARAMETERS, offline_config, snakemake
+
+from embryo_bench import bounds, cli, hardware, stages, synthetic
+from embryo_bench.config import load_config
+from embryo_bench.errors import ConfigError
+from embryo_bench.plan import Plan
+from embryo_bench.select import select_frames
+from embryo_bench.sources import index_source
+
+GIB_MIB = 1024
+#: The machine the cases are planned for: 24 GiB, so that they do not depend on the machine
+#: the suite runs on.
+MACHINE_MIB = 24 * GIB_MIB
+
+
+@pytest.fixture
+def machine(monkeypatch):
+    """This machine has :data:`MACHINE_MIB` of memory and 1 TiB free on every disk."""
+    monkeypatch.setattr(hardware, "memory_mib", lambda: MACHINE_MIB)
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(2**40, 0, 2**40))
+
+
+def _offline(tmp_path: Path, docker: bool = True) -> dict:
+    return offline_config(tmp_path / "out", docker=docker, full=True)
+
+
+def _paper(tmp_path: Path) -> dict:
+    config = yaml.safe_load((REPO / "config/paper-synthetic.yaml").read_text())
+    config["outdir"] = str(tmp_path / "out")
+    return config
+
+
+def _set(config: dict, **paths) -> dict:
+    """A copy of ``config`` with ``section__key=value`` settings changed."""
+    config = copy.deepcopy(config)
+    for path, value in paths.items():
+        node, keys = config, path.split("__")
+        for key in keys[:-1]:
+            node = node.setdefault(key, {})
+        node[keys[-1]] = value
+    return config
+
+
+def _synthetic(tmp_path: Path, **settings) -> dict:
+    """The offline configuration with ``dataset.synthetic`` settings changed."""
+    config = _offline(tmp_path)
+    config["dataset"]["synthetic"].update(settings)
+    return config
+
+
+def _target(config: dict, name: str, **changes) -> dict:
+    config = copy.deepcopy(config)
+    next(t for t in config["targets"] if t["name"] == name).update(changes)
+    return config
+
+
+#: case -> (the configuration, from the tmp folder; the line's text). Each fails on the
+#: unchanged code (check-config said "valid" for all but remainder_ge_mod).
+CASES = {
+    "frame_size_100000": (
+        lambda d: _set(_offline(d), dataset__frame_size=100_000),
+        "the synthesize job would hold at least 298.0 GiB (drawing one frame of "
+        "100,000x100,000 px, 32 bytes per px at least; an estimate, a lower bound); this "
+        "machine has 24.0 GiB: lower dataset.frame_size",
+    ),
+    "augment_of_one_shard_1024_px": (
+        lambda d: _set(_paper(d), preprocess__image_size=1024, select__shards=1),
+        "the augment job of shard 0 would hold at least 60.1 GiB (3,064 frames of 320x320 px "
+        "and their 61,280 rotations of 1,024x1,024 px; an estimate, a lower bound); this "
+        "machine has 24.0 GiB: raise select.shards",
+    ),
+    "trainer_1024_px": (
+        lambda d: _set(_paper(d), preprocess__image_size=1024),
+        "target laptop-2cpu: its trainer would hold at least 184.1 GiB (TensorFlow's own 300 "
+        "MiB (measured), then the greater of loading the 61,280 images of 1,024x1,024 px",
+    ),
+    "memory_0g": (
+        lambda d: _target(_offline(d), "docker-1cpu", memory="0g"),
+        "target docker-1cpu: memory 0g: Docker reads 0 as no limit at all",
+    ),
+    "memory_5m": (
+        lambda d: _target(_offline(d), "docker-1cpu", memory="5m"),
+        "target docker-1cpu: memory 5m: below Docker's minimum memory limit (6 MiB)",
+    ),
+    "memory_200m": (
+        lambda d: _target(_offline(d), "docker-1cpu", memory="200m"),
+        "target docker-1cpu: its trainer would hold at least 800 MiB",
+    ),
+    "host_memory_a_cluster_reserves": (
+        lambda d: _target(_set(_offline(d), hardware_check="slurm"), "host-1cpu", memory="200m"),
+        "target host-1cpu: its trainer would hold at least 800 MiB",
+    ),
+    "three_cell_frames_over_total": (
+        lambda d: _set(
+            _offline(d),
+            dataset__synthetic__total_frames=100,
+            dataset__synthetic__three_cell_frames=200,
+        ),
+        "dataset.synthetic: three_cell_frames 200 of 100 labelled frames over 10 embryos; "
+        "need 1 to 70",
+    ),
+    "fewer_than_4_frames_per_embryo": (
+        lambda d: _set(_offline(d), dataset__synthetic__total_frames=39),
+        "dataset.synthetic: 39 labelled frames over 10 embryos; need >= 4 per embryo",
+    ),
+    "three_cell_frames_not_spreadable": (
+        lambda d: _set(
+            _offline(d),
+            dataset__synthetic__total_frames=100,
+            dataset__synthetic__three_cell_frames=71,
+        ),
+        "dataset.synthetic: three_cell_frames 71 of 100 labelled frames over 10 embryos",
+    ),
+    "unlabelled_frames_and_extra_lines": (
+        lambda d: _set(
+            _offline(d), dataset__synthetic__unlabelled_frames=2, dataset__synthetic__extra_lines=1
+        ),
+        "dataset.synthetic: unlabelled_frames and extra_lines both set",
+    ),
+    "unlabelled_frames_under_the_error_rule": (
+        lambda d: _set(
+            _offline(d),
+            dataset__synthetic__unlabelled_frames=2,
+            dataset__trajectories__unlabelled_frames="error",
+        ),
+        "dataset.synthetic.unlabelled_frames 2 with dataset.trajectories.unlabelled_frames: "
+        "error: indexing would refuse every embryo",
+    ),
+    "extra_lines_over_the_rule": (
+        lambda d: _set(_offline(d), dataset__synthetic__extra_lines=3),
+        "dataset.synthetic.extra_lines 3 > dataset.trajectories.extra_lines 1",
+    ),
+    "remainder_not_below_mod": (
+        lambda d: _set(_offline(d), split__test_remainder=5),
+        "split.test_remainder (5) must be below split.test_mod (5)",
+    ),
+    "no_test_embryo": (
+        lambda d: _set(
+            _offline(d), dataset__synthetic__embryos=5, split__test_mod=7, split__test_remainder=6
+        ),
+        "split.test_mod 7, split.test_remainder 6: no test embryo among the 5 synthetic "
+        "embryos E00..E04",
+    ),
+    "no_3_cell_frame_in_training": (
+        lambda d: _set(_offline(d), dataset__synthetic__three_cell_frames=1),
+        "split.test_mod 5, split.test_remainder 0: the training embryos of the synthetic data "
+        "hold no frame with 3 cells",
+    ),
+    "more_shards_than_frames": (
+        lambda d: _set(_offline(d), select__shards=64),
+        "select.shards 64 > the 40 frames the selection will hold",
+    ),
+    "batch_over_the_training_images": (
+        lambda d: _set(_offline(d), preprocess__rotation_step=90),
+        "target host-1cpu: batch size 480 > the at most 152 training images",
+    ),
+}
+
+
+def _no_probe(target):
+    return None
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_each_case_is_refused_at_plan_time_naming_the_setting(case, tmp_path, machine):
+    config = CASES[case][0](tmp_path)
+    with pytest.raises(ConfigError) as err:
+        Plan.from_config(config, probe=_no_probe)
+    assert CASES[case][1] in str(err.value)
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "out").exists()  # nothing written
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_each_case_is_one_line_of_check_config(case, tmp_path, machine, capsys):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(CASES[case][0](tmp_path)))
+    assert cli.main(["check-config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"embryo-bench: error: {path}: ") and err.count("\n") == 1, err
+    assert CASES[case][1] in err
+
+
+def test_snakemake_refuses_before_any_job(tmp_path):
+    """The workflow's plan: one WorkflowError line, no stack frame of the package, no job."""
+    config = _target(_offline(tmp_path), "docker-1cpu", memory="0g")
+    proc = snakemake(tmp_path, config, "-n", check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "target docker-1cpu: memory 0g: Docker reads 0 as no limit at all" in out
+    assert "embryo_bench/" not in out and "Traceback" not in out
+    assert not (tmp_path / "out").exists()
+
+
+def test_what_fits_is_not_refused(tmp_path, monkeypatch):
+    """Every shipped configuration, on a machine of 8 GiB with room on its disk; and a docker
+    limit just above the trainer's estimate passes where just below is refused."""
+    monkeypatch.setattr(hardware, "memory_mib", lambda: 8 * GIB_MIB)
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(2**40, 0, 2**40))
+    for path in sorted((REPO / "config").glob("*.yaml")):
+        if path.name != "schema.yaml":
+            Plan.from_config(yaml.safe_load(path.read_text()), probe=_no_probe)
+    config = _offline(tmp_path)
+    plan = Plan.from_config(config, probe=_no_probe)
+    t = plan.targets["docker-1cpu"]
+    need = bounds.trainer_need(t, plan.config, bounds.plan_data(plan.config))
+    mib = int(need.bytes // 2**20)
+    Plan.from_config(_target(config, "docker-1cpu", memory=f"{mib + 1}m"), probe=_no_probe)
+    with pytest.raises(ConfigError, match="its trainer would hold at least"):
+        Plan.from_config(_target(config, "docker-1cpu", memory=f"{mib}m"), probe=_no_probe)
+
+
+def test_without_a_count_only_one_frame_and_one_batch_are_bounded(tmp_path, machine):
+    """A local copy: the frame count is unknown before indexing, so a shard is bounded by
+    one frame and the trainer by one batch (and the model): frame_size 20,000 (one frame and
+    its crop, 0.5 GiB) passes, an image_size of 1024 (a 64 GiB model) does not."""
+    config = _set(_offline(tmp_path), dataset={"kind": "local", "path": "db", "frame_size": 480})
+    Plan.from_config(_set(config, dataset__frame_size=20_000), probe=_no_probe)
+    with pytest.raises(ConfigError, match=r"80 images of 1,024x1,024 px \(one batch\)"):
+        Plan.from_config(
+            _set(config, preprocess__image_size=1024, train__batch_size=80), probe=_no_probe
+        )
+
+
+# --- the estimates are lower bounds of what the code holds and writes ----------------------
+
+
+@pytest.mark.parametrize("size", [18, 64])
+def test_the_parameter_count_is_the_models(size):
+    from embryo_bench.model import build_model
+
+    assert bounds.model_parameters(size) == build_model(size).count_params()
+    assert bounds.model_parameters(16) == TINY_PARAMETERS
+
+
+@pytest.mark.parametrize("size", [96, 240])
+def test_the_png_bytes_are_a_lower_bound_of_the_generator_s(size, tmp_path):
+    info = synthetic.generate_db(tmp_path / "db", embryos=5, frames_per_embryo=9, frame_size=size)
+    frames = sum(info["frames_per_class"].values())
+    written = sum(p.stat().st_size for p in (tmp_path / "db").rglob("*.png"))
+    estimate = synthetic.db_bytes(frames, size)
+    assert estimate <= written < 1.25 * estimate  # a bound, and not a loose one
+
+
+def test_the_drawing_memory_is_a_lower_bound_of_the_generator_s():
+    size = 240
+    tracemalloc.start()
+    try:
+        synthetic.render_frame(size, 4, np.random.default_rng(0))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert synthetic.DRAW_BYTES_PER_PX * size * size <= peak
+
+
+def test_the_shard_memory_is_a_lower_bound_of_the_stages(tmp_path):
+    """crop, invert and augment of a real shard (frames of 240 px), each run once before to
+    load its libraries: the traced peak (numpy's arrays; the libraries' own buffers come on
+    top) is at least the estimate of each, and not three times above it."""
+    size = 240
+    synthetic.generate_db(tmp_path / "db", embryos=10, frames_per_embryo=9, frame_size=size)
+    config = load_config(
+        _set(offline_config(tmp_path / "out"), dataset__frame_size=size, select__shards=1)
+    )
+    manifest, _ = index_source("db", tmp_path / "db", size, dataset="synthetic", label="x")
+    manifest.to_csv(tmp_path / "manifest.csv", index=False)
+    selected, _ = select_frames(tmp_path / "manifest.csv", 0, 1)
+    selected.to_csv(tmp_path / "selected.csv", index=False)
+    data = bounds.Data(len(selected), "the selection")
+    needs = {n.job.split()[1]: n.bytes for n in bounds.shard_needs(config, data)}
+    pp = config["preprocess"]
+    steps = {
+        "crop": lambda: stages.crop_shard(
+            tmp_path / "selected.csv", 0, size, pp["crop_fraction"], tmp_path / "crop.npz"
+        ),
+        "invert": lambda: stages.invert_shard(
+            tmp_path / "crop.npz", pp["invert_centre"], tmp_path / "invert.npz"
+        ),
+        "augment": lambda: stages.augment_shard(
+            tmp_path / "invert.npz", pp["rotation_step"], pp["image_size"], tmp_path / "a.npz", 1
+        ),
+    }
+    peaks = {}
+    for stage, step in steps.items():
+        step()
+        tracemalloc.start()
+        try:
+            step()
+            peaks[stage] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    for stage, peak in peaks.items():
+        # Measured 2026-11-25: crop 1.01, invert 1.01, augment 1.78 times the estimate.
+        assert needs[stage] <= peak < 3 * needs[stage], (stage, needs[stage], peaks)
+
+
+def test_the_trainer_memory_is_a_lower_bound_of_a_real_run(tiny_run):
+    """The tiny workflow's host run: its measured peak (resident memory, 1 Hz) is at least
+    the estimate; and the estimate holds TensorFlow's own measured floor."""
+    import json
+
+    work, config, out = tiny_run
+    metrics = json.loads((out / "train/host-1cpu/repeat-1/metrics.json").read_text())
+    config = {**config, "outdir": str(work / config["outdir"])}
+    plan = Plan.from_config(config, probe=_no_probe)
+    need = bounds.trainer_need(
+        plan.targets["host-1cpu"], plan.config, bounds.plan_data(plan.config)
+    )
+    peak_mib = metrics["telemetry"]["memory_mib_peak"]
+    assert bounds.TRAINER_BASE_MIB * 2**20 < need.bytes <= peak_mib * 2**20
+
+
+# --- the disk: at plan time, before writing, and a full disk while writing -----------------
+
+
+def test_a_database_larger_than_the_free_space_is_refused_at_plan_time(small_device, tmp_path):
+    config = _set(
+        offline_config(small_device / "out"),
+        dataset__frame_size=480,
+        dataset__synthetic__frames_per_embryo=40,
+    )
+    with pytest.raises(ConfigError) as err:
+        Plan.from_config(config, probe=_no_probe)
+    assert str(err.value).startswith(
+        f"dataset.synthetic: {small_device}/out/data/synthetic: the synthetic database would "
+        "take at least 56.2 MiB (400 frames of 480x480 px at 0.64 bytes per px or more as PNG"
+    )
+    assert f"4.0 MiB is free on the device of {small_device}" in str(err.value)
+    # Once generated (its record there), the database is not checked again.
+    (small_device / "out/data").mkdir(parents=True)
+    (small_device / "out/data/synthetic.json").write_text("{}")
+    Plan.from_config(config, probe=_no_probe)
+
+
+def test_synthesize_refuses_before_writing_what_cannot_fit(small_device, capsys):
+    args = ["synthesize", "--out", str(small_device / "db"), "--embryos", "5"]
+    args += ["--frames-per-embryo", "9", "--frame-size", "480"]
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(
+        f"embryo-bench: error: {small_device}/db: the synthetic database would take at least "
+        "6.3 MiB (45 frames of 480x480 px"
+    )
+    assert list(small_device.iterdir()) == []
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_full_disk_while_generating_is_one_line_and_keeps_nothing(
+    small_device, capsys, monkeypatch, jobs
+):
+    """The free-space check passed (its estimate made 0 here), then the device fills up:
+    one line (66 lines of traceback before, with --jobs 2), and no database folder left."""
+    monkeypatch.setattr(synthetic, "PNG_BYTES_PER_PX", 0)
+    args = ["synthesize", "--out", str(small_device / "db"), "--embryos", "5"]
+    args += ["--frames-per-embryo", "9", "--frame-size", "480", "--jobs", jobs]
+    args += ["--info", str(small_device / "info.json")]
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(
+        f"embryo-bench: error: {small_device}/db: the device filled up while writing 45 "
+        "synthetic frames of 480x480 px (No space left on device;"
+    )
+    assert "with nothing of it kept" in err
+    assert list(small_device.iterdir()) == []
+
+
+def test_synthesize_writes_the_same_database_through_its_staging_folder(tmp_path):
+    args = ["synthesize", "--out", str(tmp_path / "db"), "--embryos", "5"]
+    args += ["--frames-per-embryo", "9", "--frame-size", "16", "--trailing-separator"]
+    assert cli.main(args) == 0
+    synthetic.generate_db(
+        tmp_path / "direct", embryos=5, frames_per_embryo=9, frame_size=16, trailing_separator=True
+    )
+    ours = sorted(p.relative_to(tmp_path / "db") for p in (tmp_path / "db").rglob("*"))
+    direct = sorted(p.relative_to(tmp_path / "direct") for p in (tmp_path / "direct").rglob("*"))
+    assert ours == direct
+    for rel in direct:
+        if (tmp_path / "direct" / rel).is_file():
+            assert (tmp_path / "db" / rel).read_bytes() == (tmp_path / "direct" / rel).read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["db", "direct"]  # no staging left
+
+
+# --- the index stage: a split without test embryos, before writing -------------------------
+
+
+def _index_args(root: Path, out: Path, layout: str = "db") -> list[str]:
+    args = ["index", "--layout", layout, "--root", str(root), "--frame-size", "48"]
+    args += ["--dataset", "local", "--label", "x", "--out", str(out / "manifest.csv")]
+    return args + ["--source-info", str(out / "source.json")]
+
+
+def test_index_refuses_a_split_without_test_embryos(db_copy, tmp_path, capsys):
+    for embryo in ("E00", "E05"):
+        shutil.rmtree(db_copy / embryo)
+    assert cli.main(_index_args(db_copy, tmp_path / "out")) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"embryo-bench: error: {db_copy}: split.test_mod 5, split.test_remainder 0 (test: "
+        "embryo number mod 5 == 0), embryos E01, E02, E03, E04, E06, E07, E08, E09: no test "
+        "embryo: change split\n"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_index_refuses_an_image_folder_without_a_test_folder(tmp_path, capsys):
+    from PIL import Image
+
+    for k in range(4):
+        folder = tmp_path / "images/Train" / str(k)
+        folder.mkdir(parents=True)
+        Image.new("L", (48, 48)).save(folder / "a.png")
+    assert cli.main(_index_args(tmp_path / "images", tmp_path / "out", "imagefolder")) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"embryo-bench: error: {tmp_path}/images (split by its folders <split>/<class>/): "
+        "no test frame: add a Test/ folder\n"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_index_refuses_a_class_in_one_split_only(db_copy, tmp_path, capsys):
+    """The test embryos' 3-cell lines turned into 4 cells: the test split has no 3-cell
+    frame while the training split has them."""
+    for embryo in ("E00", "E05"):
+        traj = db_copy / embryo / "_trajectories.txt"
+        lines = []
+        for line in traj.read_text().splitlines():
+            v = line.split("\t")
+            if sum(int(r) > 0 for r in v[2::3]) == 3:
+                v[15:18] = ["5", "5", "3"]  # a fourth cell
+            lines.append("\t".join(v))
+        traj.write_text("\n".join(lines) + "\n")
+    assert cli.main(_index_args(db_copy, tmp_path / "out")) == 2
+    err = capsys.readouterr().err
+    assert "no test frame with 3 cells (the other split has them)" in err
+    assert err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
