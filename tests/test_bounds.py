@@ -77,8 +77,8 @@ def _target(config: dict, name: str, **changes) -> dict:
 CASES = {
     "frame_size_100000": (
         lambda d: _set(_offline(d), dataset__frame_size=100_000),
-        "the synthesize job would hold at least 298.0 GiB (drawing one frame of "
-        "100,000x100,000 px, 32 bytes per px at least; an estimate, a lower bound); this "
+        "the synthesize job would hold at least 130.4 GiB (drawing one frame of "
+        "100,000x100,000 px, 14 bytes per px at least; an estimate, a lower bound); this "
         "machine has 24.0 GiB: lower dataset.frame_size",
     ),
     "augment_of_one_shard_1024_px": (

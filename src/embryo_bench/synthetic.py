@@ -63,14 +63,15 @@ RING_REACH = 8
 #: OpenCV's PNG options for frames: zlib's Huffman-only strategy (:func:`encode_png`).
 PNG_PARAMS = [cv2.IMWRITE_PNG_STRATEGY, cv2.IMWRITE_PNG_STRATEGY_HUFFMAN_ONLY]
 
-#: Bytes a synthetic frame's PNG takes per pixel, at least: measured 0.650-0.659 bytes per
-#: px at 240-960 px (more below: 0.69 at 96 px, 0.76 at 48 px; the Gaussian noise does not
-#: compress), 2026-11-25; docs/results.md: 145 MiB per 1,000 frames of 480 px (0.66).
+#: Bytes a synthetic frame's PNG takes per pixel, at least: measured 0.654-0.671 bytes per
+#: px at 240-960 px (more below: 0.70 at 96 px, 0.77 at 48 px; the Gaussian noise does not
+#: compress), OpenCV's Huffman-only PNGs, 2026-11-25.
 PNG_BYTES_PER_PX = 0.64
 #: Bytes the generator holds per pixel while it draws one frame, at least: measured peak
-#: 36.0 bytes per px (tracemalloc, 96-960 px, 2026-11-25: float32 coordinate grids, the
-#: image, ring distances, float64 noise). One frame at a time per process.
-DRAW_BYTES_PER_PX = 32
+#: 14.1-14.4 bytes per px at 240-960 px, more below (26.7 at 96 px, 30.8 at 48 px)
+#: (tracemalloc, 2026-11-25: the float32 frame, its float64 noise, the uint8 result; each
+#: shape's distances only over its own box). One frame at a time per process.
+DRAW_BYTES_PER_PX = 14
 
 
 def _cell_layout(cells: int, rng: np.random.Generator) -> np.ndarray:
