@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest import nvidia_gpus, require_gpu, require_or_skip  # noqa: E402
 from workflow_helpers import (  # noqa: E402
     copy_repo,
+    docker_config,
     edit,
     job_counts,
     locked_versions,
@@ -50,15 +51,6 @@ def _labelled(client):
     from embryo_bench.docker_runner import containers_with_label
 
     return containers_with_label(client)
-
-
-def docker_config(outdir: Path, epochs: int = 2) -> dict:
-    config = offline_config(outdir, docker=True, tiny=True)
-    config["targets"] = [t for t in config["targets"] if t["runner"] == "docker"]
-    config.pop("cost", None)  # its base target is not among these
-    config["on_missing_hardware"] = "fail"
-    config["train"]["epochs"] = epochs
-    return config
 
 
 @pytest.fixture(scope="module")

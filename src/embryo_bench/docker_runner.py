@@ -32,7 +32,7 @@ import uuid
 from collections import deque
 from pathlib import Path
 
-from .docker_api import daemon_identity, docker_client
+from .docker_api import Daemon, channel, daemon_identity, docker_client
 from .errors import DockerError, Interrupted
 from .hardware import local_node, run_cores, why_not
 from .io import atomic_path, read_json
@@ -323,11 +323,15 @@ def run(
     out_dir: str | Path,
     log=None,
     stop_after_s: float | None = None,
+    daemon: Daemon | None = None,
 ) -> dict:
     """Train one run in a container of ``image`` with the run's limits.
 
     Args:
         spec: the run (``spec.runner`` is "docker"); spec_file: its ``run.json``, shipped in.
+        daemon: how ``spec.docker_host`` is reached (TLS files: the workflow's daemon
+            record); default: the address alone (with the Docker environment's TLS,
+            :func:`embryo_bench.docker_api.resolve_daemon`), or the environment's daemon.
         image: the image record written by the image build (``tag``, ``image_id``).
         shards: augmented ``.npz`` shards on this host.
         source_info: the index stage's ``source.json``.
@@ -338,9 +342,11 @@ def run(
         stop_after_s: for tests, stop the container after this many seconds.
 
     Returns:
-        the run's metrics (as in metrics.json), with ``telemetry`` and ``container``.
+        the run's metrics (as in metrics.json), with ``telemetry`` and ``container`` (image,
+        limits, ``docker_host``, ``channel``, ``daemon``).
 
     Raises:
+        ConfigError: the daemon's address or TLS files are refused.
         DockerError: daemon unreachable (naming the address), hardware or image missing,
             container killed for memory (naming mem_limit), or training failed (with its
             last log lines). No output is left in ``out_dir`` in these cases.
@@ -349,7 +355,7 @@ def run(
     """
     log = log or sys.stderr
     parent = os.getppid()
-    client = docker_client(spec.docker_host or None)
+    client = docker_client(daemon or spec.docker_host or None)
     info = client.info()
     why = why_not(spec, local_node(), info)
     if why:
@@ -395,6 +401,7 @@ def run(
             "mem_limit": kwargs["mem_limit"],
             "gpus": spec.gpus,
             "docker_host": spec.docker_host or os.environ.get("DOCKER_HOST", "local"),
+            "channel": channel(client),
             # The machine it ran on, as its daemon says (a remote docker_host is another).
             "daemon": daemon_identity(info),
         },

@@ -431,7 +431,8 @@ def cost_summary(
 
 def provenance_table(runs: list[Run]) -> pd.DataFrame:
     """Per run: the machine it ran on (a docker run's daemon host name, else the host's),
-    the Docker daemon's ID (docker runs), git commit, container image (id), Keras/backend
+    the Docker daemon's ID and how it was reached (docker runs: "tls", "ssh", "unix socket"),
+    git commit, container image (id), Keras/backend
     versions, CPU model, GPU names and driver, Python, dataset identity (sha256 or
     "synthetic"), Slurm job."""
     rows = []
@@ -440,13 +441,15 @@ def provenance_table(runs: list[Run]) -> pd.DataFrame:
         ds = p.get("dataset", {})
         versions = p.get("versions", {})
         sched = p.get("scheduler") or {}
-        daemon = (m.get("container") or {}).get("daemon") or {}
+        container = m.get("container") or {}
+        daemon = container.get("daemon") or {}
         rows.append(
             {
                 "target": m["target"],
                 "repeat": m.get("repeat", 1),
                 "machine": machine_of(r),
                 "docker_daemon": daemon.get("id", ""),
+                "docker_channel": container.get("channel", ""),
                 "git_commit": p.get("git_commit"),
                 "container_image": p.get("container_image") or "host",
                 "backend": m.get("backend", p.get("keras_backend")),
