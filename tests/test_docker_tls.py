@@ -446,6 +446,9 @@ def test_a_run_trains_through_the_tls_daemon(tls_run, tls_daemon, pki):
     prov = pd.read_csv(out / "figures/provenance.csv", keep_default_na=False)
     assert prov["docker_daemon"].tolist() == [tls_daemon.info()["ID"]]
     assert prov["docker_channel"].tolist() == ["tls"]
+    assert prov["container_isolation"].tolist() == [
+        "network none, cap_drop ALL, no-new-privileges, pids 4096"
+    ]
 
 
 @pytest.mark.slow
