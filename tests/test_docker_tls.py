@@ -367,6 +367,10 @@ def test_the_daemon_check_passes_over_tls(tls_daemon, pki, tmp_path, no_docker_e
     assert plan.targets["docker-tls"].daemon.tls_from == "DOCKER_CERT_PATH"
     # ship-image by hand: an address, with the environment's TLS.
     assert docker_client(REMOTE).info()["ID"] == tls_daemon.info()["ID"]
+    # The environment's daemon (a docker target without docker_host, image builds).
+    no_docker_env.setenv("DOCKER_HOST", REMOTE)
+    _plan(docker_config(tmp_path / "out"))
+    assert docker_client().info()["ID"] == tls_daemon.info()["ID"]
 
 
 @pytest.mark.slow

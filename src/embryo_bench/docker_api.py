@@ -339,8 +339,8 @@ def docker_client(daemon: Daemon | str | None = None, timeout: int = 120):
     """A Docker SDK client for ``daemon`` checked with a ping: a :class:`Daemon` (over TLS
     with its files), an address (resolved first, :func:`resolve_daemon`: the Docker
     environment's TLS, and the refusal of plain TCP to another machine) or, when None/empty,
-    the environment's daemon (``docker.from_env``: ``DOCKER_HOST`` and its TLS variables, or
-    the local socket).
+    the environment's daemon (``DOCKER_HOST`` with ``DOCKER_TLS_VERIFY``: as an address;
+    otherwise ``docker.from_env``, or the local socket).
 
     Raises:
         ConfigError: as :func:`resolve_daemon` / :func:`check_tls_files` (a TLS file gone or
@@ -356,6 +356,11 @@ def docker_client(daemon: Daemon | str | None = None, timeout: int = 120):
     if isinstance(daemon, str):
         daemon = resolve_daemon(daemon) if daemon else None
     daemon = daemon or Daemon()
+    environment = os.environ.get("DOCKER_HOST", "")
+    if not daemon.address and environment.startswith("tcp://") and tls_verify(os.environ):
+        # The environment's daemon over TLS: built here too (not by docker.from_env), so that
+        # its own CA verifies it (see _ca_only_client).
+        daemon = resolve_daemon(environment)
     check_tls_files(daemon)
     address = daemon.address or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     try:
