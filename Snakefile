@@ -38,6 +38,7 @@ localrules:
     base_image,
     wheelhouse,
     image,
+    daemon,
     figures,
     figures_spec,
     run_spec,

@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest import nvidia_gpus, require_gpu, require_or_skip  # noqa: E402
 from workflow_helpers import (  # noqa: E402
     copy_repo,
+    docker_config,
     edit,
     job_counts,
     locked_versions,
@@ -50,15 +51,6 @@ def _labelled(client):
     from embryo_bench.docker_runner import containers_with_label
 
     return containers_with_label(client)
-
-
-def docker_config(outdir: Path, epochs: int = 2) -> dict:
-    config = offline_config(outdir, docker=True, tiny=True)
-    config["targets"] = [t for t in config["targets"] if t["runner"] == "docker"]
-    config.pop("cost", None)  # its base target is not among these
-    config["on_missing_hardware"] = "fail"
-    config["train"]["epochs"] = epochs
-    return config
 
 
 @pytest.fixture(scope="module")
@@ -152,6 +144,93 @@ def test_the_image_keeps_no_wheels(docker_run):
     size = client.images.get(record["image_id"]).attrs["Size"]
     assert record["size_mib"] == round(size / 2**20, 1)
     assert "tensorflow_build" not in record  # read for gpu images only
+
+
+#: What a training container is allowed, as metrics.json and provenance.csv record it.
+ISOLATED = {
+    "network_mode": "none",
+    "cap_drop": ["ALL"],
+    "security_opt": ["no-new-privileges"],
+    "pids_limit": 4096,
+    "read_only_rootfs": False,
+    "inputs": "read-only (uid 0, 444)",
+}
+
+#: Run in a container made as the runner makes a training one: what it can reach and do.
+PROBE = r"""
+echo "interfaces: $(ls /sys/class/net | tr '\n' ' ')"
+grep -E '^(CapPrm|CapEff|CapBnd|NoNewPrivs):' /proc/self/status
+echo "uid: $(id -u)"
+echo "pids.max: $(cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max)"
+echo "inputs: $(stat -c '%u %a %n' /work/in /work/in/run.json | tr '\n' ' ')"
+echo x >> /work/in/run.json 2>/dev/null && echo "write input: done" || echo "write input: refused"
+rm -f /work/in/run.json 2>/dev/null; test -e /work/in/run.json && echo "remove input: refused"
+touch /work/in/new 2>/dev/null && echo "add input: done" || echo "add input: refused"
+chmod 666 /work/in/run.json 2>/dev/null && echo "chmod input: done" || echo "chmod input: refused"
+mkdir -p /work/out && echo ok > /work/out/x && echo "output: written"
+python -c "import socket; socket.create_connection(('192.0.2.1', 80), 2)" 2>&1 | tail -n 1
+"""
+
+
+def test_a_training_container_is_created_isolated(tmp_path):
+    """Issue 31, item 4: the create arguments of every training container (no daemon)."""
+    from embryo_bench.docker_runner import ISOLATION, container_kwargs
+
+    config = docker_config(tmp_path / "out")
+    spec = write_spec(tmp_path / "run.json", config, config["targets"][0])
+    kwargs = container_kwargs(spec, {"tag": "t", "image_id": "i"}, ["true"], "id")
+    assert {k: kwargs[k] for k in ISOLATION} == {
+        "network_mode": "none",
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "pids_limit": 4096,
+    }
+
+
+@pytest.mark.slow
+def test_the_training_container_gets_only_what_training_needs(docker_run, tmp_path):
+    """Issue 31, item 4: the run trained (docker_run) in a container without network,
+    capabilities or privilege gain, with a pids limit and read-only inputs, and recorded so
+    (metrics.json container.isolation, provenance.csv). A container made the same way
+    (container_kwargs, inputs put in by the runner's own container()) with a probe instead of
+    the trainer: the daemon reports those settings, and inside there is only lo, no
+    capability, no route out, and the trainer's user can read its inputs but not change,
+    remove or add any, while it can write its outputs."""
+    from embryo_bench import docker_runner
+
+    client, _, config, out = docker_run
+    (target,) = config["targets"]
+    metrics = json.loads((out / f"train/{target['name']}/repeat-1/metrics.json").read_text())
+    assert metrics["container"]["isolation"] == ISOLATED
+    prov = pd.read_csv(out / "figures/provenance.csv", keep_default_na=False)
+    assert prov["container_isolation"].tolist() == [
+        "network none, cap_drop ALL, no-new-privileges, pids 4096"
+    ]
+    spec = write_spec(tmp_path / "run.json", config, target)
+    image = json.loads((out / "images/cpu.json").read_text())
+    kwargs = docker_runner.container_kwargs(spec, image, ["sh", "-c", PROBE], "probe")
+    with docker_runner.container(
+        client, kwargs, {"run.json": tmp_path / "run.json"}, io.StringIO()
+    ) as box:
+        box.reload()
+        assert docker_runner.isolation(box.attrs) == ISOLATED
+        box.start()
+        assert box.wait(timeout=120)["StatusCode"] == 0
+        said = box.logs().decode(errors="replace")
+    lines = {
+        key.strip(): value.strip()
+        for key, _, value in (line.partition(":") for line in said.strip().splitlines())
+    }
+    assert lines["interfaces"].split() == ["lo"], said
+    assert int(lines["CapPrm"], 16) == int(lines["CapEff"], 16) == int(lines["CapBnd"], 16) == 0
+    assert lines["NoNewPrivs"] == "1"
+    assert lines["uid"] == "1000" and lines["pids.max"] == "4096"
+    assert lines["inputs"].split() == ["0", "555", "/work/in", "0", "444", "/work/in/run.json"]
+    for change in ("write", "remove", "add", "chmod"):
+        assert lines[f"{change} input"] == "refused", said
+    assert lines["output"] == "written"
+    assert "Network is unreachable" in said.strip().splitlines()[-1]
+    assert _labelled(client) == []
 
 
 @pytest.mark.slow

@@ -110,10 +110,10 @@ def test_why_not_uses_the_daemon_for_docker_targets():
     assert why_not(_t(runner="host", cpus=4), host) == "asks for 4 cpus, this host has 2"
     gpu = _t(runner="host", cpus=1, gpus=1)
     assert why_not(gpu, host) == "asks for 1 GPUs, this host has 0 (NVML)"
-    remote = _t(runner="docker", cpus=1, gpus=1, docker_host="tcp://gpu-box:2376")
+    remote = _t(runner="docker", cpus=1, gpus=1, docker_host="ssh://bench@gpu-box")
     assert why_not(remote, host, {"NCPU": 8, "Runtimes": {"nvidia": {}}}) is None
     assert why_not(remote, host, {"NCPU": 8, "Runtimes": {"runc": {}}}) == (
-        "asks for 1 GPUs; the Docker daemon at tcp://gpu-box:2376 has no nvidia runtime"
+        "asks for 1 GPUs; the Docker daemon at ssh://bench@gpu-box has no nvidia runtime"
     )
 
 
@@ -137,9 +137,9 @@ def test_local_probe_asks_each_daemon_once_and_names_a_dead_one():
 
     asked = []
 
-    def daemon_info(address):
-        asked.append(address)
-        if address == "tcp://127.0.0.1:9":
+    def daemon_info(daemon):
+        asked.append(daemon.address)  # how each target reaches it (docker_api.Daemon)
+        if daemon.address == "tcp://127.0.0.1:9":
             raise DockerError("no Docker daemon answers at tcp://127.0.0.1:9")
         return {"NCPU": 4}
 

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from embryo_bench.config import load_config, load_schema
+from embryo_bench.docker_api import Daemon
 from embryo_bench.errors import ConfigError, DataError
 from embryo_bench.plan import Plan
 from embryo_bench.spec import Preprocessing, RunSpec
@@ -313,7 +314,7 @@ def test_a_target_on_another_daemon_needs_the_image_sent_there():
     out = OFFLINE["outdir"]
     assert p.image_record("vm") == [f"{out}/images/cpu@ssh-bench-gpu-box-22.json"]
     assert p.image_record("docker-1cpu") == [f"{out}/images/cpu.json"]  # the local daemon
-    assert p.remote_daemons == {"ssh-bench-gpu-box-22": "ssh://bench@gpu-box:22"}
+    assert p.remote_daemons == {"ssh-bench-gpu-box-22": Daemon("ssh://bench@gpu-box:22")}
     config["targets"].append(
         {"name": "vm2", "runner": "docker", "cpus": 1, "docker_host": "ssh://bench@gpu-box/22"}
     )
@@ -420,15 +421,15 @@ def test_planning_asks_each_docker_daemon_once(monkeypatch):
 
     asked = []
 
-    def daemon_info(address):
-        asked.append(address)
+    def daemon_info(daemon):
+        asked.append(daemon.address)  # how the targets reach it (docker_api.Daemon)
         return {"NCPU": 8, "Runtimes": {"runc": {}}}
 
     monkeypatch.setattr(hardware, "_daemon_info", daemon_info)
     monkeypatch.setattr(hardware, "local_node", lambda: hardware.Node("this host", 8, None, 2))
     config = copy.deepcopy(PAPER)
-    remote = {**config["targets"][0], "docker_host": "tcp://10.0.0.9:2375"}
+    remote = {**config["targets"][0], "docker_host": "ssh://bench@10.0.0.9"}
     config["targets"] += [{**remote, "name": "elsewhere"}, {**remote, "name": "elsewhere-2"}]
     p = Plan.from_config(config, hardware_check="local")
-    assert asked == ["", "tcp://10.0.0.9:2375"]
+    assert asked == ["", "ssh://bench@10.0.0.9"]
     assert len(p.targets) == len(config["targets"]) and not p.skipped

@@ -105,6 +105,17 @@ def offline_config(
     return config
 
 
+def docker_config(outdir: Path, epochs: int = 2) -> dict:
+    """:func:`offline_config` at :data:`TINY`'s settings with its docker target alone
+    (docker-1cpu), ``epochs`` epochs, and a target that cannot run failing the plan."""
+    config = offline_config(outdir, docker=True, tiny=True)
+    config["targets"] = [t for t in config["targets"] if t["runner"] == "docker"]
+    config.pop("cost", None)  # its base target is not among these
+    config["on_missing_hardware"] = "fail"
+    config["train"]["epochs"] = epochs
+    return config
+
+
 def synthetic_db(tmp_path: Path) -> Path:
     """A synthetic database (10 embryos x 12 frames of 48 px) at ``tmp_path``/db, for a test
     to damage or read in place."""

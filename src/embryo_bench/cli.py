@@ -255,6 +255,11 @@ def cmd_train(p):
     p.add_argument("--source-info", required=True)
     p.add_argument("--out-dir", required=True)
     p.add_argument("--image-record", help="image JSON from the image build (docker runs)")
+    p.add_argument(
+        "--daemon",
+        help="how the spec's docker_host is reached (the workflow's daemon record: TLS files); "
+        "without it, the address alone with the Docker environment's TLS",
+    )
     # Inside the docker runner's container: train here; the runner measures from outside.
     p.add_argument("--in-container", action="store_true", help=argparse.SUPPRESS)
 
@@ -265,13 +270,21 @@ def cmd_train(p):
         spec = RunSpec.read(a.spec)
         if spec.runner == "docker" and not a.in_container:
             from . import docker_runner
+            from .docker_api import Daemon
 
             if not a.image_record:
                 raise EmbryoBenchError(f"{a.spec}: a docker run needs --image-record")
+            daemon = Daemon.read(a.daemon) if a.daemon else None
+            if daemon is not None and daemon.address != spec.docker_host:
+                raise ConfigError(
+                    f"--daemon {a.daemon} is for {daemon.address or 'the environment'}, "
+                    f"{a.spec} trains on {spec.docker_host or 'the environment'}"
+                )
             docker_runner.run(
                 spec,
                 spec_file=a.spec,
                 image=read_json(a.image_record),
+                daemon=daemon,
                 shards=a.shards,
                 source_info=a.source_info,
                 out_dir=a.out_dir,
@@ -486,16 +499,45 @@ def cmd_build_image(p):
 def cmd_ship_image(p):
     """put a built image onto a target's Docker daemon (docker_host)"""
     p.add_argument("--record", required=True, help="the image build's record (JSON)")
-    p.add_argument("--docker-host", required=True, help="tcp://, ssh:// or unix:// address")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--docker-host",
+        help="tcp://, ssh:// or unix:// address (tcp:// over TLS from DOCKER_TLS_VERIFY and "
+        "DOCKER_CERT_PATH, or on a loopback address)",
+    )
+    where.add_argument("--daemon", help="the workflow's daemon record (address, TLS files)")
     p.add_argument("--out", required=True, help="write the record for that daemon here")
 
     def run(a):
         from .containers import ship_image
+        from .docker_api import Daemon
         from .io import read_json, write_json
 
-        info = ship_image(read_json(a.record), a.docker_host)
+        daemon = Daemon.read(a.daemon) if a.daemon else a.docker_host
+        info = ship_image(read_json(a.record), daemon)
         write_json(a.out, info)
-        log.info("%s on %s (%s)", info["tag"], a.docker_host, info["daemon"]["name"])
+        name, how = info["daemon"]["name"], info["channel"]
+        log.info("%s on %s (%s, %s)", info["tag"], info["docker_host"], name, how)
+
+    return run
+
+
+def cmd_daemon(p):
+    """write how a target's Docker daemon is reached (address, TLS file paths), checked"""
+    p.add_argument("--json", required=True, help="the daemon (docker_api.Daemon) as JSON")
+    p.add_argument("--out", required=True)
+
+    def run(a):
+        from .docker_api import Daemon, check_tls_files
+        from .io import write_json
+
+        try:
+            fields = json.loads(a.json)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"--json: the daemon is not valid JSON ({exc})") from None
+        daemon = Daemon.from_dict(fields, "--json")
+        check_tls_files(daemon)
+        write_json(a.out, fields)
 
     return run
 

@@ -32,7 +32,7 @@ from collections import deque
 from pathlib import Path
 
 from .codehash import PACKAGE, code_hash
-from .docker_api import daemon_identity, docker_client
+from .docker_api import Daemon, channel, daemon_identity, docker_client, resolve_daemon
 from .errors import DockerError
 from .io import sha256_file, sha256_tree, write_json
 
@@ -506,38 +506,45 @@ def build_labels(content_sha256: str, base_image_id: str, pip_source: str) -> di
 
 def ship_image(
     record: dict,
-    docker_host: str,
+    daemon: Daemon | str,
     log=sys.stderr,
     source=None,
     target=None,
     timeout: int = 1800,
 ) -> dict:
-    """Put the image of ``record`` (an image build's record) onto the daemon at
-    ``docker_host``, where a target with that ``docker_host`` runs: ``docker save`` of
-    exactly that image id on the local daemon streamed into ``docker load`` there (no
-    registry, no temporary file), then tagged as on the local daemon. Save and load keep
-    the image id, so both daemons run the same bytes. Nothing is sent when the daemon
-    already has that id.
+    """Put the image of ``record`` (an image build's record) onto the daemon ``daemon``,
+    where a target with that ``docker_host`` runs: ``docker save`` of exactly that image id
+    on the local daemon streamed into ``docker load`` there (no registry, no temporary file),
+    then tagged as on the local daemon. Save and load keep the image id, so both daemons run
+    the same bytes. Nothing is sent when the daemon already has that id.
 
     Args:
         record: ``image_id`` and ``tag`` (the image rule's JSON).
-        docker_host: the remote daemon (``tcp://``, ``ssh://``, ``unix://``).
-        source, target: Docker clients (default: the local daemon, ``docker_host``).
+        daemon: the remote daemon: a :class:`embryo_bench.docker_api.Daemon` (address and
+            TLS files: the workflow's daemon record) or an address (``tcp://``, ``ssh://``,
+            ``unix://``; resolved with the Docker environment's TLS,
+            :func:`embryo_bench.docker_api.resolve_daemon`).
+        source, target: Docker clients (default: the local daemon, ``daemon``).
         timeout: seconds the load may take to answer.
 
     Returns:
-        ``record`` plus ``docker_host``, ``daemon`` (:func:`daemon_identity` of the remote),
-        ``source_daemon`` (the local one's), ``shipped`` (False when it was there),
-        ``bytes`` (the tar stream sent) and ``seconds``.
+        ``record`` plus ``docker_host``, ``channel`` (how it was reached: "tls", "ssh",
+        ...), ``daemon`` (:func:`daemon_identity` of the remote), ``source_daemon`` (the
+        local one's), ``shipped`` (False when it was there), ``bytes`` (the tar stream sent)
+        and ``seconds``.
 
     Raises:
+        ConfigError: the address or its TLS files are refused (as ``resolve_daemon``).
         DockerError: either daemon unreachable (naming its address), the image not on the
             local daemon, or the load failed or did not produce that image id.
     """
     import docker.errors
 
+    if isinstance(daemon, str):
+        daemon = resolve_daemon(daemon)
+    docker_host = daemon.address
     source = source or docker_client()
-    target = target or docker_client(docker_host, timeout=timeout)
+    target = target or docker_client(daemon, timeout=timeout)
     image_id, tag = record.get("image_id") or record["tag"], record["tag"]
     started = time.monotonic()
     sent = 0
@@ -587,6 +594,7 @@ def ship_image(
     return {
         **record,
         "docker_host": docker_host,
+        "channel": channel(target),
         "daemon": daemon_identity(target.info()),
         "source_daemon": daemon_identity(source.info()),
         "shipped": shipped,

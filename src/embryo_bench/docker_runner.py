@@ -1,16 +1,19 @@
 """The ``docker`` runner: train inside a container started through the Docker SDK.
 
-The container gets the run's limits (``nano_cpus``, ``mem_limit`` without extra swap, GPUs
-as a ``DeviceRequest``); ``run.json`` and the dataset go in with ``put_archive`` and results
-come out with ``get_archive`` (no bind mounts, so a remote ``docker_host`` works like the
-local daemon); its log streams into the rule's log, and it is sampled every second from
-outside (:mod:`embryo_bench.telemetry`). Inside, the same trainer as the host runner runs
-(``embryo-bench train --spec ... --in-container``). The container is removed in every case:
-success, failure, SIGINT/SIGTERM/SIGHUP, or the parent (Snakemake) going away. A runner that
-is itself SIGKILLed cannot remove it, so the container does not outlive it either: the runner
-holds the container's stdin open (an attach socket) and the trainer inside exits when it
-closes (:func:`embryo_bench.lifeline.watch_stdin`); the exited container is removed by the
-next runner of the same run folder (:func:`remove_stale`), before it creates its own.
+The container gets the run's limits (``nano_cpus``, ``mem_limit`` without extra swap, GPUs as
+a ``DeviceRequest``) and only what training needs (:data:`ISOLATION`: no network, no
+capabilities, no privilege gain, a pids limit; issue 31, item 4); ``run.json`` and the dataset
+go in with ``put_archive``, read-only (owned by root, mode 0444, in a 0555 folder: the image's
+user cannot change them), and results come out with ``get_archive`` (no bind mounts, so a
+remote ``docker_host`` works like the local daemon); its log streams into the rule's log, and
+it is sampled every second from outside (:mod:`embryo_bench.telemetry`). Inside, the same
+trainer as the host runner runs (``embryo-bench train --spec ... --in-container``). The
+container is removed in every case: success, failure, SIGINT/SIGTERM/SIGHUP, or the parent
+(Snakemake) going away. A runner that is itself SIGKILLed cannot remove it, so the container
+does not outlive it either: the runner holds the container's stdin open (an attach socket) and
+the trainer inside exits when it closes (:func:`embryo_bench.lifeline.watch_stdin`); the
+exited container is removed by the next runner of the same run folder (:func:`remove_stale`),
+before it creates its own.
 
 The outline, shared with the host runner: check, :func:`container` (create, put inputs,
 signals, cleanup), :func:`start`, :class:`embryo_bench.telemetry.Measurement` around
@@ -32,7 +35,7 @@ import uuid
 from collections import deque
 from pathlib import Path
 
-from .docker_api import daemon_identity, docker_client
+from .docker_api import Daemon, channel, daemon_identity, docker_client
 from .errors import DockerError, Interrupted
 from .hardware import local_node, run_cores, why_not
 from .io import atomic_path, read_json
@@ -49,6 +52,24 @@ RUN_DIR_LABEL = "org.embryo-bench.run-dir"
 WORK = "/work"
 #: Files of the container's output folder the runner writes itself (from its own samples).
 WRITTEN_OUTSIDE = (METRICS, TELEMETRY)
+#: Processes and threads a training container may have (Docker's ``pids_limit``; Linux
+#: counts threads). TensorFlow runs about two pools of ``threads`` plus tf.data's and a few
+#: of its own: under 100 at 1 cpu, a few hundred at 64; a fork bomb stops here.
+PIDS_LIMIT = 4096
+#: What a training container may do besides training (issue 31, item 4): no network (the
+#: data goes in and the results come out through the API), every capability dropped, no
+#: privilege gained through setuid files, at most :data:`PIDS_LIMIT` processes and threads.
+#: The root file system stays writable: the daemon refuses ``put_archive`` into a read-only
+#: one, and the copy of ``/work/out`` is read through the container's own layer; the inputs
+#: are read-only instead (:func:`_tar_inputs`).
+ISOLATION = {
+    "network_mode": "none",
+    "cap_drop": ["ALL"],
+    "security_opt": ["no-new-privileges"],
+    "pids_limit": PIDS_LIMIT,
+}
+#: Owner (root) and modes of the inputs inside the container: readable, not writable.
+INPUT_UID, INPUT_DIR_MODE, INPUT_FILE_MODE = 0, 0o555, 0o444
 
 
 def _raise_interrupted(signum, frame):
@@ -60,15 +81,19 @@ def _raise_interrupted(signum, frame):
 
 
 def _tar_inputs(files: dict[str, Path], fh) -> None:
-    """Write a tar of ``files`` (name in the archive -> host path) owned by uid 1000 (the
-    image's non-root user) to ``fh``."""
+    """Write a tar of ``files`` (name in the archive -> host path) under ``in/`` to ``fh``,
+    read-only inside the container: owned by root (:data:`INPUT_UID`), files
+    :data:`INPUT_FILE_MODE`, the folder :data:`INPUT_DIR_MODE`. The trainer runs as the
+    image's user (uid 1000) without capabilities, so it can read them and not change, add or
+    remove any."""
     with tarfile.open(fileobj=fh, mode="w") as tar:
         d = tarfile.TarInfo("in")
-        d.type, d.mode, d.uid, d.gid = tarfile.DIRTYPE, 0o755, 1000, 1000
+        d.type, d.mode, d.uid, d.gid = tarfile.DIRTYPE, INPUT_DIR_MODE, INPUT_UID, INPUT_UID
         tar.addfile(d)
         for name, path in files.items():
             info = tar.gettarinfo(str(path), arcname=f"in/{name}")
-            info.uid = info.gid = 1000
+            info.uid = info.gid = INPUT_UID
+            info.mode = INPUT_FILE_MODE
             info.uname = info.gname = ""
             with open(path, "rb") as src:
                 tar.addfile(info, src)
@@ -120,8 +145,9 @@ def container_kwargs(
     """Arguments of ``client.containers.create`` for a docker run: image, command, project
     labels (``key``: :func:`run_key`), stdin held open as the runner's lifeline,
     ``nano_cpus`` (cpus x 1e9), ``mem_limit`` = ``memswap_limit`` (no extra swap),
-    ``shm_size``, environment (backend, git commit, image, the Slurm job's variables) and,
-    for GPU runs, a ``DeviceRequest`` for GPUs 0..gpus-1 (the same indices NVML samples)."""
+    ``shm_size``, :data:`ISOLATION` (no network, capabilities, privilege gain; a pids
+    limit), environment (backend, git commit, image, the Slurm job's variables) and, for GPU
+    runs, a ``DeviceRequest`` for GPUs 0..gpus-1 (the same indices NVML samples)."""
     from docker.types import DeviceRequest
 
     c = spec.container
@@ -135,6 +161,7 @@ def container_kwargs(
         "mem_limit": c.memory,
         "memswap_limit": c.memory,
         "shm_size": c.shm_size,
+        **ISOLATION,
         "environment": {
             "KERAS_BACKEND": spec.backend,
             LIFELINE_ENV: "stdin",
@@ -207,6 +234,22 @@ def container(client, kwargs: dict, inputs: dict[str, Path], log):
                 lifeline.close()
         for s, h in previous.items():
             signal.signal(s, h)
+
+
+def isolation(attrs: dict) -> dict:
+    """What a created container may do, as its daemon reports it (``HostConfig`` of
+    ``attrs``, the container's inspect): ``network_mode``, ``cap_drop``, ``security_opt``,
+    ``pids_limit``, ``read_only_rootfs`` and ``inputs`` (how :func:`_tar_inputs` put them);
+    recorded in ``metrics.json`` (``container.isolation``)."""
+    host = attrs.get("HostConfig") or {}
+    return {
+        "network_mode": host.get("NetworkMode", ""),
+        "cap_drop": host.get("CapDrop") or [],
+        "security_opt": host.get("SecurityOpt") or [],
+        "pids_limit": host.get("PidsLimit") or 0,
+        "read_only_rootfs": bool(host.get("ReadonlyRootfs")),
+        "inputs": f"read-only (uid {INPUT_UID}, {INPUT_FILE_MODE:o})",
+    }
 
 
 def start(box, log) -> deque[str]:
@@ -323,11 +366,15 @@ def run(
     out_dir: str | Path,
     log=None,
     stop_after_s: float | None = None,
+    daemon: Daemon | None = None,
 ) -> dict:
     """Train one run in a container of ``image`` with the run's limits.
 
     Args:
         spec: the run (``spec.runner`` is "docker"); spec_file: its ``run.json``, shipped in.
+        daemon: how ``spec.docker_host`` is reached (TLS files: the workflow's daemon
+            record); default: the address alone (with the Docker environment's TLS,
+            :func:`embryo_bench.docker_api.resolve_daemon`), or the environment's daemon.
         image: the image record written by the image build (``tag``, ``image_id``).
         shards: augmented ``.npz`` shards on this host.
         source_info: the index stage's ``source.json``.
@@ -338,9 +385,11 @@ def run(
         stop_after_s: for tests, stop the container after this many seconds.
 
     Returns:
-        the run's metrics (as in metrics.json), with ``telemetry`` and ``container``.
+        the run's metrics (as in metrics.json), with ``telemetry`` and ``container`` (image,
+        limits, ``docker_host``, ``channel``, ``isolation``: :func:`isolation`, ``daemon``).
 
     Raises:
+        ConfigError: the daemon's address or TLS files are refused.
         DockerError: daemon unreachable (naming the address), hardware or image missing,
             container killed for memory (naming mem_limit), or training failed (with its
             last log lines). No output is left in ``out_dir`` in these cases.
@@ -349,7 +398,7 @@ def run(
     """
     log = log or sys.stderr
     parent = os.getppid()
-    client = docker_client(spec.docker_host or None)
+    client = docker_client(daemon or spec.docker_host or None)
     info = client.info()
     why = why_not(spec, local_node(), info)
     if why:
@@ -395,6 +444,8 @@ def run(
             "mem_limit": kwargs["mem_limit"],
             "gpus": spec.gpus,
             "docker_host": spec.docker_host or os.environ.get("DOCKER_HOST", "local"),
+            "channel": channel(client),
+            "isolation": isolation(box.attrs),
             # The machine it ran on, as its daemon says (a remote docker_host is another).
             "daemon": daemon_identity(info),
         },

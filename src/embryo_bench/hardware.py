@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from .docker_api import docker_client
+from .docker_api import Daemon, docker_client
 from .errors import ConfigError, DockerError, EmbryoBenchError
 
 
@@ -321,26 +321,28 @@ def why_not(target: Needs, host: Node, daemon_info: dict | None = None) -> str |
 
 class LocalProbe:
     """The ``local`` hardware check: :func:`why_not` against this host and, for docker
-    targets, the daemon each names (asked once per address)."""
+    targets (:class:`embryo_bench.plan.Target`), the daemon each reaches (its ``daemon``:
+    address and TLS files), asked once per daemon."""
 
     def __init__(self, host: Node | None = None, daemon_info=None):
         self.host = host or local_node()
         self._daemon_info = daemon_info or _daemon_info
-        self._daemons: dict[str, tuple[dict | None, str | None]] = {}
+        self._daemons: dict[Daemon | str, tuple[dict | None, str | None]] = {}
 
-    def daemon(self, address: str) -> tuple[dict | None, str | None]:
+    def daemon(self, daemon: Daemon | str) -> tuple[dict | None, str | None]:
         """(the daemon's info, None), or (None, why it does not answer)."""
-        if address not in self._daemons:
+        if daemon not in self._daemons:
             try:
-                self._daemons[address] = (self._daemon_info(address), None)
+                self._daemons[daemon] = (self._daemon_info(daemon), None)
             except DockerError as exc:
-                self._daemons[address] = (None, str(exc))
-        return self._daemons[address]
+                self._daemons[daemon] = (None, str(exc))
+        return self._daemons[daemon]
 
     def __call__(self, target: Needs) -> str | None:
         info = None
         if target.runner == "docker":
-            info, error = self.daemon(target.docker_host)
+            # A Target's resolved daemon; an address alone is resolved by docker_client.
+            info, error = self.daemon(getattr(target, "daemon", None) or target.docker_host)
             if error:
                 return error
         return why_not(target, self.host, info)
@@ -356,5 +358,5 @@ class SlurmProbe:
         return why_not_on_nodes(target, self.nodes)
 
 
-def _daemon_info(address: str) -> dict:
-    return docker_client(address or None, timeout=20).info()
+def _daemon_info(daemon: Daemon | str) -> dict:
+    return docker_client(daemon, timeout=20).info()

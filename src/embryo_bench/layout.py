@@ -45,6 +45,12 @@ def image_record(image: str, daemon: str = "") -> str:
     return f"images/{image}@{daemon}.json" if daemon else f"images/{image}.json"
 
 
+def daemon_record(daemon: str) -> str:
+    """How the daemon of a ``docker_host`` is reached (address, TLS file paths), by daemon
+    key: ``images/daemon@<daemon>.json``."""
+    return f"images/daemon@{daemon}.json"
+
+
 #: The epochs measured so far, appended after each epoch while a run trains; not a rule
 #: output (a stopped run keeps what it measured without looking complete), removed when the
 #: run finishes.

@@ -89,6 +89,8 @@ class Target:
     paper_system: str
     description: str
     sweep: dict | None = None
+    #: How a docker target's daemon is reached (:func:`target_daemon`); None for host targets.
+    daemon: docker_api.Daemon | None = None
 
     @property
     def memory_mib(self) -> int:
@@ -164,9 +166,9 @@ def resolve_target(entry: dict, train: dict, schema: dict | None = None) -> Targ
     batch size and repeats from ``train``.
 
     Raises:
-        ConfigError: a ``docker_host`` that is not a daemon address, more threads than cpus
-            (they would share the pinned cores), or a docker target on a backend its image
-            does not install.
+        ConfigError: a daemon that cannot be reached safely (:func:`target_daemon`), more
+            threads than cpus (they would share the pinned cores), or a docker target on a
+            backend its image does not install.
     """
     t = Target(
         name=entry["name"],
@@ -188,12 +190,8 @@ def resolve_target(entry: dict, train: dict, schema: dict | None = None) -> Targ
         price_source=entry["price_source"],
         paper_system=entry.get("paper_system", ""),
         description=entry["description"],
+        daemon=target_daemon(entry),
     )
-    if t.runner == "docker" and t.docker_host:
-        try:
-            docker_api.check_address(t.docker_host)
-        except ConfigError as exc:
-            raise ConfigError(f"target {t.name}: {exc}") from None
     if t.threads > t.cpus:
         raise ConfigError(
             f"target {t.name}: threads {t.threads} > cpus {t.cpus}: the run is pinned to "
@@ -207,6 +205,29 @@ def resolve_target(entry: dict, train: dict, schema: dict | None = None) -> Targ
             f"environment with {t.backend} installed"
         )
     return t
+
+
+def target_daemon(entry: dict) -> docker_api.Daemon | None:
+    """How a docker target's daemon is reached: its ``docker_host``, ``docker_tls`` (else
+    the Docker environment's TLS variables) and ``accept_unauthenticated_daemon``, resolved
+    and checked by :func:`embryo_bench.docker_api.resolve_daemon` (issue 31, item 3); None for
+    a host target.
+
+    Raises:
+        ConfigError: as :func:`embryo_bench.docker_api.resolve_daemon`, prefixed with the
+            target's name: a malformed address, plain TCP to another machine without TLS or
+            ``accept_unauthenticated_daemon``, a TLS file missing, unreadable or not matching.
+    """
+    if entry["runner"] != "docker":
+        return None
+    try:
+        return docker_api.resolve_daemon(
+            entry.get("docker_host", ""),
+            entry.get(docker_api.TLS_SETTING),
+            entry.get(docker_api.UNAUTHENTICATED_SETTING, False),
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"target {entry['name']}: {exc}") from None
 
 
 def target_from_entry(entry: dict, train: dict | None = None, schema: dict | None = None):
@@ -667,21 +688,41 @@ class Plan:
             return [f"{self.outdir}/{layout.image_record(t.image, daemon_key(t.docker_host))}"]
         return [f"{self.outdir}/{layout.image_record(t.image)}"]
 
+    def daemon_record(self, target: str) -> list[str]:
+        """The daemon record a docker target with a ``docker_host`` needs (how its daemon is
+        reached: :class:`embryo_bench.docker_api.Daemon`, written by the rule ``daemon``);
+        [] for other targets."""
+        t = self.targets[target]
+        if t.runner != "docker" or not t.docker_host:
+            return []
+        return [f"{self.outdir}/{layout.daemon_record(daemon_key(t.docker_host))}"]
+
     @property
-    def remote_daemons(self) -> dict[str, str]:
-        """:func:`daemon_key` -> address of every ``docker_host`` a running target names.
+    def remote_daemons(self) -> dict[str, docker_api.Daemon]:
+        """:func:`daemon_key` -> how the daemon of every ``docker_host`` a running target
+        names is reached (:class:`embryo_bench.docker_api.Daemon`).
 
         Raises:
-            ConfigError: two addresses have the same key.
+            ConfigError: two addresses have the same key, or targets on one daemon reach it
+                differently (``docker_tls``, ``accept_unauthenticated_daemon``).
         """
-        out: dict[str, str] = {}
+        out: dict[str, docker_api.Daemon] = {}
+        names: dict[str, str] = {}
         for t in self.targets.values():
             if t.runner == "docker" and t.docker_host:
                 key = daemon_key(t.docker_host)
-                if out.setdefault(key, t.docker_host) != t.docker_host:
+                seen = out.setdefault(key, t.daemon)
+                first = names.setdefault(key, t.name)
+                if seen.address != t.docker_host:
                     raise ConfigError(
-                        f"targets: docker_host {t.docker_host} and {out[key]} have the same "
-                        f"file key {key}; write one of them differently"
+                        f"targets: docker_host {t.docker_host} and {seen.address} have the "
+                        f"same file key {key}; write one of them differently"
+                    )
+                if seen != t.daemon:
+                    raise ConfigError(
+                        f"targets {first} and {t.name}: one docker_host {t.docker_host} reached "
+                        f"two ways ({docker_api.TLS_SETTING}, "
+                        f"{docker_api.UNAUTHENTICATED_SETTING}); give them the same settings"
                     )
         return out
 

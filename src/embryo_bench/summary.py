@@ -429,9 +429,27 @@ def cost_summary(
     return None, "no hourly_usd in the config: cost not computed"
 
 
+def isolation_text(isolation: dict | None) -> str:
+    """A container's ``isolation`` (metrics.json) in words, e.g. "network none, cap_drop
+    ALL, no-new-privileges, pids 4096"; "" for host runs and runs recorded before it."""
+    if not isolation:
+        return ""
+    parts = [
+        f"network {isolation.get('network_mode') or 'default'}",
+        f"cap_drop {','.join(isolation.get('cap_drop') or []) or 'none'}",
+        *(isolation.get("security_opt") or []),
+        f"pids {isolation.get('pids_limit') or 'unlimited'}",
+    ]
+    if isolation.get("read_only_rootfs"):
+        parts.append("read-only root")
+    return ", ".join(parts)
+
+
 def provenance_table(runs: list[Run]) -> pd.DataFrame:
     """Per run: the machine it ran on (a docker run's daemon host name, else the host's),
-    the Docker daemon's ID (docker runs), git commit, container image (id), Keras/backend
+    the Docker daemon's ID and how it was reached (docker runs: "tls", "ssh", "unix socket"),
+    what the container was allowed (its ``isolation``, e.g. "network none, cap_drop ALL,
+    no-new-privileges, pids 4096"), git commit, container image (id), Keras/backend
     versions, CPU model, GPU names and driver, Python, dataset identity (sha256 or
     "synthetic"), Slurm job."""
     rows = []
@@ -440,13 +458,16 @@ def provenance_table(runs: list[Run]) -> pd.DataFrame:
         ds = p.get("dataset", {})
         versions = p.get("versions", {})
         sched = p.get("scheduler") or {}
-        daemon = (m.get("container") or {}).get("daemon") or {}
+        container = m.get("container") or {}
+        daemon = container.get("daemon") or {}
         rows.append(
             {
                 "target": m["target"],
                 "repeat": m.get("repeat", 1),
                 "machine": machine_of(r),
                 "docker_daemon": daemon.get("id", ""),
+                "docker_channel": container.get("channel", ""),
+                "container_isolation": isolation_text(container.get("isolation")),
                 "git_commit": p.get("git_commit"),
                 "container_image": p.get("container_image") or "host",
                 "backend": m.get("backend", p.get("keras_backend")),

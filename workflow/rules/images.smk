@@ -6,8 +6,9 @@ from embryo_bench.containers import (
     wheelhouse_dir,
 )
 
-# Daemons of targets on other machines (docker_host), by file key: read when the Snakefile is
-# parsed, so two addresses with one key fail before any job.
+# Daemons of targets on other machines (docker_host), by file key: how each is reached
+# (address, TLS file paths). Read when the Snakefile is parsed, so two addresses with one key
+# fail before any job.
 REMOTE_DAEMONS = PLAN.remote_daemons
 
 
@@ -73,9 +74,29 @@ rule image:
         '--context "$EMBRYO_BENCH_REPO" --record {output:q} > {log:q} 2>&1'
 
 
+rule daemon:
+    output:
+        f"{OUT}/{layout.daemon_record('{daemon}')}",
+    log:
+        f"{LOGS}/images/daemon@{{daemon}}.log",
+    conda:
+        "../../envs/embryo-bench.yaml"
+    resources:
+        bench_slot=OTHER_JOB_SLOTS,
+    params:
+        # Address and TLS file paths (never a key's contents). The jobs that use it take it
+        # ancient(): a moved certificate reruns this job only, not the image sent or the runs.
+        daemon=lambda wc: REMOTE_DAEMONS[wc.daemon].to_json(),
+        code=code("daemon"),
+    shell:
+        "python3 -m embryo_bench.cli daemon --json {params.daemon:q} --out {output:q} "
+        "> {log:q} 2>&1"
+
+
 rule ship_image:
     input:
-        f"{OUT}/{layout.image_record('{image}')}",
+        record=f"{OUT}/{layout.image_record('{image}')}",
+        daemon=ancient(rules.daemon.output[0]),
     output:
         f"{OUT}/{layout.image_record('{image}', '{daemon}')}",
     log:
@@ -85,9 +106,8 @@ rule ship_image:
     resources:
         bench_slot=OTHER_JOB_SLOTS,
     params:
-        # The daemon a docker_host names: docker save here, docker load there.
-        docker_host=lambda wc: REMOTE_DAEMONS[wc.daemon],
         code=code("ship-image"),
     shell:
-        "python3 -m embryo_bench.cli ship-image --record {input:q} "
-        "--docker-host {params.docker_host:q} --out {output:q} > {log:q} 2>&1"
+        # The daemon a docker_host names: docker save here, docker load there.
+        "python3 -m embryo_bench.cli ship-image --record {input.record:q} "
+        "--daemon {input.daemon:q} --out {output:q} > {log:q} 2>&1"

@@ -30,6 +30,8 @@ rule train:
         shards=expand(rules.augment.output[0], shard=SHARDS),
         source=rules.index.output.source,
         image=lambda wc: PLAN.image_record(wc.target),  # docker runs: the image record
+        # A docker_host's daemon record (TLS files): a moved certificate retrains nothing.
+        daemon=lambda wc: [ancient(f) for f in PLAN.daemon_record(wc.target)],
         after=previous_run,
     output:
         **{
@@ -53,8 +55,11 @@ rule train:
         image=lambda wc, input: (
             f"--image-record {shlex.quote(input.image[0])}" if input.image else ""
         ),
+        daemon=lambda wc, input: (
+            f"--daemon {shlex.quote(input.daemon[0])}" if input.daemon else ""
+        ),
         code=code("train"),
     shell:
         "exec python3 -m embryo_bench.cli train --spec {input.spec:q} "
         "--shards {input.shards:q} --source-info {input.source:q} {params.image} "
-        "--out-dir {params.out_dir:q} > {log:q} 2>&1"
+        "{params.daemon} --out-dir {params.out_dir:q} > {log:q} 2>&1"
