@@ -72,6 +72,9 @@ QUOTED = {
     "dataset.label",
     "targets[].description",
     "targets[].price_source",
+    "targets[].docker_tls.ca_cert",
+    "targets[].docker_tls.client_cert",
+    "targets[].docker_tls.client_key",
 }
 #: Reaches no command line: an input file of the figures job, named in figures-spec.json
 #: (written by a script rule) and never on a command (checked in the rules' text).
@@ -81,8 +84,9 @@ NO_COMMAND = {"stability.baseline"}
 #: setting reaching a new command is noticed here.
 CARRIED_BY = {
     "outdir": {
-        "augment", "base_image", "crop", "download", "extract", "figures", "image", "index",
-        "invert", "run_spec", "select", "ship_image", "synthesize", "train", "wheelhouse",
+        "augment", "base_image", "crop", "daemon", "download", "extract", "figures", "image",
+        "index", "invert", "run_spec", "select", "ship_image", "synthesize", "train",
+        "wheelhouse",
     },
     "dataset.path": {"extract", "index"},
     "dataset.label": {"index"},
@@ -96,7 +100,7 @@ CARRIED_BY = {
     "containers.base_image": {"base_image", "image"},
     "containers.tag_prefix": {"image"},
     "containers.tag_version": {"image"},
-    "targets[].docker_host": {"run_spec", "ship_image"},
+    "targets[].docker_host": {"daemon", "run_spec"},
     "targets[].name": {"run_spec", "train"},
 }  # fmt: skip
 
@@ -106,6 +110,7 @@ PREQUOTED = {
     ("synthesize", "params.variant"),
     ("index", "params.flags"),
     ("train", "params.image"),
+    ("train", "params.daemon"),
 }
 
 
