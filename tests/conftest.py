@@ -37,6 +37,7 @@ HEAVY_FIRST = [
     "test_workflow.py",
     "test_docker.py",
     "test_slurm.py",
+    "test_docker_tls.py",  # a TLS dockerd started and stopped, the cpu image shipped to it
     "test_report.py",
     "test_merge.py",
     "test_interrupts.py",  # its 'alone' test late: waiting for a long fixture beside it idles
