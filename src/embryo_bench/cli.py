@@ -402,23 +402,37 @@ def cmd_calibrate(p):
 
 
 def cmd_check_config(p):
-    """check configuration files: syntax (with line and column), schema and settings"""
-    p.add_argument("files", nargs="+", help="configuration files (--configfile)")
+    """check a configuration: syntax (with line and column), schema and settings; several
+    files are merged in order, as Snakemake merges several --configfile"""
+    p.add_argument(
+        "files",
+        nargs="+",
+        help="configuration files, as given to snakemake --configfile: a later file's settings "
+        "over an earlier one's (nested sections merged key by key, lists replaced)",
+    )
+    p.add_argument(
+        "--each",
+        action="store_true",
+        help="check each file as a configuration of its own instead (several configs at once)",
+    )
 
     def run(a):
-        from .config import read_config_file
+        from .config import load_config, load_schema, read_config_files
         from .plan import Plan
 
-        for f in a.files:
-            data = read_config_file(f)
+        schema = load_schema()
+        for files in [[f] for f in a.files] if a.each else [a.files]:
+            name = " + ".join(files)
+            config, sources = read_config_files(files)
+            load_config(config, schema, sources)  # a refused setting names its file
             try:  # every check the workflow makes before a job, but the hardware's
-                plan = Plan.from_config(data, hardware_check="none")
+                plan = Plan.from_config(config, hardware_check="none", schema=schema)
                 plan.source_stamp()  # a source read in place: every entry readable
             except EmbryoBenchError as exc:
-                raise ConfigError(f"{f}: {exc}") from None
+                raise ConfigError(f"{name}: {exc}") from None
             for note in plan.merge_notes:
-                print(f"{f}: {note}")
-            print(f"{f}: valid ({len(plan.targets)} targets, outdir {plan.config['outdir']})")
+                print(f"{name}: {note}")
+            print(f"{name}: valid ({len(plan.targets)} targets, outdir {plan.config['outdir']})")
 
     return run
 
