@@ -328,9 +328,9 @@ def cmd_figures(p):
 
     def run(a):
         from . import figures
-        from .calibrate import read_baseline
+        from .calibrate import load_baseline
         from .figspec import FiguresSpec
-        from .io import read_json, staged_folder
+        from .io import kept_path, read_json, staged_folder
         from .merge import merge_runs
         from .runs import load_runs
         from .spec import Preprocessing
@@ -340,9 +340,10 @@ def cmd_figures(p):
         runs = load_runs(spec.runs)
         merged, targets = merge_runs(spec.merge, runs, spec.targets)
         baseline = spec.stability.get("baseline", "")
-        # Into a staging folder, moved into place only when every figure and table is made:
-        # a failure halfway leaves the previous figures as they were (issue 25).
-        with staged_folder(a.out_dir) as out_dir:
+        # Into a staging folder, moved into place only when every figure and table is made
+        # (issue 25), the complete set then kept beside (figures.previous), for the workflow
+        # to put back if a later figures job fails after Snakemake removed them (issue 31).
+        with staged_folder(a.out_dir, keep=kept_path(a.out_dir)) as out_dir:
             figures.make_all(
                 runs,
                 targets,
@@ -357,7 +358,7 @@ def cmd_figures(p):
                 merged=merged,
                 compare_base=spec.compare_base,
                 min_difference=spec.min_difference,
-                baseline=read_baseline(baseline) if baseline else None,
+                baseline=load_baseline(baseline) if baseline else None,
             )
             _write_config(spec.config, out_dir / "config.yaml")
 
