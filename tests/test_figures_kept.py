@@ -57,6 +57,7 @@ def _garble_figure_one(out: Path) -> None:
     os.utime(selection, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
 
+@pytest.mark.slow
 def test_a_garbled_metrics_json_is_refused_before_any_job_naming_the_run(work, monkeypatch):
     work, config = work
     before = _digests(work / "out" / "figures")
@@ -76,6 +77,7 @@ def test_a_garbled_metrics_json_is_refused_before_any_job_naming_the_run(work, m
     assert main(["check-config", "config.yaml"]) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name, damage, message",
     [
@@ -99,6 +101,7 @@ def test_each_file_the_figures_read_of_a_finished_run_is_checked(
     )
 
 
+@pytest.mark.slow
 def test_a_run_not_finished_yet_is_not_checked(work, monkeypatch):
     """A run with a file missing is trained again before the figures read it."""
     work, config = work
@@ -108,6 +111,7 @@ def test_a_run_not_finished_yet_is_not_checked(work, monkeypatch):
     Plan.from_config(config, hardware_check="none")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "content, message",
     [
@@ -127,6 +131,7 @@ def test_a_bad_baseline_is_refused_before_any_job(work, monkeypatch, content, me
         Plan.from_config(config, hardware_check="none")
 
 
+@pytest.mark.slow
 def test_a_garbled_baseline_stops_the_workflow_with_the_figures_untouched(work):
     work, config = work
     before = _digests(work / "out" / "figures")
@@ -139,6 +144,7 @@ def test_a_garbled_baseline_stops_the_workflow_with_the_figures_untouched(work):
     assert _digests(work / "out" / "figures") == before
 
 
+@pytest.mark.slow
 def test_a_figures_job_that_fails_on_what_no_plan_sees_names_the_kept_set(work):
     """The figures job fails (its figure 1 frame is garbled; the plan does not read frames)
     after a price edit: Snakemake removes the figures; the last complete set is in
@@ -163,6 +169,7 @@ def test_a_figures_job_that_fails_on_what_no_plan_sees_names_the_kept_set(work):
     assert job_counts(_snakemake(work, config, "-n").stdout) == {"figures": 1, "all": 1}
 
 
+@pytest.mark.slow
 def test_a_complete_set_made_before_sets_were_kept_is_kept_when_jobs_run(work):
     """onstart keeps a complete figures/ when nothing is kept yet; dry runs and --report
     run no handler and leave the outdir alone."""
