@@ -16,7 +16,7 @@ from snakemake.utils import update_config
 from workflow_helpers import snakemake_command
 
 from embryo_bench.cli import main
-from embryo_bench.config import load_config, merge_config, read_config_files
+from embryo_bench.config import apply_defaults, load_schema, merge_config, read_config_files
 from embryo_bench.errors import ConfigError
 from embryo_bench.plan import Plan
 
@@ -50,24 +50,24 @@ def test_a_refused_setting_names_the_file_that_set_it(tmp_path):
     second = _write(tmp_path / "second.yaml", "train: {epochs: 1}\ncolour: red\n")
     config, sources = read_config_files([OFFLINE, second])
     with pytest.raises(ConfigError, match=r"^\S*second.yaml: colour: unknown setting; expected "):
-        load_config(config, sources=sources)
+        apply_defaults(config, load_schema(), sources)
     # The first file's value, kept: named as the first file's.
     bad = yaml.safe_load(OFFLINE.read_text())
     bad["train"]["dropout"] = 2
     first = _write(tmp_path / "first.yaml", yaml.safe_dump(bad))
     config, sources = read_config_files([first, _write(tmp_path / "e.yaml", "train: {epochs: 1}")])
     with pytest.raises(ConfigError, match=r"first.yaml: train.dropout: 2 is greater than"):
-        load_config(config, sources=sources)
+        apply_defaults(config, load_schema(), sources)
     # A list replaced by the second file: its items are the second file's.
     targets = "targets: [{name: a, runner: host, cpus: zero}]\n"
     config, sources = read_config_files([OFFLINE, _write(tmp_path / "t.yaml", targets)])
     with pytest.raises(ConfigError, match=r"t.yaml: targets\[0\].cpus: 'zero' is not of type"):
-        load_config(config, sources=sources)
+        apply_defaults(config, load_schema(), sources)
     # A required setting no file gives: every file named.
     short = _write(tmp_path / "short.yaml", "train: {epochs: 1}\n")
     config, sources = read_config_files([short, _write(tmp_path / "s2.yaml", "select: {}\n")])
     with pytest.raises(ConfigError, match=r"short.yaml \+ \S*s2.yaml: config: 'outdir' is a re"):
-        load_config(config, sources=sources)
+        apply_defaults(config, load_schema(), sources)
 
 
 def test_snakemake_names_the_second_configfile_and_its_unknown_key_in_one_line(tmp_path):

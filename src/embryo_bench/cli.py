@@ -418,14 +418,14 @@ def cmd_check_config(p):
     )
 
     def run(a):
-        from .config import load_config, load_schema, read_config_files
+        from .config import apply_defaults, load_schema, read_config_files
         from .plan import Plan
 
         schema = load_schema()
         for files in [[f] for f in a.files] if a.each else [a.files]:
             name = " + ".join(files)
             config, sources = read_config_files(files)
-            load_config(config, schema, sources)  # a refused setting names its file
+            apply_defaults(config, schema, sources)  # the schema's refusal names its file
             try:  # every check the workflow makes before a job, but the hardware's
                 plan = Plan.from_config(config, hardware_check="none", schema=schema)
                 plan.source_stamp()  # a source read in place: every entry readable

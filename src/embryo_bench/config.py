@@ -217,8 +217,8 @@ def read_config_files(paths: list[str | Path]) -> tuple[dict, list[Source]]:
     ``snakemake --configfile A B`` does (:func:`merge_config`: B's settings over A's).
 
     Returns:
-        (the merged settings, [(path, that file's settings)], the sources for
-        :func:`load_config`).
+        (the merged settings, [(path, that file's settings)]: the sources for
+        :func:`apply_defaults`, which then names the file that set a refused setting).
 
     Raises:
         ConfigError: as :func:`read_config_file`, naming the file.
@@ -230,25 +230,18 @@ def read_config_files(paths: list[str | Path]) -> tuple[dict, list[Source]]:
     return merged, sources
 
 
-def load_config(config: dict, schema: dict | None = None, sources: list[Source] = ()) -> dict:
+def load_config(config: dict, schema: dict | None = None) -> dict:
     """Validate a configuration and fill in the schema's defaults; checks across settings the
     schema cannot express (the split rule, unique target names, a rotation step that divides
     360, a crop of at least :data:`MIN_CROP_PX`).
-
-    Args:
-        config: the settings (several files already merged, as Snakemake merges them).
-        schema: the schema (default: :func:`load_schema`).
-        sources: the files ``config`` was merged from, in order (:func:`read_config_files`),
-            to name the one that set a setting the schema refuses.
 
     Returns:
         a new dict: the configuration with every default.
 
     Raises:
-        ConfigError: naming the setting and what was expected (and, with ``sources``, the
-            file that set it).
+        ConfigError: naming the setting and what was expected.
     """
-    config = apply_defaults(config, schema or load_schema(), sources)
+    config = apply_defaults(config, schema or load_schema())
     split = config["split"]
     if split["test_remainder"] >= split["test_mod"]:
         raise ConfigError(

@@ -20,7 +20,7 @@ from embryo_bench.codehash import code_hash
 from embryo_bench.errors import EmbryoBenchError
 from embryo_bench.lifeline import TIE_ENV, forward_sigint_to_jobs
 from embryo_bench.outdir_lock import claim as claim_outdir
-from embryo_bench.config import load_config, load_schema, read_config_files
+from embryo_bench.config import apply_defaults, load_schema, read_config_files
 from embryo_bench.plan import Plan
 
 # `kill -INT <snakemake>` stops the running jobs at once, as Ctrl-C in a terminal does
@@ -67,7 +67,7 @@ try:
     _SOURCES = read_config_files(workflow.configfiles)[1]
     if workflow.config_settings.config:
         _SOURCES.append(("--config", dict(workflow.config_settings.config)))
-    load_config(config, _SCHEMA, _SOURCES)
+    apply_defaults(config, _SCHEMA, _SOURCES)
     PLAN = Plan.from_config(
         config,
         hardware_check="none" if workflow.remote_exec else None,
