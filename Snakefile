@@ -12,13 +12,19 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 
 
-validate(config, "config/schema.yaml")
-
-
 report: "workflow/report/workflow.rst"
 
 
+# Reads every configfile again and checks the merged configuration against
+# config/schema.yaml, naming the file and the setting it refuses in one line; then plans.
 include: "workflow/rules/common.smk"
+
+
+# The same schema through Snakemake's own check (which would print the whole configuration
+# with a refusal, and no file): it passes once the plan is made.
+validate(config, "config/schema.yaml")
+
+
 include: "workflow/rules/download.smk"
 include: "workflow/rules/index.smk"
 include: "workflow/rules/select.smk"

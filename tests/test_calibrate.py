@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from embryo_bench.calibrate import drift_limit, machine_baseline, read_baseline
-from embryo_bench.errors import DataError
+from embryo_bench.calibrate import drift_limit, load_baseline, machine_baseline
+from embryo_bench.errors import ConfigError
 from embryo_bench.stability import assess, thresholds
 
 
@@ -61,10 +61,10 @@ def test_with_a_baseline_a_run_drifts_only_beyond_the_machines_own_noise():
 def test_a_file_that_is_not_a_baseline_is_named(tmp_path):
     bad = tmp_path / "b.json"
     bad.write_text(json.dumps({"probes": 3}))
-    with pytest.raises(DataError, match=r"b.json: not a machine baseline \(write one with"):
-        read_baseline(bad)
-    with pytest.raises(DataError, match="missing.json: file not found"):
-        read_baseline(tmp_path / "missing.json")
+    with pytest.raises(ConfigError, match=r"b.json: not a machine baseline \(no changes list\)"):
+        load_baseline(bad)
+    with pytest.raises(ConfigError, match="missing.json: file not found; write one with"):
+        load_baseline(tmp_path / "missing.json")
 
 
 def _calibrate(*args: str):
@@ -87,7 +87,7 @@ def test_calibrate_writes_a_baseline_of_warm_probes(tmp_path):
     out = tmp_path / "machine.json"
     proc = _calibrate("--probes", "12", "--seconds", "0.05", "--out", str(out))
     assert proc.returncode == 0, proc.stderr[-2000:]
-    base = read_baseline(out)
+    base = load_baseline(out)
     assert base["probes"] == 12 and len(base["gflops"]) == 12
     assert base["settings"]["threads"] == 1 and len(base["settings"]["cores"]) == 1
     assert base["changes"] and base["changes"][0]["pairs"] >= 10

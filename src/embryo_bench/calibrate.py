@@ -10,12 +10,13 @@ differ. Its GFLOP/s is also the "peak" that a run's achieved GFLOP/s is divided 
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
 import numpy as np
 
-from .errors import DataError
+from .errors import ConfigError, DataError
 from .io import read_json
 
 #: Side of the probe's square float32 matrices: 2 * 1024^3 = 2.1 GFLOP per product.
@@ -212,15 +213,48 @@ def efficiency(
     }
 
 
-def read_baseline(path: str | Path) -> dict:
-    """A machine baseline written by :func:`embryo_bench.baseline.take_baseline`.
+#: What the figures read of a machine baseline: its ``changes`` rows (the probe change at
+#: each lag, :func:`drift_limit`), each with these numbers.
+CHANGE_KEYS = ("lag_s", "p99")
+
+
+def load_baseline(path: str | Path) -> dict:
+    """The machine baseline at ``path`` (``stability.baseline``), as
+    :func:`embryo_bench.baseline.take_baseline` wrote it: the one reader, before any job
+    (:meth:`embryo_bench.plan.Plan.check_figures_inputs`) and in the figures job. Here, not
+    in :mod:`embryo_bench.baseline`, which imports the trainer: the figures' code hash
+    leaves training out.
+
+    Returns:
+        the baseline (its ``changes``: [{lag_s (s, > 0), p99 (a fraction), ...}]; empty
+        when it has too few probes for any lag, and then the drift flag uses
+        ``stability.probe_change``).
 
     Raises:
-        DataError: the file is missing, not JSON, or has no ``changes`` list.
+        ConfigError: naming the setting and the file: missing, unreadable, not JSON, not a
+            mapping, or without a ``changes`` list of rows with a number for each of
+            :data:`CHANGE_KEYS` (a positive ``lag_s``).
     """
-    data = read_json(path)
-    if not isinstance(data, dict) or not isinstance(data.get("changes"), list):
-        raise DataError(
-            f"{path}: not a machine baseline (write one with `embryo-bench calibrate --out`)"
+    where = f"stability.baseline {path}"
+    write = f"write one with `embryo-bench calibrate --out {path}`"
+    try:
+        data = read_json(path)
+    except DataError as exc:
+        raise ConfigError(f"stability.baseline {exc}; {write}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{where}: cannot be read ({exc})") from None
+    rows = data.get("changes") if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        raise ConfigError(f"{where}: not a machine baseline (no changes list); {write}")
+    for i, row in enumerate(rows):
+        values = [row.get(k) if isinstance(row, dict) else None for k in CHANGE_KEYS]
+        numbers = all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            for v in values
         )
+        if not numbers or values[0] <= 0:
+            raise ConfigError(
+                f"{where}: changes[{i}] is {row!r}; expected numbers {', '.join(CHANGE_KEYS)} "
+                f"(lag_s > 0); {write}"
+            )
     return data

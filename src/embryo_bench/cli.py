@@ -328,9 +328,9 @@ def cmd_figures(p):
 
     def run(a):
         from . import figures
-        from .calibrate import read_baseline
+        from .calibrate import load_baseline
         from .figspec import FiguresSpec
-        from .io import read_json, staged_folder
+        from .io import kept_path, read_json, staged_folder
         from .merge import merge_runs
         from .runs import load_runs
         from .spec import Preprocessing
@@ -340,9 +340,10 @@ def cmd_figures(p):
         runs = load_runs(spec.runs)
         merged, targets = merge_runs(spec.merge, runs, spec.targets)
         baseline = spec.stability.get("baseline", "")
-        # Into a staging folder, moved into place only when every figure and table is made:
-        # a failure halfway leaves the previous figures as they were (issue 25).
-        with staged_folder(a.out_dir) as out_dir:
+        # Into a staging folder, moved into place only when every figure and table is made
+        # (issue 25), the complete set then kept beside (figures.previous), for the workflow
+        # to put back if a later figures job fails after Snakemake removed them (issue 31).
+        with staged_folder(a.out_dir, keep=kept_path(a.out_dir)) as out_dir:
             figures.make_all(
                 runs,
                 targets,
@@ -357,7 +358,7 @@ def cmd_figures(p):
                 merged=merged,
                 compare_base=spec.compare_base,
                 min_difference=spec.min_difference,
-                baseline=read_baseline(baseline) if baseline else None,
+                baseline=load_baseline(baseline) if baseline else None,
             )
             _write_config(spec.config, out_dir / "config.yaml")
 
@@ -402,23 +403,37 @@ def cmd_calibrate(p):
 
 
 def cmd_check_config(p):
-    """check configuration files: syntax (with line and column), schema and settings"""
-    p.add_argument("files", nargs="+", help="configuration files (--configfile)")
+    """check a configuration: syntax (with line and column), schema and settings; several
+    files are merged in order, as Snakemake merges several --configfile"""
+    p.add_argument(
+        "files",
+        nargs="+",
+        help="configuration files, as given to snakemake --configfile: a later file's settings "
+        "over an earlier one's (nested sections merged key by key, lists replaced)",
+    )
+    p.add_argument(
+        "--each",
+        action="store_true",
+        help="check each file as a configuration of its own instead (several configs at once)",
+    )
 
     def run(a):
-        from .config import read_config_file
+        from .config import apply_defaults, load_schema, read_config_files
         from .plan import Plan
 
-        for f in a.files:
-            data = read_config_file(f)
+        schema = load_schema()
+        for files in [[f] for f in a.files] if a.each else [a.files]:
+            name = " + ".join(files)
+            config, sources = read_config_files(files)
+            apply_defaults(config, schema, sources)  # the schema's refusal names its file
             try:  # every check the workflow makes before a job, but the hardware's
-                plan = Plan.from_config(data, hardware_check="none")
+                plan = Plan.from_config(config, hardware_check="none", schema=schema)
                 plan.source_stamp()  # a source read in place: every entry readable
             except EmbryoBenchError as exc:
-                raise ConfigError(f"{f}: {exc}") from None
+                raise ConfigError(f"{name}: {exc}") from None
             for note in plan.merge_notes:
-                print(f"{f}: {note}")
-            print(f"{f}: valid ({len(plan.targets)} targets, outdir {plan.config['outdir']})")
+                print(f"{name}: {note}")
+            print(f"{name}: valid ({len(plan.targets)} targets, outdir {plan.config['outdir']})")
 
     return run
 

@@ -8,6 +8,8 @@ what a validated configuration asks for; :mod:`embryo_bench.stability` reads its
 from __future__ import annotations
 
 import copy
+import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
@@ -76,21 +78,86 @@ def _validator(schema: dict):
     return cls(schema)
 
 
-def _where(error) -> str:
-    path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-    return path.lstrip(".") or "config"
+def _where(path) -> str:
+    text = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+    return text.lstrip(".") or "config"
 
 
-def apply_defaults(instance: dict, schema: dict) -> dict:
+#: Where a setting came from: (name, settings), e.g. a configuration file's path and what it
+#: holds, in the order they were merged (:func:`merge_config`); later ones win.
+Source = tuple[str, dict]
+_MISSING = object()
+
+
+def source_of(path, sources: list[Source]) -> str | None:
+    """The name of the last of ``sources`` that sets the setting at ``path`` (keys and list
+    indices, as jsonschema's ``absolute_path``), i.e. the one whose value was kept when they
+    were merged: a list is replaced whole, so whoever set the list set its items. None when
+    no source sets it."""
+    for name, data in reversed(sources):
+        node = data
+        for key in path:
+            if isinstance(node, list):
+                break
+            if not isinstance(node, dict) or key not in node:
+                node = _MISSING
+                break
+            node = node[key]
+        if node is not _MISSING:
+            return name
+    return None
+
+
+def _unknown_keys(error) -> list[str]:
+    """The keys an ``additionalProperties: false`` error is about (not among ``properties``,
+    matching no ``patternProperties``)."""
+    props = error.schema.get("properties", {})
+    patterns = error.schema.get("patternProperties", {})
+    return [
+        k for k in error.instance if k not in props and not any(re.search(p, k) for p in patterns)
+    ]
+
+
+def _describe(error, sources: list[Source]) -> str:
+    """One line for a validation error: the source that set the setting (when ``sources``
+    are given), the setting, and what was expected."""
+    path = list(error.absolute_path)
+    message = error.message
+    if error.validator == "additionalProperties" and error.validator_value is False:
+        path += _unknown_keys(error)[:1]
+        known = ", ".join(error.schema.get("properties", {}))
+        message = f"unknown setting; expected one of {known} (config/README.md)"
+    elif error.validator == "pattern":
+        message = f"{error.instance!r} does not match {error.validator_value}"
+        if "description" in error.schema:
+            message += f" ({error.schema['description']})"
+    where = _where(path)
+    if not sources:
+        return f"{where}: {message}"
+    origin = source_of(path, sources) if error.validator != "required" else None
+    if origin is None:  # set by none of them (a required setting missing): name them all
+        origin = " + ".join(name for name, _ in sources)
+    return f"{origin}: {where}: {message}"
+
+
+def apply_defaults(instance: dict, schema: dict, sources: list[Source] = ()) -> dict:
     """A deep copy of ``instance`` validated against ``schema`` with every default filled in.
 
+    Args:
+        instance: the settings.
+        schema: the (sub)schema.
+        sources: where ``instance`` came from, merged in this order (:data:`Source`): the
+            error then names the file that set the setting.
+
     Raises:
-        ConfigError: the first validation error, naming the setting (e.g. ``targets[2].cpus``).
+        ConfigError: the first validation error, naming the setting (e.g. ``targets[2].cpus``;
+            an unknown key by its name, with the keys expected there) and, with ``sources``,
+            the file whose value was kept, e.g. ``short.yaml: train.colour: unknown setting...``.
     """
     out = copy.deepcopy(instance)
     errors = sorted(_validator(schema).iter_errors(out), key=lambda e: list(e.absolute_path))
     if errors:
-        raise ConfigError(f"{_where(errors[0])}: {errors[0].message}")
+        raise ConfigError(_describe(errors[0], list(sources)))
     return out
 
 
@@ -124,6 +191,43 @@ def read_config_file(path: str | Path) -> dict:
             f"{path}: expected a mapping of settings at the top level, found {type(data).__name__}"
         )
     return data
+
+
+def merge_config(config: dict, over: Mapping) -> dict:
+    """Merge ``over`` into ``config`` in place, as Snakemake merges a second ``--configfile``
+    (``snakemake.utils.update_config``; tests/test_config_files.py checks the two agree):
+    nested mappings merged key by key, anything else (a list, such as ``targets``, a number)
+    replaced by ``over``'s. Written here because Snakemake is an optional dependency of the
+    package (``embryo-bench check-config`` runs without it).
+
+    Returns:
+        ``config``.
+    """
+    for key, value in over.items():
+        if isinstance(value, Mapping):
+            below = config.get(key)
+            config[key] = merge_config(below if isinstance(below, Mapping) else {}, value)
+        else:
+            config[key] = value
+    return config
+
+
+def read_config_files(paths: list[str | Path]) -> tuple[dict, list[Source]]:
+    """Read configuration files (:func:`read_config_file`) and merge them in order, as
+    ``snakemake --configfile A B`` does (:func:`merge_config`: B's settings over A's).
+
+    Returns:
+        (the merged settings, [(path, that file's settings)]: the sources for
+        :func:`apply_defaults`, which then names the file that set a refused setting).
+
+    Raises:
+        ConfigError: as :func:`read_config_file`, naming the file.
+    """
+    sources = [(str(p), read_config_file(p)) for p in paths]
+    merged: dict = {}
+    for _, data in sources:
+        merge_config(merged, copy.deepcopy(data))
+    return merged, sources
 
 
 def load_config(config: dict, schema: dict | None = None) -> dict:

@@ -77,11 +77,13 @@ def atomic_path(
 
 
 @contextlib.contextmanager
-def staged_folder(path: str | os.PathLike) -> Iterator[Path]:
+def staged_folder(path: str | os.PathLike, keep: str | os.PathLike | None = None) -> Iterator[Path]:
     """Yield an empty folder beside ``path`` to write a set of files into; only when the
     block succeeds are they moved into ``path`` (created if needed), each by a rename, so a
     failure halfway leaves ``path`` as it was: no new file beside old ones (issue 25: the
-    figures job). Files of ``path`` that the block did not write are kept.
+    figures job). Files of ``path`` that the block did not write are kept. With ``keep``,
+    the complete set is then also kept there (:func:`keep_set`), for when a later attempt
+    fails after its files were removed (issue 31, item 2).
 
     Raises:
         OSError: ``path``'s parent cannot be written.
@@ -91,12 +93,87 @@ def staged_folder(path: str | os.PathLike) -> Iterator[Path]:
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
         yield staging
-        for file in sorted(p for p in staging.rglob("*") if p.is_file()):
-            dest = path / file.relative_to(staging)
+        written = sorted(p.relative_to(staging) for p in staging.rglob("*") if p.is_file())
+        for rel in written:
+            dest = path / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(file, dest)
+            os.replace(staging / rel, dest)
+        if keep is not None:
+            keep_set(path, written, keep)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def kept_path(folder: str | os.PathLike) -> Path:
+    """Where the last complete set of ``folder``'s files is kept: ``<folder>.previous``
+    beside it (e.g. ``figures.previous``)."""
+    folder = Path(folder)
+    return folder.with_name(f"{folder.name}.previous")
+
+
+def _link_or_copy(src: Path, dest: Path) -> None:
+    """``dest`` as a hard link of ``src`` (no space, the same times), or a copy where links
+    cannot be made (another file system)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copy2(src, dest)
+
+
+def keep_set(
+    folder: str | os.PathLike, files: list[str | os.PathLike], keep: str | os.PathLike
+) -> None:
+    """Keep ``files`` (paths relative to ``folder``) in ``keep``, replacing what it held: hard
+    links where possible, so keeping costs no space until ``folder``'s files are replaced.
+
+    Raises:
+        OSError: a file is missing or ``keep``'s parent cannot be written.
+    """
+    folder, keep = Path(folder), Path(keep)
+    new = keep.with_name(f".{keep.name}.new")
+    old = keep.with_name(f".{keep.name}.old")
+    shutil.rmtree(new, ignore_errors=True)
+    for rel in files:
+        _link_or_copy(folder / rel, new / rel)
+    new.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(old, ignore_errors=True)
+    if keep.exists():
+        os.replace(keep, old)
+    os.replace(new, keep)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def keep_complete(folder: str | os.PathLike, files: list[str | os.PathLike]) -> bool:
+    """Keep ``files`` (paths under ``folder``) as :func:`staged_folder` keeps a set, when
+    nothing is kept for ``folder`` yet and every one of them is there: a complete set made
+    before sets were kept.
+
+    Returns:
+        whether they were kept.
+
+    Raises:
+        OSError: as :func:`keep_set`.
+    """
+    keep = kept_path(folder)
+    if keep.exists() or not all(os.path.isfile(f) for f in files):
+        return False
+    keep_set(folder, [os.path.relpath(f, folder) for f in files], keep)
+    return True
+
+
+def kept_missing(folder: str | os.PathLike) -> list[str]:
+    """The files kept for ``folder`` (:func:`kept_path`) that ``folder`` lacks: after a
+    failed job whose outputs were removed, what is to be found only where it was kept.
+
+    Returns:
+        paths under ``folder``, sorted ([] when nothing is kept).
+    """
+    folder, keep = Path(folder), kept_path(folder)
+    if not keep.is_dir():
+        return []
+    kept = sorted(p.relative_to(keep) for p in keep.rglob("*") if p.is_file())
+    return [str(folder / rel) for rel in kept if not (folder / rel).exists()]
 
 
 def write_json(path: str | os.PathLike, obj: object) -> None:

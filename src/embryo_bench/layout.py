@@ -14,9 +14,9 @@ RUN_SPEC = "run.json"
 RUN_SPEC_FORMAT = 1
 METRICS_FORMAT = 1
 #: The figures job's settings (:mod:`embryo_bench.figspec`), beside ``figures/``, and its
-#: format version.
+#: format version (2: the file carries the digest of its content).
 FIGURES_SPEC = "figures-spec.json"
-FIGURES_SPEC_FORMAT = 1
+FIGURES_SPEC_FORMAT = 2
 METRICS = "metrics.json"
 HISTORY = "history.csv"
 MODEL = "model.keras"

@@ -18,7 +18,16 @@ import yaml
 
 from .errors import ConfigError, DataError
 from .figspec import FiguresSpec
-from .layout import FIGURES_SPEC, METRICS, PROGRESS, RUN_SPEC
+from .layout import (
+    FIGURES_SPEC,
+    HISTORY,
+    METRICS,
+    PROGRESS,
+    RUN_FILES,
+    RUN_SPEC,
+    TELEMETRY,
+    WINDOWS,
+)
 from .runs import Run, load_runs, machine_of
 from .spec import RunSpec
 
@@ -47,8 +56,8 @@ def run_dirs(outdir: str | Path) -> list[str]:
     return found
 
 
-#: What a merged run's metrics.json must hold for the tables (issue 25: a metrics.json
-#: without provenance crashed the figures job after the figures were deleted).
+#: What a run's metrics.json must hold for the tables (issue 25: a metrics.json without
+#: provenance crashed the figures job after the figures were deleted).
 REQUIRED_METRICS = (
     "target",
     "repeat",
@@ -65,6 +74,56 @@ REQUIRED_METRICS = (
     "parameter_count",
     "provenance",
 )
+#: The columns the figures read of this workflow's runs' tables (figure 4, the utilisation
+#: figures), checked when the file is there.
+OWN_COLUMNS = {
+    HISTORY: ("epoch", "test_accuracy"),
+    TELEMETRY: ("time_s", "cpu_percent", "memory_mib"),
+    WINDOWS: ("ended_unix_s", "images_per_s"),
+}
+
+
+def read_finished_run(d: str, columns: dict[str, tuple[str, ...]] | None = None) -> Run:
+    """A finished run's folder read as the figures read it, checked: its files
+    (:func:`embryo_bench.runs.load_runs`), the keys of :data:`REQUIRED_METRICS` in its
+    metrics.json, ``columns`` (file name -> the columns it must have, when the file is
+    there) and its run.json a valid run spec of the run its folder names (:func:`check_run`).
+
+    Raises:
+        DataError or ConfigError: naming the file and what is wrong with it.
+    """
+    (run,) = load_runs([d])
+    missing = [k for k in REQUIRED_METRICS if k not in run.metrics]
+    if missing:
+        raise DataError(f"{d}/{METRICS} lacks {missing}")
+    if not isinstance(run.metrics["provenance"], dict):
+        raise DataError(f"{d}/{METRICS}: provenance is not a mapping")
+    tables = {HISTORY: run.history, TELEMETRY: run.telemetry, WINDOWS: run.windows}
+    for name, needed in (columns or {}).items():
+        table = tables[name]
+        if table is not None and (lacking := [c for c in needed if c not in table.columns]):
+            raise DataError(f"{d}/{name} lacks the columns {lacking}")
+    check_run(run)
+    return run
+
+
+def check_own_runs(run_dirs: list[str]) -> None:
+    """Check, before any job, what the figures job will read of this workflow's runs that are
+    already on disk (issue 31, item 2): a run whose every file is there
+    (:data:`embryo_bench.layout.RUN_FILES` and run.json) is read as the figures read it
+    (:func:`read_finished_run`); a run with a file missing will be trained (again) first.
+
+    Raises:
+        ConfigError: naming the file, what is wrong with it, and the run folder to delete
+            to retrain that run.
+    """
+    for d in run_dirs:
+        if not all((Path(d) / f).is_file() for f in (*RUN_FILES, RUN_SPEC)):
+            continue
+        try:
+            read_finished_run(d, OWN_COLUMNS)
+        except (ConfigError, DataError) as exc:
+            raise ConfigError(f"{exc}; delete {d} to retrain that run") from None
 
 
 def unfinished_runs(outdir: str | Path) -> list[str]:
@@ -77,30 +136,27 @@ def unfinished_runs(outdir: str | Path) -> list[str]:
 
 
 def check_run(run: Run) -> None:
-    """A merged run's run.json is a valid run spec of the run its folder names
+    """A run's run.json is a valid run spec of the run its folder names
     (``train/<target>/repeat-<k>``), and its metrics.json is of that run too.
 
     Raises:
-        ConfigError: naming the file: a value of the wrong type or range, an unknown or
-            missing key (:meth:`embryo_bench.spec.RunSpec.from_dict`), or a target or repeat
-            other than the folder's.
+        ConfigError or DataError: naming the file: a value of the wrong type or range, an
+            unknown or missing key (:meth:`embryo_bench.spec.RunSpec.from_dict`), or a target
+            or repeat other than the folder's.
     """
     where = f"{run.dir}/{RUN_SPEC}"
-    try:
-        spec = RunSpec.from_dict(run.spec or {}, where)
-    except (ConfigError, DataError) as exc:
-        raise ConfigError(f"merge: {exc}") from None
+    spec = RunSpec.from_dict(run.spec or {}, where)
     folder = Path(run.dir)
     repeat = folder.name.removeprefix("repeat-")
     if (spec.target, str(spec.repeat)) != (folder.parent.name, repeat):
         raise ConfigError(
-            f"merge: {where} is of target {spec.target} repeat {spec.repeat}, but its folder "
+            f"{where} is of target {spec.target} repeat {spec.repeat}, but its folder "
             f"is {folder.parent.name}/{folder.name}"
         )
     theirs = (run.metrics.get("target"), str(run.metrics.get("repeat")))
     if theirs != (spec.target, str(spec.repeat)):
         raise ConfigError(
-            f"merge: {run.dir}/{METRICS} is of target {theirs[0]} repeat {theirs[1]}, but "
+            f"{run.dir}/{METRICS} is of target {theirs[0]} repeat {theirs[1]}, but "
             f"{RUN_SPEC} says {spec.target} repeat {spec.repeat}"
         )
 
@@ -119,10 +175,11 @@ def check_folders(outdirs: list[str], own_outdir: str, preprocessing: dict) -> l
 
     Raises:
         ConfigError: naming the folder or run: not a folder, no finished run, the same folder
-            twice (after normalising the path), this workflow's own outdir, a metrics.json or
-            run.json that cannot be read (or is of a newer format), a metrics.json without
-            a key the tables need, a run.json that is not a valid run spec of its folder's
-            run (:func:`check_run`), or a run made with other preprocessing.
+            twice (after normalising the path), this workflow's own outdir, a run the
+            figures could not read (:func:`read_finished_run`: a metrics.json, history.csv or
+            run.json unreadable or of a newer format, a key or column the figures need
+            missing, a run.json that is not a valid run spec of its folder's run), or a run
+            made with other preprocessing.
     """
     seen: dict[Path, str] = {}
     own = Path(own_outdir).resolve()
@@ -136,13 +193,9 @@ def check_folders(outdirs: list[str], own_outdir: str, preprocessing: dict) -> l
         seen[real] = outdir
         for d in run_dirs(outdir):
             try:
-                (run,) = load_runs([d])
-            except DataError as exc:
+                run = read_finished_run(d)
+            except (ConfigError, DataError) as exc:
                 raise ConfigError(f"merge: {exc}") from None
-            missing = [k for k in REQUIRED_METRICS if k not in run.metrics]
-            if missing:
-                raise ConfigError(f"merge: {d}/{METRICS} lacks {missing}")
-            check_run(run)
             theirs = (run.spec or {}).get("preprocessing") or {}
             for key, value in preprocessing.items():
                 if theirs.get(key) != value:

@@ -25,11 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__, bounds, docker_api, hardware, layout, paper
+from .calibrate import load_baseline
 from .config import apply_defaults, load_config, load_schema
 from .errors import ConfigError
-from .figspec import FiguresSpec
+from .figspec import FiguresSpec, check_written_spec
 from .io import tree_stamp
-from .merge import check_folders, unfinished_runs
+from .merge import check_folders, check_own_runs, unfinished_runs
 from .spec import Container, Preprocessing, RunSpec
 
 #: Backends whose packages the project's container images install.
@@ -485,8 +486,9 @@ class Plan:
             ConfigError: an invalid configuration, a target that cannot run here with
                 ``on_missing_hardware: fail``, no target able to run, a sweep of a target
                 that does not run, an unknown or unpriced cost base, a ``merge:`` folder that
-                is missing or holds no finished run, or two ``docker_host`` values with the
-                same file key.
+                is missing or holds no finished run, two ``docker_host`` values with the
+                same file key, or a file the figures job would fail on
+                (:meth:`check_figures_inputs`).
         """
         schema = schema or load_schema()
         config = load_config(config, schema)
@@ -520,6 +522,7 @@ class Plan:
         plan.merged_run_dirs  # noqa: B018
         plan.remote_daemons  # noqa: B018
         bounds.check_plan(plan)  # sizes, memory, disk, generator, split (issue 31, item 9)
+        plan.check_figures_inputs()
         return plan
 
     @property
@@ -665,6 +668,23 @@ class Plan:
             ConfigError: as :func:`embryo_bench.merge.check_folders`.
         """
         return check_folders(self.config["merge"], self.outdir, self.preprocessing.to_dict())
+
+    def check_figures_inputs(self) -> None:
+        """What the figures job will read that no job of this plan writes, checked before
+        any job (issue 31, item 2; ``merge:`` folders: :attr:`merged_run_dirs`): the runs of
+        this plan already on disk (:func:`embryo_bench.merge.check_own_runs`), the machine
+        baseline ``stability.baseline`` names (:func:`embryo_bench.calibrate.load_baseline`)
+        and a ``figures-spec.json`` already written
+        (:func:`embryo_bench.figspec.check_written_spec`). A figures job that fails costs
+        the figures it would have replaced; these fail the plan instead.
+
+        Raises:
+            ConfigError: naming the file (and, for a run, the folder to delete to retrain it).
+        """
+        check_own_runs(self.run_dirs)
+        if self.config["stability"]["baseline"]:
+            load_baseline(self.config["stability"]["baseline"])
+        check_written_spec(f"{self.outdir}/{layout.FIGURES_SPEC}")
 
     @property
     def merge_notes(self) -> list[str]:

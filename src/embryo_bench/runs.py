@@ -58,26 +58,45 @@ def machine_of(run: Run) -> str:
     return daemon.get("name") or run.metrics["provenance"].get("hostname") or "not recorded"
 
 
+def read_table(path: Path) -> pd.DataFrame:
+    """A run's CSV file (history, telemetry, windows).
+
+    Raises:
+        DataError: naming the file: missing, empty, or not CSV that pandas can read.
+    """
+    try:
+        return pd.read_csv(path)
+    except FileNotFoundError as exc:
+        raise DataError(f"{path}: not found") from exc
+    except (OSError, ValueError, UnicodeDecodeError) as exc:  # pandas' parser errors too
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"{path}: not a readable CSV table ({why})") from exc
+
+
 def load_runs(run_dirs: list[str]) -> list[Run]:
     """Read each run folder's metrics.json, history.csv, run.json and (if present)
     telemetry.csv and windows.csv.
 
     Raises:
-        DataError: metrics.json, history.csv or run.json is missing or unreadable, or
-            metrics.json's or run.json's format is newer than this embryo-bench reads.
+        DataError: naming the file: metrics.json, history.csv or run.json is missing or
+            unreadable (:func:`read_table`), a JSON file is not an object, or metrics.json's
+            or run.json's format is newer than this embryo-bench reads.
     """
     runs = []
     for d in run_dirs:
         metrics = read_json(Path(d) / METRICS)
+        if not isinstance(metrics, dict):
+            raise DataError(
+                f"{d}/{METRICS}: expected a JSON object, found {type(metrics).__name__}"
+            )
         check_format(metrics, METRICS_FORMAT, f"{d}/{METRICS}")
-        try:
-            history = pd.read_csv(Path(d) / HISTORY)
-        except FileNotFoundError as exc:
-            raise DataError(f"{d}/{HISTORY}: not found") from exc
+        history = read_table(Path(d) / HISTORY)
         tel, win = Path(d) / TELEMETRY, Path(d) / WINDOWS
-        telemetry = pd.read_csv(tel) if tel.is_file() else None
-        windows = pd.read_csv(win) if win.is_file() else None
+        telemetry = read_table(tel) if tel.is_file() else None
+        windows = read_table(win) if win.is_file() else None
         spec = read_json(Path(d) / RUN_SPEC)
+        if not isinstance(spec, dict):
+            raise DataError(f"{d}/{RUN_SPEC}: expected a JSON object, found {type(spec).__name__}")
         check_format(spec, RUN_SPEC_FORMAT, f"{d}/{RUN_SPEC}")
         runs.append(Run(str(d), metrics, history, telemetry, spec, windows))
     return runs

@@ -20,7 +20,7 @@ from embryo_bench.codehash import code_hash
 from embryo_bench.errors import EmbryoBenchError
 from embryo_bench.lifeline import TIE_ENV, forward_sigint_to_jobs
 from embryo_bench.outdir_lock import claim as claim_outdir
-from embryo_bench.config import load_schema, read_config_file
+from embryo_bench.config import apply_defaults, load_schema, read_config_files
 from embryo_bench.plan import Plan
 
 # `kill -INT <snakemake>` stops the running jobs at once, as Ctrl-C in a terminal does
@@ -60,13 +60,18 @@ OTHER_JOB_SLOTS = 1
 # again: its allocation holds what it asked for, and the docker runner checks its daemon.
 try:
     # Snakemake's own YAML loading keeps the last of a key given twice; read each configfile
-    # again to refuse that, naming the file and line (issue 25).
-    for _configfile in workflow.configfiles:
-        read_config_file(_configfile)
+    # again to refuse that, naming the file and line (issue 25), and check the merged
+    # settings naming the file that set a refused one (issue 31: Snakemake's validate prints
+    # the whole configuration and no file).
+    _SCHEMA = load_schema(os.path.join(workflow.basedir, "config", "schema.yaml"))
+    _SOURCES = read_config_files(workflow.configfiles)[1]
+    if workflow.config_settings.config:
+        _SOURCES.append(("--config", dict(workflow.config_settings.config)))
+    apply_defaults(config, _SCHEMA, _SOURCES)
     PLAN = Plan.from_config(
         config,
         hardware_check="none" if workflow.remote_exec else None,
-        schema=load_schema(os.path.join(workflow.basedir, "config", "schema.yaml")),
+        schema=_SCHEMA,
     )
     # A source read in place: its files' names, sizes and times (changed images rerun the
     # index rule); a link that loops or an unreadable folder is named here, in one line.

@@ -1,5 +1,14 @@
 # Stage 8: figures (analogues of the paper's figures 1, 4, 5/6 and the report's own),
 # tables, and one utilisation figure per run; all collected by `snakemake --report`.
+#
+# A failing figures job never costs the last complete figures (issue 31, item 2): what it
+# reads that no job writes is checked when the plan is made (Plan.check_figures_inputs);
+# the job writes into a staging folder, moves the set into figures/ only when it is complete
+# and keeps it in figures.previous (hard links). Snakemake removes a job's outputs before it
+# runs it and after it fails, and records them as made by the failed job: a set put back
+# into figures/ would pass for the new one, so onerror below says where the kept set is,
+# and figures/ holds only a set made from the current inputs.
+from embryo_bench.io import keep_complete, kept_missing, kept_path
 
 
 rule figures_spec:
@@ -105,3 +114,21 @@ rule figures:
         "--selection {input.selection:q} --select-summary {input.counts:q} "
         "--source-info {input.source:q} --shard {input.shard:q} "
         "--out-dir {params.out_dir:q} > {log:q} 2>&1"
+
+
+# The handlers run only in the process that runs the workflow: not in dry runs, --report or
+# --lint, not in jobs that a cluster runs (Snakemake gives them --no-hooks).
+onstart:
+    # A complete set made before sets were kept (or after figures.previous was removed).
+    keep_complete(f"{OUT}/figures", FIGURES)
+
+
+onerror:
+    # A failed figures job: its outputs were removed, the kept set is where it was.
+    _missing = kept_missing(f"{OUT}/figures")
+    if _missing:
+        logger.error(
+            f"figures: {len(_missing)} files of the last complete figures are missing from "
+            f"{OUT}/figures; that set is kept in {kept_path(f'{OUT}/figures')}, and the next "
+            "run makes the figures again"
+        )
