@@ -2,9 +2,12 @@
 
 A flag is a warning, not a gate: every run counts in every statistic (as MLPerf, pyperf,
 hyperfine and Criterion count every run), and the tables say how many runs carry each flag.
-A run is flagged, with the reason, when one of the config's ``stability`` thresholds is
-crossed:
+A run is flagged, with the reason, when it diverged or one of the config's ``stability``
+thresholds is crossed:
 
+* **diverged**: its loss became NaN or infinite, or exploded
+  (:func:`embryo_bench.record.divergence`, issue 31, item 7); its throughput still counts
+  (the machine did the work), but it never has a time to accuracy;
 * **interfered**: other processes used more than ``other_cpu_share`` of its cores, steal
   time on its cores exceeded ``steal_percent``, or it sat idle (a stall) for
   ``stall_seconds`` or longer (:func:`embryo_bench.telemetry.interference`);
@@ -23,12 +26,15 @@ listed as unchecked and flags nothing.
 
 from __future__ import annotations
 
+import pandas as pd
+
 from .calibrate import drift_limit
 from .config import apply_defaults, load_schema
+from .record import divergence
 from .runs import as_number
 
 #: The flags, in the order tables list them.
-FLAGS = ("interfered", "drifted", "noisy")
+FLAGS = ("diverged", "interfered", "drifted", "noisy")
 
 
 def thresholds(given: dict | None = None, schema: dict | None = None) -> dict:
@@ -42,22 +48,51 @@ def thresholds(given: dict | None = None, schema: dict | None = None) -> dict:
     return apply_defaults(given or {}, section)
 
 
-def assess(metrics: dict, limits: dict, baseline: dict | None = None) -> dict:
+def diverged(metrics: dict, history: pd.DataFrame | None = None) -> str | None:
+    """Why a run diverged, or None: its ``metrics.json``'s ``diverged`` (the trainer's
+    verdict), else, for runs made before it was recorded, :func:`embryo_bench.record.divergence`
+    of its ``history``.
+
+    Raises:
+        KeyError: neither says (no ``diverged`` in the metrics and no history).
+    """
+    if "diverged" in metrics:
+        return metrics["diverged"]
+    if history is None:
+        raise KeyError("diverged")
+    return divergence(history)
+
+
+def assess(
+    metrics: dict,
+    limits: dict,
+    baseline: dict | None = None,
+    history: pd.DataFrame | None = None,
+) -> dict:
     """The verdict on one run.
 
     Args:
-        metrics: the run's ``metrics.json`` (``calibration``, ``flops.probe_change``,
-            ``telemetry.interference``, ``throughput_windows`` and ``wall_clock``).
+        metrics: the run's ``metrics.json`` (``diverged``, ``calibration``,
+            ``flops.probe_change``, ``telemetry.interference``, ``throughput_windows`` and
+            ``wall_clock``).
         limits: :func:`thresholds`.
         baseline: the machine's probe baseline (:func:`embryo_bench.calibrate.machine_baseline`)
             or None: then ``probe_change`` is the drift limit.
+        history: the run's ``history.csv``, to judge divergence where ``metrics`` does not
+            say (runs made before it was recorded).
 
     Returns:
         dict: clean (bool: no flag), flags (the :data:`FLAGS` raised, in that order),
         reasons (why, one sentence each, with the measured value and the threshold: the
-        interference reasons first), unchecked (evidence that was not measured).
+        divergence first, then the interference reasons), unchecked (evidence that was not
+        measured).
     """
     interfered, drifted, unchecked = [], [], []
+    try:
+        why_diverged = diverged(metrics, history)
+    except KeyError:
+        why_diverged = None
+        unchecked.append("loss (divergence)")
     change = as_number(metrics.get("flops", {}).get("probe_change"))
     if change is None:
         unchecked.append("calibration probes")
@@ -120,11 +155,12 @@ def assess(metrics: dict, limits: dict, baseline: dict | None = None) -> dict:
             f"{windows['windows']} windows of {windows['window_steps']} steps; slowest "
             f"{windows['worst_ratio']:.2f} x the median; limit {limits['window_cv']:.0%})"
         )
-    found = (interfered, drifted, noisy)
+    gone = [f"diverged: {why_diverged}"] if why_diverged else []
+    found = (gone, interfered, drifted, noisy)
     flags = [f for f, hit in zip(FLAGS, found, strict=True) if hit]
     return {
         "clean": not flags,
         "flags": flags,
-        "reasons": interfered + drifted + noisy,
+        "reasons": gone + interfered + drifted + noisy,
         "unchecked": unchecked,
     }
