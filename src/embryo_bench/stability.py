@@ -9,8 +9,9 @@ thresholds is crossed:
   (:func:`embryo_bench.record.divergence`, issue 31, item 7); its throughput still counts
   (the machine did the work), but it never has a time to accuracy;
 * **interfered**: other processes used more than ``other_cpu_share`` of its cores, steal
-  time on its cores exceeded ``steal_percent``, or it sat idle (a stall) for
-  ``stall_seconds`` or longer (:func:`embryo_bench.telemetry.interference`);
+  time on its cores exceeded ``steal_percent``, or it stalled (sat idle, or was frozen: a
+  gap between its telemetry samples) for ``stall_seconds`` or longer
+  (:func:`embryo_bench.telemetry.interference`);
 * **drifted**: its two calibration probes (:mod:`embryo_bench.calibrate`) differ by more than
   the machine's own quiet probes that far apart do (the 99th percentile of a machine
   baseline, ``embryo-bench calibrate``, given as ``stability.baseline``), or without a
@@ -32,6 +33,7 @@ from .calibrate import drift_limit
 from .config import apply_defaults, load_schema
 from .record import divergence
 from .runs import as_number
+from .telemetry import GAP_INTERVALS, IDLE_PERCENT
 
 #: The flags, in the order tables list them.
 FLAGS = ("diverged", "interfered", "drifted", "noisy")
@@ -140,10 +142,15 @@ def assess(
     if stall is None:
         unchecked.append("stalls")
     elif stall >= limits["stall_seconds"]:
-        interfered.append(
-            f"stalled {stall:.0f} s idle (CPU and GPUs under 5 %; limit "
-            f"{limits['stall_seconds']} s)"
-        )
+        gap, interval = (as_number(seen.get(k)) for k in ("longest_gap_s", "interval_s"))
+        if gap is not None and interval and gap > GAP_INTERVALS * interval:
+            how = (
+                f"frozen or idle (no telemetry sample for {gap:.1f} s, taken every "
+                f"{interval:.1f} s otherwise; or CPU and GPUs under {IDLE_PERCENT:g} %)"
+            )
+        else:
+            how = f"idle (CPU and GPUs under {IDLE_PERCENT:g} %)"
+        interfered.append(f"stalled {stall:.0f} s {how}; limit {limits['stall_seconds']} s")
     noisy = []
     windows = metrics.get("throughput_windows", {})
     cv = as_number(windows.get("cv"))
