@@ -133,6 +133,9 @@ class Preprocessing:
 
 #: Runners that can train a run.
 RUNNERS = ("host", "docker")
+#: The Keras backends a run may ask for (``targets[].backend`` in the configuration schema
+#: lists the same; ``tests/test_spec.py`` keeps the two equal).
+BACKENDS = ("tensorflow", "jax", "torch")
 
 
 @dataclass(frozen=True)
@@ -303,7 +306,7 @@ RUN_SPEC_SCHEMA: dict = {
         "cpus": {**_INT, "minimum": 1},
         "threads": {**_INT, "minimum": 1},
         "gpus": {**_INT, "minimum": 0},
-        "backend": {"enum": ["tensorflow", "jax", "torch"]},
+        "backend": {"enum": list(BACKENDS)},
         "strategy": {"enum": ["none", "mirrored"]},
         "replicas": {**_INT, "minimum": 1},
         "epochs": {**_INT, "minimum": 1},

@@ -14,9 +14,10 @@ thresholds is crossed:
   (:func:`embryo_bench.telemetry.interference`);
 * **drifted**: its two calibration probes (:mod:`embryo_bench.calibrate`) differ by more than
   the machine's own quiet probes that far apart do (the 99th percentile of a machine
-  baseline, ``embryo-bench calibrate``, given as ``stability.baseline``), or without a
-  baseline by more than ``probe_change`` (on a shared VM that alone happens to about four
-  runs in ten at 10 %, issue 23);
+  baseline, ``embryo-bench calibrate``, given as ``stability.baseline``, where the baseline
+  fits the run: the same machine, backend, threads and cpus, and a lag near the run's
+  length, :mod:`embryo_bench.baseline`), or otherwise by more than ``probe_change`` (on a
+  shared VM that alone happens to about four runs in ten at 10 %, issue 23);
 * **noisy**: its own throughput, measured every few training steps
   (:func:`embryo_bench.train.window_summary`), varies with a coefficient of variation above
   ``window_cv`` (the training is its own probe, many times per run, issue 23).
@@ -29,7 +30,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .calibrate import drift_limit
+from .baseline import machine_differences, run_machine, settings_differences
+from .calibrate import LAG_REACH, drift_limit, lag_reaches
 from .config import apply_defaults, load_schema
 from .record import divergence
 from .runs import as_number
@@ -65,6 +67,33 @@ def diverged(metrics: dict, history: pd.DataFrame | None = None) -> str | None:
     return divergence(history)
 
 
+def baseline_misfit(baseline: dict, metrics: dict, length: float | None) -> str | None:
+    """Why ``baseline`` cannot judge this run's drift (and ``probe_change`` does), or None
+    when it can: it was taken on another machine or with other settings
+    (:mod:`embryo_bench.baseline`), the run's length is not recorded, or the baseline's lag
+    nearest that length is not within :data:`embryo_bench.calibrate.LAG_REACH` of it."""
+    other = machine_differences(baseline["machine"], run_machine(metrics))
+    if other:
+        return "taken on another machine: " + "; ".join(other)
+    settings = settings_differences(
+        baseline,
+        metrics.get("backend", ""),
+        metrics.get("threads"),
+        metrics.get("cpus"),
+        metrics.get("gpus", 0),
+    )
+    if settings:
+        return settings
+    if length is None:
+        return "the run's length is not recorded"
+    _, lag = drift_limit(baseline, length)
+    if not lag_reaches(lag, length):
+        return (
+            f"its lag nearest the run's {length:.0f} s is {lag:.0f} s, not within {LAG_REACH:g} x"
+        )
+    return None
+
+
 def assess(
     metrics: dict,
     limits: dict,
@@ -75,11 +104,14 @@ def assess(
 
     Args:
         metrics: the run's ``metrics.json`` (``diverged``, ``calibration``,
-            ``flops.probe_change``, ``telemetry.interference``, ``throughput_windows`` and
-            ``wall_clock``).
+            ``flops.probe_change``, ``telemetry.interference``, ``throughput_windows``,
+            ``wall_clock``, and for the baseline's checks backend, threads, cpus, gpus and
+            provenance).
         limits: :func:`thresholds`.
-        baseline: the machine's probe baseline (:func:`embryo_bench.calibrate.machine_baseline`)
-            or None: then ``probe_change`` is the drift limit.
+        baseline: the machine's probe baseline (:func:`embryo_bench.baseline.load_baseline`)
+            or None: then ``probe_change`` is the drift limit; also where the baseline does
+            not fit the run (:func:`baseline_misfit`, said in the drift reason and listed
+            as unchecked).
         history: the run's ``history.csv``, to judge divergence where ``metrics`` does not
             say (runs made before it was recorded).
 
@@ -105,15 +137,18 @@ def assess(
             if {"started_unix_s", "ended_unix_s"} <= set(clock)
             else None
         )
-        found = drift_limit(baseline, length) if baseline else None
-        if found:
-            limit, lag = found
+        misfit = baseline_misfit(baseline, metrics, length) if baseline else None
+        if baseline and not misfit:
+            limit, lag = drift_limit(baseline, length)
             why = (
                 f"limit {limit:.0%}: this machine's quiet probes {lag:.0f} s apart differ by "
                 "up to that, 99th percentile of its baseline"
             )
         else:
             limit, why = limits["probe_change"], f"limit {limits['probe_change']:.0%}"
+            if misfit:
+                why += f"; the machine baseline does not fit this run: {misfit}"
+                unchecked.append(f"machine baseline ({misfit})")
         if change > limit:
             cal = metrics.get("calibration", {})
             before, after = (
