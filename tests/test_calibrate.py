@@ -10,7 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from embryo_bench.calibrate import drift_limit, load_baseline, machine_baseline
+from embryo_bench.baseline import load_baseline
+from embryo_bench.calibrate import drift_limit, machine_baseline
 from embryo_bench.errors import ConfigError
 from embryo_bench.stability import assess, thresholds
 
@@ -36,8 +37,17 @@ def test_the_baseline_gives_the_change_between_probes_as_far_apart_as_a_run():
         machine_baseline(_probes([1.0, 2.0]))
 
 
+#: The machine and settings of the hand-made baselines and runs here (they fit each other).
+MACHINE = {"hostname": "vm-a", "cpu_model": "Some CPU"}
+SETTINGS = {"backend": "tensorflow", "threads": 1, "cpus": 1}
+
+
 def _run(change: float, seconds: float) -> dict:
     return {
+        **SETTINGS,
+        "gpus": 0,
+        "provenance": MACHINE,
+        "diverged": None,
         "flops": {"probe_change": change},
         "calibration": {"before": {"gflops": 60.0}, "after": {"gflops": 60.0 * (1 - change)}},
         "wall_clock": {"started_unix_s": 100.0, "ended_unix_s": 100.0 + seconds},
@@ -47,6 +57,7 @@ def _run(change: float, seconds: float) -> dict:
 def test_with_a_baseline_a_run_drifts_only_beyond_the_machines_own_noise():
     rng = np.random.default_rng(0)
     noisy_machine = machine_baseline(_probes(60.0 * np.exp(rng.normal(0, 0.09, 200))))
+    noisy_machine |= {"machine": MACHINE, "settings": SETTINGS}
     limits = thresholds()
     run = _run(0.15, 50.0)  # over the 10 % default, inside this machine's noise at 50 s
     assert assess(run, limits)["flags"] == ["drifted"]
@@ -61,9 +72,9 @@ def test_with_a_baseline_a_run_drifts_only_beyond_the_machines_own_noise():
 def test_a_file_that_is_not_a_baseline_is_named(tmp_path):
     bad = tmp_path / "b.json"
     bad.write_text(json.dumps({"probes": 3}))
-    with pytest.raises(ConfigError, match=r"b.json: not a machine baseline \(no changes list\)"):
+    with pytest.raises(ConfigError, match=r"b.json: not a machine baseline \('probe_seconds'"):
         load_baseline(bad)
-    with pytest.raises(ConfigError, match="missing.json: file not found; write one with"):
+    with pytest.raises(ConfigError, match="missing.json: file not found"):
         load_baseline(tmp_path / "missing.json")
 
 
@@ -75,8 +86,9 @@ def _calibrate(*args: str):
 def test_calibrate_refuses_bad_settings_in_one_line(tmp_path):
     proc = _calibrate("--probes", "2", "--out", str(tmp_path / "m.json"))
     assert proc.returncode == 2 and proc.stderr.strip() == (
-        "embryo-bench: error: calibrate: need probes >= 3, seconds > 0, threads and cpus >= 1; "
-        "got 2, 2.0, 1, 1")  # fmt: skip
+        "embryo-bench: error: calibrate: --probes 2: a baseline gives the change between "
+        "probes a lag apart only from 10 pairs that far apart, so it needs at least 11 probes "
+        "(default 100)")  # fmt: skip
     proc = _calibrate("--threads", "2", "--cpus", "1", "--out", str(tmp_path / "m.json"))
     assert "calibrate: 2 threads on 1 cpus would share cores" in proc.stderr
     assert not (tmp_path / "m.json").exists()

@@ -146,6 +146,7 @@ def test_stability_verdict_names_each_reason():
     assert limits == {"probe_change": 0.10, "other_cpu_share": 0.10, "steal_percent": 5,
                       "stall_seconds": 3, "window_cv": 0.05, "baseline": ""}  # fmt: skip
     clean = {
+        "diverged": None,
         "flops": {"probe_change": 0.02},
         "calibration": {"before": {"gflops": 40.0}, "after": {"gflops": 39.2}},
         "telemetry": {
@@ -182,8 +183,8 @@ def test_stability_verdict_names_each_reason():
     loose = {"probe_change": 0.5, "other_cpu_share": 0.5, "steal_percent": 10, "stall_seconds": 20}
     assert assess(bad, thresholds(loose))["clean"]
     assert assess({}, limits)["unchecked"] == [
-        "calibration probes", "other processes' CPU", "steal time", "stalls",
-        "throughput windows"]  # fmt: skip
+        "loss (divergence)", "calibration probes", "other processes' CPU", "steal time",
+        "stalls", "throughput windows"]  # fmt: skip
     # The run's own throughput windows: noisy beyond window_cv, with the numbers.
     windows = {"window_steps": 10, "windows": 40, "cv": 0.18, "worst_ratio": 0.55}
     noisy = assess({**clean, "throughput_windows": windows}, limits)

@@ -10,14 +10,9 @@ differ. Its GFLOP/s is also the "peak" that a run's achieved GFLOP/s is divided 
 
 from __future__ import annotations
 
-import math
 import time
-from pathlib import Path
 
 import numpy as np
-
-from .errors import ConfigError, DataError
-from .io import read_json
 
 #: Side of the probe's square float32 matrices: 2 * 1024^3 = 2.1 GFLOP per product.
 PROBE_MATRIX = 1024
@@ -26,6 +21,17 @@ PROBE_METHOD = (
     f"float32 {PROBE_MATRIX}x{PROBE_MATRIX} matmul through keras.ops on the run's cores and "
     "threads, 2 n^3 FLOPs per product"
 )
+
+
+#: Probe pairs a machine baseline needs at a lag before it gives the change there: a
+#: baseline of n back-to-back probes has n - k pairs k probes apart, so it needs at least
+#: MIN_PAIRS + 1 probes to give any lag (:func:`machine_baseline`).
+MIN_PAIRS = 10
+#: A run is judged against a baseline's lag only when the lag nearest its length is within
+#: this factor of it: probes drift further apart the longer between them, so a run far
+#: longer than any lag measured would be held to too tight a limit (and a far shorter one to
+#: too loose a one); such a run is judged by ``stability.probe_change`` instead.
+LAG_REACH = 2.0
 
 
 #: Untimed products before a probe's clock starts (the first also compiles where the
@@ -94,7 +100,8 @@ def machine_baseline(
     Args:
         probes: probe results in the order taken, back to back (at least 3).
         lags_s: times between two probes (s) to give the change at, besides neighbouring
-            probes; a lag is left out when fewer than 10 pairs are that far apart.
+            probes; a lag is left out when fewer than :data:`MIN_PAIRS` pairs are that far
+            apart.
 
     Returns:
         dict: probes (n), probe_seconds (mean length, s), gflops_mean, gflops_min,
@@ -113,7 +120,7 @@ def machine_baseline(
     changes = []
     # Neighbours always, then each lag as a whole number of probes.
     for k in sorted({1, *(max(1, round(lag / length)) for lag in lags_s)}):
-        if len(g) - k < 10:
+        if len(g) - k < MIN_PAIRS:
             continue
         a, b = g[:-k], g[k:]
         c = np.abs(b - a) / np.maximum(a, b)
@@ -140,7 +147,8 @@ def machine_baseline(
 
 def drift_limit(baseline: dict, run_seconds: float | None) -> tuple[float, float] | None:
     """The probe change that a quiet run of ``run_seconds`` stays under on this machine:
-    the baseline's 99th percentile at the lag nearest the run's length.
+    the baseline's 99th percentile at the lag nearest the run's length (see
+    :func:`lag_reaches` for whether that lag is near enough).
 
     Returns:
         (limit as a fraction, the lag it was measured at, s), or None when the baseline
@@ -151,6 +159,12 @@ def drift_limit(baseline: dict, run_seconds: float | None) -> tuple[float, float
         return None
     row = min(rows, key=lambda r: abs(np.log(r["lag_s"]) - np.log(max(run_seconds, 1e-3))))
     return float(row["p99"]), float(row["lag_s"])
+
+
+def lag_reaches(lag_s: float, run_seconds: float) -> bool:
+    """Whether a baseline's lag of ``lag_s`` seconds may judge a run of ``run_seconds``: the
+    two are within a factor :data:`LAG_REACH` of each other."""
+    return max(lag_s, run_seconds) <= LAG_REACH * max(min(lag_s, run_seconds), 1e-3)
 
 
 def training_flops_per_image(model) -> dict:
@@ -211,50 +225,3 @@ def efficiency(
         "efficiency": achieved / peak if peak else None,
         "probe_change": change,
     }
-
-
-#: What the figures read of a machine baseline: its ``changes`` rows (the probe change at
-#: each lag, :func:`drift_limit`), each with these numbers.
-CHANGE_KEYS = ("lag_s", "p99")
-
-
-def load_baseline(path: str | Path) -> dict:
-    """The machine baseline at ``path`` (``stability.baseline``), as
-    :func:`embryo_bench.baseline.take_baseline` wrote it: the one reader, before any job
-    (:meth:`embryo_bench.plan.Plan.check_figures_inputs`) and in the figures job. Here, not
-    in :mod:`embryo_bench.baseline`, which imports the trainer: the figures' code hash
-    leaves training out.
-
-    Returns:
-        the baseline (its ``changes``: [{lag_s (s, > 0), p99 (a fraction), ...}]; empty
-        when it has too few probes for any lag, and then the drift flag uses
-        ``stability.probe_change``).
-
-    Raises:
-        ConfigError: naming the setting and the file: missing, unreadable, not JSON, not a
-            mapping, or without a ``changes`` list of rows with a number for each of
-            :data:`CHANGE_KEYS` (a positive ``lag_s``).
-    """
-    where = f"stability.baseline {path}"
-    write = f"write one with `embryo-bench calibrate --out {path}`"
-    try:
-        data = read_json(path)
-    except DataError as exc:
-        raise ConfigError(f"stability.baseline {exc}; {write}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{where}: cannot be read ({exc})") from None
-    rows = data.get("changes") if isinstance(data, dict) else None
-    if not isinstance(rows, list):
-        raise ConfigError(f"{where}: not a machine baseline (no changes list); {write}")
-    for i, row in enumerate(rows):
-        values = [row.get(k) if isinstance(row, dict) else None for k in CHANGE_KEYS]
-        numbers = all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-            for v in values
-        )
-        if not numbers or values[0] <= 0:
-            raise ConfigError(
-                f"{where}: changes[{i}] is {row!r}; expected numbers {', '.join(CHANGE_KEYS)} "
-                f"(lag_s > 0); {write}"
-            )
-    return data

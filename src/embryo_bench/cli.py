@@ -328,7 +328,7 @@ def cmd_figures(p):
 
     def run(a):
         from . import figures
-        from .calibrate import load_baseline
+        from .baseline import load_baseline
         from .figspec import FiguresSpec
         from .io import kept_path, read_json, staged_folder
         from .merge import merge_runs
@@ -378,19 +378,24 @@ def _write_config(config: dict, path: Path) -> None:
 def cmd_calibrate(p):
     """measure this machine's own probe noise: back-to-back calibration probes on given cores
     and threads, written as a machine baseline (stability.baseline)"""
-    p.add_argument("--probes", type=int, default=100, help="probes, back to back (>= 3)")
+    p.add_argument("--probes", type=int, default=100, help="probes, back to back (>= 11)")
     p.add_argument("--seconds", type=float, default=2.0, help="length of each probe (s)")
     p.add_argument("--threads", type=int, default=1, help="threads, as a run's threads")
     p.add_argument("--cpus", type=int, default=1, help="cores to pin to, as a run's cpus")
-    p.add_argument("--backend", default="tensorflow", help="Keras backend running the probe")
-    p.add_argument("--out", required=True, help="the baseline JSON to write")
+    p.add_argument(
+        "--backend", default="tensorflow", help="Keras backend running the probe (installed)"
+    )
+    p.add_argument(
+        "--out", required=True, help="the baseline JSON to write (its folder must exist)"
+    )
 
     def run(a):
-        from .baseline import take_baseline
+        from .noise import take_baseline
 
+        # Every argument is checked before the probing (minutes) starts.
         base = take_baseline(a.probes, a.seconds, a.threads, a.cpus, a.backend, a.out)
         rows = "; ".join(
-            f"{c['lag_s']:.0f} s apart: median {c['median']:.1%}, p99 {c['p99']:.1%}"
+            f"{c['lag_s']:.3g} s apart: median {c['median']:.1%}, p99 {c['p99']:.1%}"
             for c in base["changes"]
         )
         print(
@@ -431,7 +436,7 @@ def cmd_check_config(p):
                 plan.source_stamp()  # a source read in place: every entry readable
             except EmbryoBenchError as exc:
                 raise ConfigError(f"{name}: {exc}") from None
-            for note in plan.merge_notes:
+            for note in (*plan.merge_notes, *plan.baseline_notes):
                 print(f"{name}: {note}")
             print(f"{name}: valid ({len(plan.targets)} targets, outdir {plan.config['outdir']})")
 

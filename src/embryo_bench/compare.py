@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .stability import FLAGS
+
 #: Confidence level of the intervals.
 CONFIDENCE = 0.95
 
@@ -173,7 +175,9 @@ def comparison_table(
         order: target names in the order to list them (default: first appearance).
 
     Returns:
-        one row per target, the base first: target, rounds (its runs), flagged_runs, and
+        one row per target, the base first: target, rounds (its runs), flagged_runs,
+        ``<flag>_runs`` for each of :data:`embryo_bench.stability.FLAGS` (its runs that carry
+        that flag), and
         for each of :data:`MEASURES` ``<m>_pairs``, ``<m>_ratio`` (median; above 1:
         faster than the base), ``<m>_low`` and ``<m>_high`` (95 % bootstrap interval),
         ``<m>_verdict`` ("base" for the base target, with its measured runs as pairs, or
@@ -206,6 +210,14 @@ def comparison_table(
             "target": name,
             "rounds": int(mine.sum()),
             "flagged_runs": int(flagged[mine].sum()) if flagged is not None else 0,
+            **{
+                f"{flag}_runs": (
+                    int(runs.loc[mine, "flags"].fillna("").astype(str).str.contains(flag).sum())
+                    if "flags" in runs
+                    else 0
+                )
+                for flag in FLAGS
+            },
         }
         for measure, table in verdicts.items():
             if name == base:

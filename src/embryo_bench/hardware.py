@@ -69,6 +69,20 @@ def cpu_flags() -> list[str]:
     return []
 
 
+def this_machine() -> dict:
+    """This machine as a machine baseline records it (``embryo-bench calibrate``;
+    :mod:`embryo_bench.baseline` compares two): hostname (as a run's provenance has it),
+    cpu_model, cpu_flags (:func:`cpu_flags`) and host_cores (logical CPUs)."""
+    import socket
+
+    return {
+        "hostname": socket.gethostname(),
+        "cpu_model": cpu_model(),
+        "cpu_flags": cpu_flags(),
+        "host_cores": os.cpu_count(),
+    }
+
+
 def visible_cores() -> int:
     """Cores this process may run on (scheduler affinity), not the host's total."""
     try:

@@ -25,7 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__, bounds, docker_api, hardware, layout, paper
-from .calibrate import load_baseline
+from .baseline import (
+    SETTING,
+    describe_settings,
+    load_baseline,
+    machine_differences,
+    settings_differences,
+)
+from .calibrate import LAG_REACH
 from .config import apply_defaults, load_config, load_schema
 from .errors import ConfigError
 from .figspec import FiguresSpec, check_written_spec
@@ -452,6 +459,7 @@ class Plan:
         skipped: target name -> why it cannot run here (``on_missing_hardware: skip``).
         cost_base, cost_note: as :func:`cost_base`.
         compare_base, compare_note: as :func:`compare_base`.
+        on_this_machine: as :meth:`from_config`'s.
     """
 
     config: dict
@@ -461,6 +469,7 @@ class Plan:
     cost_note: str
     compare_base: str = ""
     compare_note: str = ""
+    on_this_machine: bool = True
 
     @classmethod
     def from_config(
@@ -470,6 +479,7 @@ class Plan:
         probe: Probe | None = None,
         hardware_check: str | None = None,
         schema: dict | None = None,
+        on_this_machine: bool = True,
     ) -> Plan:
         """Resolve a configuration.
 
@@ -481,13 +491,17 @@ class Plan:
                 a cluster runs on a node passes "none": its allocation holds what it asked
                 for).
             schema: the schema (default: :func:`load_schema`).
+            on_this_machine: this process runs where Snakemake plans the jobs (False in a
+                job a cluster runs on a node: the plan was checked where Snakemake started,
+                and this node is not the machine a ``stability.baseline`` is compared with).
 
         Raises:
             ConfigError: an invalid configuration, a target that cannot run here with
                 ``on_missing_hardware: fail``, no target able to run, a sweep of a target
                 that does not run, an unknown or unpriced cost base, a ``merge:`` folder that
                 is missing or holds no finished run, two ``docker_host`` values with the
-                same file key, or a file the figures job would fail on
+                same file key, a ``stability.baseline`` that cannot be used
+                (:attr:`baseline`), or a file the figures job would fail on
                 (:meth:`check_figures_inputs`).
         """
         schema = schema or load_schema()
@@ -517,11 +531,12 @@ class Plan:
         compared, compare_note = compare_base(
             config["compare"], base, targets, [e["name"] for e in config["targets"]] + list(targets)
         )
-        plan = cls(config, targets, skipped, base, note, compared, compare_note)
+        plan = cls(config, targets, skipped, base, note, compared, compare_note, on_this_machine)
         # The checks that a property makes, made now: before any job, and by check-config.
         plan.merged_run_dirs  # noqa: B018
         plan.remote_daemons  # noqa: B018
         bounds.check_plan(plan)  # sizes, memory, disk, generator, split (issue 31, item 9)
+        plan.baseline  # noqa: B018
         plan.check_figures_inputs()
         return plan
 
@@ -672,9 +687,8 @@ class Plan:
     def check_figures_inputs(self) -> None:
         """What the figures job will read that no job of this plan writes, checked before
         any job (issue 31, item 2; ``merge:`` folders: :attr:`merged_run_dirs`): the runs of
-        this plan already on disk (:func:`embryo_bench.merge.check_own_runs`), the machine
-        baseline ``stability.baseline`` names (:func:`embryo_bench.calibrate.load_baseline`)
-        and a ``figures-spec.json`` already written
+        this plan already on disk (:func:`embryo_bench.merge.check_own_runs`) and a
+        ``figures-spec.json`` already written
         (:func:`embryo_bench.figspec.check_written_spec`). A figures job that fails costs
         the figures it would have replaced; these fail the plan instead.
 
@@ -682,8 +696,6 @@ class Plan:
             ConfigError: naming the file (and, for a run, the folder to delete to retrain it).
         """
         check_own_runs(self.run_dirs)
-        if self.config["stability"]["baseline"]:
-            load_baseline(self.config["stability"]["baseline"])
         check_written_spec(f"{self.outdir}/{layout.FIGURES_SPEC}")
 
     @property
@@ -745,6 +757,90 @@ class Plan:
                         f"{docker_api.UNAUTHENTICATED_SETTING}); give them the same settings"
                     )
         return out
+
+    # --- the machine baseline (stability.baseline; issue 31, item 6) ----------------------
+
+    @functools.cached_property
+    def baseline(self) -> dict | None:
+        """The machine baseline ``stability.baseline`` names, read and checked before any
+        job (and by ``check-config``); None when the setting is empty.
+
+        Checked here: the file (:func:`embryo_bench.baseline.load_baseline`: missing,
+        not JSON, a newer format, another layout or probe method, too few probes for any
+        lag); with ``hardware_check: local`` (the targets run on this machine) and
+        :attr:`on_this_machine`, that it was taken on this machine (host, CPU, its flags and
+        cores); and that it fits at least one running target (:meth:`baseline_misfits`).
+        The run's length cannot be known yet: the figures judge each run by the baseline's
+        lag nearest its length only when that lag is within
+        :data:`embryo_bench.calibrate.LAG_REACH` of it, and by
+        ``probe_change`` otherwise, saying so (:func:`embryo_bench.stability.assess`).
+
+        Raises:
+            ConfigError: one line naming ``stability.baseline``, the file, and what was
+                expected and found.
+        """
+        path = self.config["stability"]["baseline"]
+        if not path:
+            return None
+        base = load_baseline(path)
+        if self.on_this_machine and self.config["hardware_check"] == "local":
+            other = machine_differences(base["machine"], hardware.this_machine())
+            if other:
+                raise ConfigError(
+                    f"{SETTING} {path}: taken on another machine than this one ("
+                    + "; ".join(other)
+                    + "), whose probe noise is not this machine's; take one here with "
+                    f"`embryo-bench calibrate --out {path}`, or set {SETTING}: ''"
+                )
+        if len(self.baseline_misfits(base)) == len(self.targets):
+            s = base["settings"]
+            targets = "; ".join(
+                f"{n}: {describe_settings(t.backend, t.threads, t.cpus, t.gpus)}"
+                + (f" on {t.docker_host}" if t.runner == "docker" and t.docker_host else "")
+                for n, t in self.targets.items()
+            )
+            raise ConfigError(
+                f"{SETTING} {path}: taken with "
+                f"{describe_settings(s['backend'], s['threads'], s['cpus'])} on this "
+                f"machine, as no running target runs ({targets}); take it with a target's "
+                "--backend, --threads and --cpus"
+            )
+        return base
+
+    def baseline_misfits(self, baseline: dict) -> dict[str, str]:
+        """Running target -> why ``baseline`` cannot judge its runs (they are judged by
+        ``probe_change``): other settings (backend, threads, cpus, GPUs,
+        :func:`embryo_bench.baseline.settings_differences`) or another machine (a docker
+        target on a remote daemon)."""
+        out = {}
+        for name, t in self.targets.items():
+            why = settings_differences(baseline, t.backend, t.threads, t.cpus, t.gpus, "the target")
+            if why is None and t.runner == "docker" and t.docker_host:
+                why = f"runs on the daemon at {t.docker_host}, another machine"
+            if why:
+                out[name] = why
+        return out
+
+    @property
+    def baseline_notes(self) -> list[str]:
+        """One line for each running target ``stability.baseline`` does not judge, and one
+        on the run lengths it judges; [] without a baseline."""
+        base = self.baseline
+        if base is None:
+            return []
+        path = self.config["stability"]["baseline"]
+        lags = [row["lag_s"] for row in base["changes"]]
+        notes = [
+            f"{SETTING} {path}: judges runs of {min(lags) / LAG_REACH:.3g}-"
+            f"{max(lags) * LAG_REACH:.3g} s (its lags {', '.join(f'{x:.3g}' for x in lags)} "
+            f"s, within {LAG_REACH:g} x); other runs' drift by stability.probe_change"
+        ]
+        for name, why in self.baseline_misfits(base).items():
+            notes.append(
+                f"{SETTING} {path}: not for target {name} ({why}); its drift is judged by "
+                "stability.probe_change"
+            )
+        return notes
 
     def report_targets(self) -> dict[str, dict]:
         """Target name -> :meth:`Target.report_fields`, for the figures."""

@@ -24,6 +24,8 @@ from .layout import (
 )
 
 NOT_MEASURED = "not measured"
+#: What :func:`machine_name` says of a run that recorded no machine.
+NOT_RECORDED = "not recorded"
 
 
 @dataclass
@@ -51,11 +53,16 @@ class Run:
 
 
 def machine_of(run: Run) -> str:
-    """The machine ``run`` ran on: its Docker daemon's name for a docker run (the host the
-    daemon runs on), else the host name its provenance recorded; "not recorded" for runs
-    made before either was."""
-    daemon = (run.metrics.get("container") or {}).get("daemon") or {}
-    return daemon.get("name") or run.metrics["provenance"].get("hostname") or "not recorded"
+    """The machine ``run`` ran on (:func:`machine_name` of its metrics)."""
+    return machine_name(run.metrics)
+
+
+def machine_name(metrics: dict) -> str:
+    """The machine a run ran on, from its ``metrics.json``: its Docker daemon's name for a
+    docker run (the host the daemon runs on), else the host name its provenance recorded;
+    "not recorded" for runs made before either was."""
+    daemon = (metrics.get("container") or {}).get("daemon") or {}
+    return daemon.get("name") or metrics["provenance"].get("hostname") or NOT_RECORDED
 
 
 def read_table(path: Path) -> pd.DataFrame:

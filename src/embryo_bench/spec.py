@@ -28,6 +28,22 @@ from .layout import RUN_SPEC_FORMAT
 from .preprocess import preprocess_frame, rotation_angles
 
 
+def as_floats(obj) -> None:
+    """Make every field of the frozen dataclass ``obj`` that is annotated ``float`` and holds
+    an ``int`` a ``float`` (in place, from ``__post_init__``).
+
+    YAML and JSON read ``1`` as an int, and a JSON schema's ``number`` accepts it; Keras does
+    not (issue 31, item 7: ``learning_rate: 1`` passed every check, then every training
+    crashed in ``keras.optimizers.Adam``). Cast here, where a run's settings are made (from a
+    configuration) and read (from ``run.json``), so every consumer gets a float and
+    ``run.json`` records ``1.0``. Booleans and other types are left to the schema.
+    """
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if f.type == "float" and isinstance(value, int) and not isinstance(value, bool):
+            object.__setattr__(obj, f.name, float(value))
+
+
 @dataclass(frozen=True)
 class Preprocessing:
     """The paper's preprocessing settings (section 3, figure 1).
@@ -45,6 +61,9 @@ class Preprocessing:
     invert_centre: int
     rotation_step: float
     image_size: int
+
+    def __post_init__(self):
+        as_floats(self)
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "preprocessing") -> Preprocessing:
@@ -114,6 +133,9 @@ class Preprocessing:
 
 #: Runners that can train a run.
 RUNNERS = ("host", "docker")
+#: The Keras backends a run may ask for (``targets[].backend`` in the configuration schema
+#: lists the same; ``tests/test_spec.py`` keeps the two equal).
+BACKENDS = ("tensorflow", "jax", "torch")
 
 
 @dataclass(frozen=True)
@@ -192,6 +214,7 @@ class RunSpec:
     test_subset: int = 0
 
     def __post_init__(self):
+        as_floats(self)  # learning_rate: 1 reaches Keras as 1.0
         if self.variant not in VARIANTS:
             raise ConfigError(f"run {self.target}: variant {self.variant!r}; expected {VARIANTS}")
         if self.variant == "original" and self.backend != "tensorflow":
@@ -283,7 +306,7 @@ RUN_SPEC_SCHEMA: dict = {
         "cpus": {**_INT, "minimum": 1},
         "threads": {**_INT, "minimum": 1},
         "gpus": {**_INT, "minimum": 0},
-        "backend": {"enum": ["tensorflow", "jax", "torch"]},
+        "backend": {"enum": list(BACKENDS)},
         "strategy": {"enum": ["none", "mirrored"]},
         "replicas": {**_INT, "minimum": 1},
         "epochs": {**_INT, "minimum": 1},

@@ -2,17 +2,22 @@
 
 A flag is a warning, not a gate: every run counts in every statistic (as MLPerf, pyperf,
 hyperfine and Criterion count every run), and the tables say how many runs carry each flag.
-A run is flagged, with the reason, when one of the config's ``stability`` thresholds is
-crossed:
+A run is flagged, with the reason, when it diverged or one of the config's ``stability``
+thresholds is crossed:
 
+* **diverged**: its loss became NaN or infinite, or exploded
+  (:func:`embryo_bench.record.divergence`, issue 31, item 7); its throughput still counts
+  (the machine did the work), but it never has a time to accuracy;
 * **interfered**: other processes used more than ``other_cpu_share`` of its cores, steal
-  time on its cores exceeded ``steal_percent``, or it sat idle (a stall) for
-  ``stall_seconds`` or longer (:func:`embryo_bench.telemetry.interference`);
+  time on its cores exceeded ``steal_percent``, or it stalled (sat idle, or was frozen: a
+  gap between its telemetry samples) for ``stall_seconds`` or longer
+  (:func:`embryo_bench.telemetry.interference`);
 * **drifted**: its two calibration probes (:mod:`embryo_bench.calibrate`) differ by more than
   the machine's own quiet probes that far apart do (the 99th percentile of a machine
-  baseline, ``embryo-bench calibrate``, given as ``stability.baseline``), or without a
-  baseline by more than ``probe_change`` (on a shared VM that alone happens to about four
-  runs in ten at 10 %, issue 23);
+  baseline, ``embryo-bench calibrate``, given as ``stability.baseline``, where the baseline
+  fits the run: the same machine, backend, threads and cpus, and a lag near the run's
+  length, :mod:`embryo_bench.baseline`), or otherwise by more than ``probe_change`` (on a
+  shared VM that alone happens to about four runs in ten at 10 %, issue 23);
 * **noisy**: its own throughput, measured every few training steps
   (:func:`embryo_bench.train.window_summary`), varies with a coefficient of variation above
   ``window_cv`` (the training is its own probe, many times per run, issue 23).
@@ -23,12 +28,17 @@ listed as unchecked and flags nothing.
 
 from __future__ import annotations
 
-from .calibrate import drift_limit
+import pandas as pd
+
+from .baseline import machine_differences, run_machine, settings_differences
+from .calibrate import LAG_REACH, drift_limit, lag_reaches
 from .config import apply_defaults, load_schema
+from .record import divergence
 from .runs import as_number
+from .telemetry import GAP_INTERVALS, IDLE_PERCENT
 
 #: The flags, in the order tables list them.
-FLAGS = ("interfered", "drifted", "noisy")
+FLAGS = ("diverged", "interfered", "drifted", "noisy")
 
 
 def thresholds(given: dict | None = None, schema: dict | None = None) -> dict:
@@ -42,22 +52,81 @@ def thresholds(given: dict | None = None, schema: dict | None = None) -> dict:
     return apply_defaults(given or {}, section)
 
 
-def assess(metrics: dict, limits: dict, baseline: dict | None = None) -> dict:
+def diverged(metrics: dict, history: pd.DataFrame | None = None) -> str | None:
+    """Why a run diverged, or None: its ``metrics.json``'s ``diverged`` (the trainer's
+    verdict), else, for runs made before it was recorded, :func:`embryo_bench.record.divergence`
+    of its ``history``.
+
+    Raises:
+        KeyError: neither says (no ``diverged`` in the metrics and no history).
+    """
+    if "diverged" in metrics:
+        return metrics["diverged"]
+    if history is None:
+        raise KeyError("diverged")
+    return divergence(history)
+
+
+def baseline_misfit(baseline: dict, metrics: dict, length: float | None) -> str | None:
+    """Why ``baseline`` cannot judge this run's drift (and ``probe_change`` does), or None
+    when it can: it was taken on another machine or with other settings
+    (:mod:`embryo_bench.baseline`), the run's length is not recorded, or the baseline's lag
+    nearest that length is not within :data:`embryo_bench.calibrate.LAG_REACH` of it."""
+    other = machine_differences(baseline["machine"], run_machine(metrics))
+    if other:
+        return "taken on another machine: " + "; ".join(other)
+    settings = settings_differences(
+        baseline,
+        metrics.get("backend", ""),
+        metrics.get("threads"),
+        metrics.get("cpus"),
+        metrics.get("gpus", 0),
+    )
+    if settings:
+        return settings
+    if length is None:
+        return "the run's length is not recorded"
+    _, lag = drift_limit(baseline, length)
+    if not lag_reaches(lag, length):
+        return (
+            f"its lag nearest the run's {length:.0f} s is {lag:.0f} s, not within {LAG_REACH:g} x"
+        )
+    return None
+
+
+def assess(
+    metrics: dict,
+    limits: dict,
+    baseline: dict | None = None,
+    history: pd.DataFrame | None = None,
+) -> dict:
     """The verdict on one run.
 
     Args:
-        metrics: the run's ``metrics.json`` (``calibration``, ``flops.probe_change``,
-            ``telemetry.interference``, ``throughput_windows`` and ``wall_clock``).
+        metrics: the run's ``metrics.json`` (``diverged``, ``calibration``,
+            ``flops.probe_change``, ``telemetry.interference``, ``throughput_windows``,
+            ``wall_clock``, and for the baseline's checks backend, threads, cpus, gpus and
+            provenance).
         limits: :func:`thresholds`.
-        baseline: the machine's probe baseline (:func:`embryo_bench.calibrate.machine_baseline`)
-            or None: then ``probe_change`` is the drift limit.
+        baseline: the machine's probe baseline (:func:`embryo_bench.baseline.load_baseline`)
+            or None: then ``probe_change`` is the drift limit; also where the baseline does
+            not fit the run (:func:`baseline_misfit`, said in the drift reason and listed
+            as unchecked).
+        history: the run's ``history.csv``, to judge divergence where ``metrics`` does not
+            say (runs made before it was recorded).
 
     Returns:
         dict: clean (bool: no flag), flags (the :data:`FLAGS` raised, in that order),
         reasons (why, one sentence each, with the measured value and the threshold: the
-        interference reasons first), unchecked (evidence that was not measured).
+        divergence first, then the interference reasons), unchecked (evidence that was not
+        measured).
     """
     interfered, drifted, unchecked = [], [], []
+    try:
+        why_diverged = diverged(metrics, history)
+    except KeyError:
+        why_diverged = None
+        unchecked.append("loss (divergence)")
     change = as_number(metrics.get("flops", {}).get("probe_change"))
     if change is None:
         unchecked.append("calibration probes")
@@ -68,15 +137,18 @@ def assess(metrics: dict, limits: dict, baseline: dict | None = None) -> dict:
             if {"started_unix_s", "ended_unix_s"} <= set(clock)
             else None
         )
-        found = drift_limit(baseline, length) if baseline else None
-        if found:
-            limit, lag = found
+        misfit = baseline_misfit(baseline, metrics, length) if baseline else None
+        if baseline and not misfit:
+            limit, lag = drift_limit(baseline, length)
             why = (
                 f"limit {limit:.0%}: this machine's quiet probes {lag:.0f} s apart differ by "
                 "up to that, 99th percentile of its baseline"
             )
         else:
             limit, why = limits["probe_change"], f"limit {limits['probe_change']:.0%}"
+            if misfit:
+                why += f"; the machine baseline does not fit this run: {misfit}"
+                unchecked.append(f"machine baseline ({misfit})")
         if change > limit:
             cal = metrics.get("calibration", {})
             before, after = (
@@ -105,10 +177,15 @@ def assess(metrics: dict, limits: dict, baseline: dict | None = None) -> dict:
     if stall is None:
         unchecked.append("stalls")
     elif stall >= limits["stall_seconds"]:
-        interfered.append(
-            f"stalled {stall:.0f} s idle (CPU and GPUs under 5 %; limit "
-            f"{limits['stall_seconds']} s)"
-        )
+        gap, interval = (as_number(seen.get(k)) for k in ("longest_gap_s", "interval_s"))
+        if gap is not None and interval and gap > GAP_INTERVALS * interval:
+            how = (
+                f"frozen or idle (no telemetry sample for {gap:.1f} s, taken every "
+                f"{interval:.1f} s otherwise; or CPU and GPUs under {IDLE_PERCENT:g} %)"
+            )
+        else:
+            how = f"idle (CPU and GPUs under {IDLE_PERCENT:g} %)"
+        interfered.append(f"stalled {stall:.0f} s {how}; limit {limits['stall_seconds']} s")
     noisy = []
     windows = metrics.get("throughput_windows", {})
     cv = as_number(windows.get("cv"))
@@ -120,11 +197,12 @@ def assess(metrics: dict, limits: dict, baseline: dict | None = None) -> dict:
             f"{windows['windows']} windows of {windows['window_steps']} steps; slowest "
             f"{windows['worst_ratio']:.2f} x the median; limit {limits['window_cv']:.0%})"
         )
-    found = (interfered, drifted, noisy)
+    gone = [f"diverged: {why_diverged}"] if why_diverged else []
+    found = (gone, interfered, drifted, noisy)
     flags = [f for f, hit in zip(FLAGS, found, strict=True) if hit]
     return {
         "clean": not flags,
         "flags": flags,
-        "reasons": interfered + drifted + noisy,
+        "reasons": gone + interfered + drifted + noisy,
         "unchecked": unchecked,
     }

@@ -53,8 +53,8 @@ def run_table(
     run), flag_reasons (why, "; "-joined), training_s (fit only), wall_s (training
     + per-epoch evaluation, the paper's clock), first_epoch_s, steady_epoch_s (s), images_per_s
     (steady state), final_test_accuracy, best_test_accuracy, time_to_accuracy_s (s, evaluation
-    included, MLPerf; empty if not reached), probe_gflops (the calibration probes' mean),
-    achieved_gflops, efficiency (achieved / probe), other_cpu_share, steal_percent,
+    included, MLPerf; empty if not reached or the run diverged), probe_gflops (the calibration
+    probes' mean), achieved_gflops, efficiency (achieved / probe), other_cpu_share, steal_percent,
     longest_stall_s, window_cv and worst_window_ratio (the run's own throughput windows:
     coefficient of variation, slowest / median; empty without windows), hourly_usd (USD/h),
     price_source, cost_usd, cpu_percent_mean,
@@ -67,7 +67,7 @@ def run_table(
     rows = []
     for r in runs:
         m = r.metrics
-        verdict = assess(m, limits, baseline)
+        verdict = assess(m, limits, baseline, r.history)
         flops = m.get("flops", {})
         seen = m.get("telemetry", {}).get("interference", {})
         t = targets.get(m["target"], {})
@@ -107,7 +107,11 @@ def run_table(
                 "final_test_accuracy": m["final_test_accuracy"],
                 "best_test_accuracy": m["best_test_accuracy"],
                 "accuracy_target": m["accuracy_target"],
-                "time_to_accuracy_s": m["time_to_accuracy_seconds"],
+                # A diverged run has none, even where an accuracy crossed the target (runs
+                # made before the trainer said so are judged here, from their history).
+                "time_to_accuracy_s": (
+                    None if "diverged" in verdict["flags"] else m["time_to_accuracy_seconds"]
+                ),
                 "probe_gflops": flops.get("probe_gflops", NOT_MEASURED),
                 "achieved_gflops": flops.get("achieved_gflops", NOT_MEASURED),
                 "efficiency": flops.get("efficiency", NOT_MEASURED),
@@ -502,9 +506,11 @@ def _ratio(row, measure: str) -> str:
     return f"{med:.3f} [{low:.3f}, {high:.3f}]"
 
 
-def flag_counts(row) -> str:
-    """ "2 (interfered 1, drifted 2)" from a :func:`target_summary` row; "0" for none."""
-    flagged = int(row["repeats"] - row["clean_runs"])
+def flag_counts(row, flagged: int | None = None) -> str:
+    """ "2 (interfered 1, drifted 2)" from a :func:`target_summary` row (or, with
+    ``flagged``, a comparison row: its flagged runs and ``<flag>_runs``); "0" for none."""
+    if flagged is None:
+        flagged = int(row["repeats"] - row["clean_runs"])
     parts = [f"{f} {int(row[f'{f}_runs'])}" for f in FLAGS if row.get(f"{f}_runs")]
     return f"{flagged} ({', '.join(parts)})" if flagged else "0"
 
@@ -575,7 +581,7 @@ def readable_comparison(paired: pd.DataFrame) -> pd.DataFrame:
         {
             "target": paired["target"],
             "rounds": paired["rounds"],
-            "flagged runs": paired["flagged_runs"],
+            "flagged runs": [flag_counts(r, int(r["flagged_runs"])) for _, r in paired.iterrows()],
             "throughput ratio [95 % interval]": [
                 _ratio(r, "throughput") for _, r in paired.iterrows()
             ],

@@ -31,6 +31,7 @@ import contextlib
 import threading
 import time
 
+import numpy as np
 import pandas as pd
 
 COLUMNS = [
@@ -52,6 +53,12 @@ MIB = 1024 * 1024
 #: A sample with the run below this CPU % (and its GPUs below this utilisation) is idle; a
 #: run of idle samples in the middle of training is a stall.
 IDLE_PERCENT = 5.0
+#: Samples further apart than this many sampling intervals leave a gap: time in which the
+#: sampler itself did not run. A host run's sampler is a thread of the trainer, so a frozen
+#: trainer (``kill -STOP``, a suspended VM, a process swapped out) stops it too, and the
+#: frozen time shows only as a gap (issue 31, item 8: a 6 s SIGSTOP left a 6.2 s gap and
+#: ``longest_stall_s`` 1.0). A gap's time beyond one interval counts as stalled.
+GAP_INTERVALS = 1.5
 
 
 class SystemCpu:
@@ -256,6 +263,10 @@ class ProcessSampler(threading.Thread):
     memory (MiB), the machine around it on ``cores`` (:class:`SystemCpu`) and NVML readings
     of the assigned GPUs; rows in :data:`COLUMNS`."""
 
+    #: A thread of the trainer: a frozen trainer freezes it, and the frozen time is a gap
+    #: between its samples (:func:`interference` counts it as stalled).
+    in_process = True
+
     def __init__(
         self, cpus: float, gpu_indices: list[int], cores: list[int], interval: float = 1.0
     ):
@@ -310,6 +321,10 @@ class ContainerSampler(threading.Thread):
     (a container on this machine, whose trainer pins itself to those cores), the machine
     around it is sampled too (:class:`SystemCpu`); None for a remote daemon, whose machine
     this process cannot see (those columns stay empty: not measured)."""
+
+    #: Outside the trainer: a frozen container reads as idle samples, and a gap between
+    #: samples is the daemon's stats stream running late, not the run.
+    in_process = False
 
     def __init__(
         self,
@@ -378,10 +393,13 @@ class Measurement:
         gpus: GPUs assigned to the run, which the sampler reads through NVML.
         cores: how many cores the run is pinned to (None: the machine is not sampled).
         cpu_energy_j: RAPL package energy in J after exit, or why it was not measured.
+        gaps_stall: the sampler runs inside the trainer, so a gap between its samples is
+            time the run was frozen (:func:`interference`).
     """
 
     def __init__(self, sampler: ProcessSampler | ContainerSampler):
         self.sampler = sampler
+        self.gaps_stall = sampler.in_process
         self.gpus = len(sampler.gpu_indices)
         self.cores = len(sampler.cores) if sampler.cores is not None else None
         self.rapl = RaplMeter()
@@ -402,19 +420,25 @@ class Measurement:
         return self.sampler.frame()
 
 
-def interference(df: pd.DataFrame, cores: int | None) -> dict:
+def interference(df: pd.DataFrame, cores: int | None, gaps_stall: bool = True) -> dict:
     """What else happened on the machine while the run trained, from its telemetry.
 
     Args:
         df: telemetry rows (:data:`COLUMNS`), one or more per sample.
         cores: cores the run was pinned to (None: the machine was not sampled).
+        gaps_stall: a gap between samples is stalled time (the sampler ran in the trainer,
+            :attr:`ProcessSampler.in_process`); False for samples taken from outside.
 
     Returns:
         dict: other_cpu_share_mean/peak (CPU time of other processes on the run's cores as
         a fraction of those cores), steal_percent_mean/peak (%), machine_cpu_percent_mean
         (100 = one core), stall_samples (samples with the run below :data:`IDLE_PERCENT` CPU
-        and its GPUs below it too), longest_stall_s (s, the longest run of such samples);
-        "not measured (...)" where a column has no readings.
+        and its GPUs below it too), interval_s (the sampling interval: the median time
+        between samples, s), gaps (times two samples were more than :data:`GAP_INTERVALS`
+        intervals apart), longest_gap_s (s, the longest time between two samples),
+        longest_stall_s (s, the longest stretch of stalled time: an idle sample counts the
+        time since the sample before it, a gap its time beyond one interval, and
+        neighbouring ones add up); "not measured (...)" where a column has no readings.
     """
     per_sample = df.drop_duplicates("time_s")
     out: dict = {"cores": cores}
@@ -438,13 +462,22 @@ def interference(df: pd.DataFrame, cores: int | None) -> dict:
     gpu = pd.to_numeric(df["gpu_util_percent"], errors="coerce").groupby(df["time_s"]).max()
     gpu = gpu.reindex(per_sample["time_s"]).to_numpy()
     idle = (cpu.to_numpy() < IDLE_PERCENT) & ~(gpu >= IDLE_PERCENT)
-    longest = current = 0
-    for flag in idle:
-        current = current + 1 if flag else 0
+    times = pd.to_numeric(per_sample["time_s"], errors="coerce").to_numpy(float)
+    # The first sample's time is counted from the sampler's start (time_s 0 there).
+    spans = np.diff(times, prepend=0.0) if len(times) else times
+    interval = float(np.median(spans[1:])) if len(spans) > 1 else 1.0
+    gap = spans > GAP_INTERVALS * interval
+    frozen = np.where(gap, spans - interval, 0.0) if gaps_stall else np.zeros_like(spans)
+    stalled = np.where(idle, spans, frozen)
+    longest = current = 0.0
+    for seconds in stalled:
+        current = current + seconds if seconds > 0 else 0.0
         longest = max(longest, current)
-    interval = float(per_sample["time_s"].diff().median()) if len(per_sample) > 1 else 1.0
     out["stall_samples"] = int(idle.sum())
-    out["longest_stall_s"] = longest * interval
+    out["interval_s"] = interval
+    out["gaps"] = int(gap.sum())
+    out["longest_gap_s"] = float(spans.max()) if len(spans) else 0.0
+    out["longest_stall_s"] = float(longest)
     return out
 
 
@@ -454,6 +487,7 @@ def summarise(
     gpus_expected: int,
     cpu_energy_j: float | str = "not measured (RAPL not read)",
     cores: int | None = None,
+    gaps_stall: bool = True,
 ) -> dict:
     """Mean and peak of each telemetry column, energy per run (J) and images per joule.
 
@@ -464,6 +498,7 @@ def summarise(
         cpu_energy_j: RAPL package energy of the run (J), or why it was not measured
             (:meth:`RaplMeter.stop`).
         cores: the cores the run was pinned to (count), for :func:`interference`.
+        gaps_stall: as :func:`interference`.
 
     Returns:
         dict: samples, interference (:func:`interference`), cpu_percent_mean/peak,
@@ -474,7 +509,7 @@ def summarise(
     """
     per_sample = df.drop_duplicates("time_s")
     out: dict = {"samples": int(len(per_sample)), "interval_s": 1.0}
-    out["interference"] = interference(df, cores)
+    out["interference"] = interference(df, cores, gaps_stall)
     out["cpu_energy_j"] = cpu_energy_j
     out["cpu_energy_scope"] = RaplMeter.scope
     out["cpu_images_per_joule"] = (

@@ -40,7 +40,7 @@ from .errors import ConfigError
 from .io import atomic_path, write_json
 from .layout import HISTORY, MODEL, PROGRESS, SETTINGS, WINDOWS
 from .lifeline import check_parent
-from .record import finish_run
+from .record import divergence, finish_run
 from .spec import Preprocessing, RunSpec
 from .stages import load_dataset
 from .telemetry import Measurement, ProcessSampler
@@ -110,17 +110,20 @@ def summarise(history: pd.DataFrame, images_per_epoch: int, target: float) -> di
     (sum of epoch_seconds); ``wall_seconds``, training plus the test scoring after every
     epoch (sum of wall_seconds: the original script's clock, datetime.now around the whole
     loop); ``time_to_accuracy_seconds``, wall seconds until test accuracy first reaches
-    ``target`` (MLPerf, evaluation included).
+    ``target`` (MLPerf, evaluation included), None for a run that diverged (issue 31, item
+    7: its accuracy is not the model's, even where a number crossed the target).
 
     Returns a dict: epochs, training_seconds, wall_seconds, eval_seconds_total,
     first_epoch_seconds, steady_epoch_seconds (mean over epochs 2.., None with one epoch),
     mean_images_per_s (steady-state images/s; the first epoch's when there is only one),
     final_test_accuracy, best_test_accuracy, accuracy_target, time_to_accuracy_seconds,
-    epochs_to_accuracy (all times in s).
+    epochs_to_accuracy (all times in s), diverged (why the run diverged,
+    :func:`embryo_bench.record.divergence`, or None).
     """
     epochs = history["epoch_seconds"].to_numpy(float)
     steady = float(epochs[1:].mean()) if len(epochs) > 1 else None
-    tta, tta_epochs = time_to_accuracy(history, target)
+    diverged = divergence(history)
+    tta, tta_epochs = (None, None) if diverged else time_to_accuracy(history, target)
     return {
         "epochs": int(len(history)),
         "training_seconds": float(epochs.sum()),
@@ -134,6 +137,7 @@ def summarise(history: pd.DataFrame, images_per_epoch: int, target: float) -> di
         "accuracy_target": target,
         "time_to_accuracy_seconds": tta,
         "epochs_to_accuracy": tta_epochs,
+        "diverged": diverged,
     }
 
 
@@ -643,6 +647,13 @@ def run_training(
         ended = time.time()
     check_parent()  # nothing is written for a parent that is gone
     metrics = write_outputs(session, history, out_dir, calibration=(before, after))
+    if metrics["diverged"]:
+        log.warning(
+            "run %s repeat %d diverged: %s (flagged diverged; no time to accuracy)",
+            spec.target,
+            spec.repeat,
+            metrics["diverged"],
+        )
     # When the timed part ran, on the wall clock: the evidence that rounds ran in their
     # planned order and that no two timed runs overlapped (issue 23).
     metrics["wall_clock"] = {"started_unix_s": started, "ended_unix_s": ended}

@@ -72,6 +72,7 @@ try:
         config,
         hardware_check="none" if workflow.remote_exec else None,
         schema=_SCHEMA,
+        on_this_machine=not workflow.remote_exec,
     )
     # A source read in place: its files' names, sizes and times (changed images rerun the
     # index rule); a link that loops or an unreadable folder is named here, in one line.
@@ -80,7 +81,12 @@ except EmbryoBenchError as exc:
     raise WorkflowError(str(exc))
 for _name, _why in PLAN.skipped.items():
     logger.warning(f"target {_name}: skipped, {_why} (on_missing_hardware: skip)")
-for _note in (PLAN.cost_note, PLAN.compare_note, *PLAN.merge_notes):
+for _note in (
+    PLAN.cost_note,
+    PLAN.compare_note,
+    *PLAN.merge_notes,
+    *PLAN.baseline_notes,
+):
     if _note:
         logger.warning(_note)
 
