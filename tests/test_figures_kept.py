@@ -108,10 +108,10 @@ def test_each_file_the_figures_read_of_a_finished_run_is_checked(
 @pytest.mark.parametrize(
     "content, message",
     [
-        (None, "stability.baseline base.json: file not found; write one with `embryo-bench"),
+        (None, "stability.baseline base.json: file not found; take one on the machine"),
         ('{"changes": [', "stability.baseline base.json: not valid JSON (Expecting value"),
-        ('{"probes": 5}', "stability.baseline base.json: not a machine baseline (no changes"),
-        ('{"changes": [{"lag_s": 0, "p99": 0.1}]}', "changes[0] is {'lag_s': 0, 'p99': 0.1};"),
+        ('{"probes": 5}', "base.json: not a machine baseline ('probe_seconds' is a required"),
+        ('{"changes": [{"lag_s": 0, "p99": 0.1}]}', "base.json: not a machine baseline ('probes'"),
     ],
 )
 def test_a_bad_baseline_is_refused_before_any_job(work, monkeypatch, content, message):
