@@ -200,8 +200,10 @@ def test_each_case_is_one_line_of_check_config(case, tmp_path, machine, capsys):
 
 
 def test_snakemake_refuses_before_any_job(tmp_path):
-    """The workflow's plan: one WorkflowError line, no stack frame of the package, no job."""
-    config = _target(_offline(tmp_path), "docker-1cpu", memory="0g")
+    """The workflow's plan: one WorkflowError line, no stack frame of the package, no job.
+    (Without the two-core target and its sweep: a test worker is pinned to one core, where
+    that target is skipped and its sweep refused first.)"""
+    config = _target(offline_config(tmp_path / "out", docker=True), "docker-1cpu", memory="0g")
     proc = snakemake(tmp_path, config, "-n", check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0

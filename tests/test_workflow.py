@@ -123,7 +123,8 @@ def test_second_run_has_nothing_to_do(offline_run):
 def test_rotation_step_change_reruns_only_augment_onwards(offline_run):
     work, config, _, _ = offline_run
     changed = json.loads(json.dumps(config))
-    changed["preprocess"]["rotation_step"] = 36
+    # 15 rotations: still more training images than a batch (the plan refuses fewer)
+    changed["preprocess"]["rotation_step"] = 24
     proc = snakemake(work, changed, "-n")
     jobs = job_counts(proc.stdout)
     # The run's spec (run.json) holds the preprocessing it expects, so it is rewritten;
@@ -529,11 +530,19 @@ def test_trajectory_rules_reach_index_and_its_log(tmp_path):
     assert len(pd.read_csv(manifest)) == 120
     log = (tmp_path / "out/logs/index.log").read_text()
     assert "20 frames after their embryo's last trajectory line (unlabelled), in 10 embryos" in log
+    # The generator's settings against the index rule's: refused when the plan is made (issue
+    # 31, item 9; index itself says "12 lines for 14 frames", tests/test_sources.py), so the
+    # manifest of the settings that work is kept.
+    before = manifest.read_bytes()
     config["dataset"]["trajectories"] = {"unlabelled_frames": "error"}
     proc = snakemake(tmp_path, config, str(manifest), check=False)
     assert proc.returncode != 0
-    assert "12 lines for 14 frames" in (tmp_path / "out/logs/index.log").read_text()
-    assert not manifest.exists()
+    refused = (
+        "dataset.synthetic.unlabelled_frames 2 with dataset.trajectories.unlabelled_frames: "
+        "error: indexing would refuse every embryo"
+    )
+    assert refused in proc.stdout + proc.stderr
+    assert manifest.read_bytes() == before
 
 
 def test_original_variant_runs_and_the_tables_say_so(tiny_run, tmp_path):
