@@ -37,7 +37,6 @@ HEAVY_FIRST = [
     "test_workflow.py",
     "test_docker.py",
     "test_slurm.py",
-    "test_docker_tls.py",  # a TLS dockerd started and stopped, the cpu image shipped to it
     "test_report.py",
     "test_merge.py",
     "test_interrupts.py",  # its 'alone' test late: waiting for a long fixture beside it idles
@@ -185,6 +184,15 @@ def require_or_skip(facility: str, why: str) -> None:
     if facility in required:
         pytest.fail(f"{facility} required (EMBRYO_BENCH_REQUIRE) but missing: {why}")
     pytest.skip(why)
+
+
+@pytest.fixture
+def no_docker_env(monkeypatch):
+    """No Docker environment (DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH) for this
+    test: the monkeypatch, to set some of them again."""
+    for name in ("DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
 
 
 @pytest.fixture

@@ -1,6 +1,12 @@
 """The docker runner for real: images built through the SDK, a container training on tiny
 synthetic data with a CPU quota and a memory limit, telemetry, OOM, missing daemon, and no
-container left after SIGTERM. Tests needing a daemon skip without one (fail instead when
+container left after SIGTERM. Then a target on another machine's daemon, for which a second
+``dockerd --tlsverify`` here stands in (containers/second-dockerd.sh with ``DOCKERD2_TLS``,
+certificates from tls_helpers.make_pki), listening on 127.0.0.1 and on the gateway of its
+own bridge (an address that is not a loopback one): the daemon check passes over TLS and
+names the CA or the certificate it used when they are wrong, a tiny training run goes through
+it (the image shipped over TLS), a moved certificate retrains nothing, and the same daemon
+behind OpenSSH. Tests needing a daemon skip without one (fail instead when
 EMBRYO_BENCH_REQUIRE names docker, as in CI)."""
 
 from __future__ import annotations
@@ -9,6 +15,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +31,18 @@ from embryo_bench.errors import DockerError
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import nvidia_gpus, require_gpu, require_or_skip  # noqa: E402
+from tls_helpers import (  # noqa: E402
+    BRIDGE,
+    GATEWAY,
+    LOOPBACK,
+    NO_TLS_ENV,
+    PORT,
+    REMOTE,
+    in_pki,
+    make_pki,
+    tls,
+    tls_config,
+)
 from workflow_helpers import (  # noqa: E402
     copy_repo,
     docker_config,
@@ -522,83 +541,198 @@ def test_gpu_target_samples_nvml(tmp_path):
 
 
 # --- a target on another machine's daemon: a second dockerd here stands in for it ---------
+#
+# dockerd --tlsverify with the test CA's certificates (tls_helpers.make_pki), listening on
+# 127.0.0.1 and on the gateway of its own bridge (tls_helpers.GATEWAY: an address that is not
+# a loopback one, as another machine's would be). The remote training run (remote_run) reaches
+# it over TLS at that gateway; the daemon check's errors are asked of it too; the ssh tests put
+# sshd in front of its unix socket.
 
-SECOND_PORT = 23751
-SECOND = f"tcp://127.0.0.1:{SECOND_PORT}"
+#: The daemon's key in the workflow's file names (images/cpu@KEY.json, images/daemon@KEY.json).
+KEY = f"tcp-{GATEWAY}-{PORT}"
 
 
 @pytest.fixture(scope="module")
-def second_daemon(tmp_path_factory):
-    """A second Docker daemon (containers/second-dockerd.sh) at :data:`SECOND`: its own data,
-    exec root, bridge and ID; stopped (and its data removed) after the module."""
-    from embryo_bench.docker_api import docker_client
+def pki(tmp_path_factory) -> Path:
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture(scope="module")
+def second_daemon(pki, tmp_path_factory):
+    """A second Docker daemon (containers/second-dockerd.sh with DOCKERD2_TLS: the pki's
+    server folder) at :data:`~tls_helpers.LOOPBACK` and :data:`~tls_helpers.REMOTE`, over
+    TLS with --tlsverify: its own data, exec root, bridge and ID; stopped (and its data
+    removed) after the module. Yields a client through its unix socket (the test's own view
+    of it)."""
+    import docker
 
     _daemon()
-    env = {**os.environ, "DOCKERD2_ROOT": str(tmp_path_factory.mktemp("dockerd2"))}
+    root = tmp_path_factory.mktemp("dockerd2")
+    env = {
+        **os.environ,
+        "DOCKERD2_ROOT": str(root),
+        "DOCKERD2_TLS": str(pki / "server"),
+        "DOCKERD2_LISTEN": f"127.0.0.1 {GATEWAY}",
+        "DOCKERD2_BRIDGE": BRIDGE,
+        "DOCKERD2_GATEWAY": f"{GATEWAY}/24",
+    }
     script = ["bash", str(REPO / "containers/second-dockerd.sh")]
-    proc = subprocess.run(
-        [*script, "start", str(SECOND_PORT)], env=env, text=True, capture_output=True
-    )
+    proc = subprocess.run([*script, "start", str(PORT)], env=env, text=True, capture_output=True)
     try:
         if proc.returncode:
             require_or_skip("docker", f"second dockerd did not start: {proc.stderr[-2000:]}")
-        yield docker_client(SECOND)
+        assert f"{REMOTE} (TLS, --tlsverify)" in proc.stdout, proc.stdout
+        yield docker.DockerClient(base_url=f"unix://{root}/docker.sock")
     finally:
         subprocess.run([*script, "stop"], env=env, capture_output=True)
 
 
+def _plan(config: dict):
+    from embryo_bench.plan import Plan
+
+    return Plan.from_config(config, hardware_check="local")
+
+
+@pytest.mark.slow
+def test_the_daemon_check_passes_over_tls(second_daemon, pki, tmp_path, no_docker_env):
+    """The plan's hardware check reaches the daemon over TLS, with the target's files or the
+    Docker environment's; the client it builds is that daemon's."""
+    from embryo_bench.docker_api import docker_client
+
+    config = tls_config(tmp_path / "out", REMOTE, tls(pki / "client"))
+    daemon = _plan(config).targets["docker-tls"].daemon
+    assert docker_client(daemon).info()["ID"] == second_daemon.info()["ID"]
+    no_docker_env.setenv("DOCKER_TLS_VERIFY", "1")
+    no_docker_env.setenv("DOCKER_CERT_PATH", str(pki / "client"))
+    plan = _plan(tls_config(tmp_path / "out", REMOTE))
+    assert plan.targets["docker-tls"].daemon.tls_from == "DOCKER_CERT_PATH"
+    # ship-image by hand: an address, with the environment's TLS.
+    assert docker_client(REMOTE).info()["ID"] == second_daemon.info()["ID"]
+    # The environment's daemon (a docker target without docker_host, image builds).
+    no_docker_env.setenv("DOCKER_HOST", REMOTE)
+    _plan(docker_config(tmp_path / "out"))
+    assert docker_client().info()["ID"] == second_daemon.info()["ID"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("address", "files", "said"),
+    [
+        (
+            REMOTE,
+            {"ca_cert": "other/ca.pem"},
+            "(DockerException: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: unable "
+            "to get local issuer certificate); over TLS with docker_tls.ca_cert {other/ca.pem} "
+            "and docker_tls.client_cert {client/cert.pem}",
+        ),
+        (
+            REMOTE,
+            {"client_cert": "other/cert.pem", "client_key": "other/key.pem"},
+            "over TLS with docker_tls.ca_cert {client/ca.pem} and docker_tls.client_cert "
+            "{other/cert.pem}",
+        ),
+        (REMOTE, None, "is plain TCP to another machine: no authentication"),
+        (LOOPBACK, None, "that daemon speaks TLS: give the target docker_tls"),
+    ],
+    ids=["wrong CA", "a client the daemon does not trust", "plain tcp", "plain tcp, loopback"],
+)
+def test_what_fails_is_named(second_daemon, pki, tmp_path, no_docker_env, address, files, said):
+    """Each a ConfigError of one line: the certificate problems from the daemon check, naming
+    the CA and client certificate it used; plain tcp:// to the gateway refused before any
+    connection; plain tcp:// to the loopback address answered by an HTTPS server."""
+    from embryo_bench.errors import ConfigError
+
+    docker_tls = tls(pki / "client", **{k: pki / v for k, v in files.items()}) if files else None
+    with pytest.raises(ConfigError) as err:
+        _plan(tls_config(tmp_path / "out", address, docker_tls))
+    message = str(err.value)
+    assert in_pki(said, pki) in message
+    assert message.startswith("target docker-tls: ") and "\n" not in message
+
+
+@pytest.mark.slow
+def test_snakemake_names_the_wrong_ca_in_one_line(second_daemon, pki, tmp_path, no_docker_env):
+    config = tls_config(tmp_path / "out", REMOTE, tls(pki / "client", ca_cert=pki / "other/ca.pem"))
+    proc = snakemake(tmp_path, config, "-n", check=False)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert f"over TLS with docker_tls.ca_cert {pki / 'other/ca.pem'}" in text
+    assert "Traceback" not in text and "embryo_bench/" not in text
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.fixture(scope="module")
-def remote_run(second_daemon, tmp_path_factory):
-    """The docker target with ``docker_host`` = the second daemon, one epoch, through the
-    workflow: (local client, second client, work dir, config, output dir)."""
+def remote_run(second_daemon, pki, tmp_path_factory):
+    """The docker target with ``docker_host`` :data:`~tls_helpers.REMOTE` (the second
+    daemon at its gateway address, over TLS with the pki's client files alone), one epoch,
+    through the workflow: the image is shipped there over TLS and trained there. (local
+    client, second client, work dir, config, output dir)."""
     local = _daemon()
     work = tmp_path_factory.mktemp("remote")
-    config = docker_config(work / "out", epochs=1)
-    config["targets"][0].update(name="docker-remote", docker_host=SECOND)
-    snakemake(work, config)
+    config = tls_config(work / "out", REMOTE, tls(pki / "client"), name="docker-remote")
+    snakemake(work, config, env=NO_TLS_ENV)
     return local, second_daemon, work, config, work / "out"
 
 
 @pytest.mark.slow
-def test_a_target_on_another_daemon_trains_there(remote_run):
-    """The image is sent (docker save | docker load, same id), the container runs and is
-    sampled on the second daemon, and the run records that daemon as its machine."""
+def test_a_target_on_another_daemon_trains_there(remote_run, pki):
+    """The image is sent over TLS (docker save | docker load, same id), the container runs
+    and is sampled on the second daemon, and the run records that daemon as its machine and
+    TLS as how it was reached; the daemon record holds the certificates' paths, never the
+    key."""
+    from embryo_bench.docker_api import Daemon
+    from embryo_bench.plan import Plan
+
     local, second, _, config, out = remote_run
     assert local.info()["ID"] != second.info()["ID"]  # two daemons, not one
+    record = json.loads((out / f"images/daemon@{KEY}.json").read_text())
+    assert (
+        Daemon.from_dict(record)
+        == Plan.from_config(config, hardware_check="none").targets["docker-remote"].daemon
+    )
+    assert record["client_key"] == str(pki / "client/key.pem")  # the path, never the key
     built = json.loads((out / "images/cpu.json").read_text())
-    sent = json.loads((out / "images/cpu@tcp-127.0.0.1-23751.json").read_text())
+    sent = json.loads((out / f"images/cpu@{KEY}.json").read_text())
     assert sent["image_id"] == built["image_id"] and sent["shipped"] and sent["bytes"] > 1e8
+    assert sent["channel"] == "tls"
     assert sent["daemon"]["id"] == second.info()["ID"]
     assert sent["source_daemon"]["id"] == local.info()["ID"]
-    assert second.images.get(built["image_id"]).tags == [built["tag"]]
+    assert second.images.get(sent["image_id"]).tags == [built["tag"]]
     run = out / "train/docker-remote/repeat-1"
     metrics = json.loads((run / "metrics.json").read_text())
-    assert metrics["container"]["docker_host"] == SECOND
+    assert metrics["container"]["channel"] == "tls"
+    assert metrics["container"]["docker_host"] == REMOTE
     assert metrics["container"]["daemon"]["id"] == second.info()["ID"]
     assert metrics["container"]["daemon"]["ncpu"] == second.info()["NCPU"]
     cpu = pd.read_csv(run / "telemetry.csv")["cpu_percent"].dropna()
     assert len(cpu) >= 2 and cpu.max() > 30  # that daemon's stats of a training container
     prov = pd.read_csv(out / "figures/provenance.csv", keep_default_na=False)
     assert prov["docker_daemon"].tolist() == [second.info()["ID"]]
+    assert prov["docker_channel"].tolist() == ["tls"]
     assert prov["machine"].tolist() == [second.info()["Name"]]
+    assert prov["container_isolation"].tolist() == [
+        "network none, cap_drop ALL, no-new-privileges, pids 4096"
+    ]
     assert _labelled(second) == [] and _labelled(local) == []
 
 
 @pytest.mark.slow
 def test_the_image_is_sent_once(remote_run):
-    """Nothing to do on a second invocation; sending again finds the image there."""
+    """Nothing to do on a second invocation; sending again (the workflow's daemon record:
+    over TLS) finds the image there."""
     from embryo_bench.containers import ship_image
+    from embryo_bench.docker_api import Daemon
 
-    local, second, work, config, out = remote_run
-    assert "Nothing to be done" in snakemake(work, config, "-n").stdout
+    local, _, work, config, out = remote_run
+    assert "Nothing to be done" in snakemake(work, config, "-n", env=NO_TLS_ENV).stdout
     again = ship_image(
         json.loads((out / "images/cpu.json").read_text()),
-        SECOND,
+        Daemon.read(out / f"images/daemon@{KEY}.json"),
         log=io.StringIO(),
         source=local,
-        target=second,
     )
     assert again["shipped"] is False and again["bytes"] == 0
+    assert again["channel"] == "tls"
 
 
 @pytest.mark.slow
@@ -606,9 +740,26 @@ def test_the_hardware_check_asks_the_targets_daemon(remote_run):
     """With the local daemon unreachable (DOCKER_HOST at a closed port) the plan of a target
     on the second daemon still passes its check: it asked that daemon."""
     _, _, work, config, _ = remote_run
-    proc = snakemake(work, config, "-n", env={"DOCKER_HOST": "tcp://127.0.0.1:9"})
+    env = {**NO_TLS_ENV, "DOCKER_HOST": "tcp://127.0.0.1:9"}
+    proc = snakemake(work, config, "-n", env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "no Docker daemon answers" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_a_moved_certificate_retrains_nothing(remote_run, pki, tmp_path):
+    """The certificates' paths are how the daemon is reached, not what is trained: moved,
+    the daemon record is written again (ship_image and train take it ancient()) and the
+    figures, which show the configuration, are drawn again; no image is sent, no run
+    retrains."""
+    _, _, work, config, _ = remote_run
+    moved = tmp_path / "moved"
+    shutil.copytree(pki / "client", moved)
+    config = json.loads(json.dumps(config))
+    config["targets"][0]["docker_tls"] = tls(moved)
+    proc = snakemake(work, config, "-n", env=NO_TLS_ENV)
+    jobs = job_counts(proc.stdout)
+    assert jobs == {"daemon": 1, "figures_spec": 1, "figures": 1, "all": 1}, proc.stdout[-3000:]
 
 
 # --- the same daemon behind OpenSSH: docker_host ssh://root@127.0.0.1:PORT ------------------
@@ -655,8 +806,6 @@ def ssh_home(second_daemon, tmp_path_factory):
     """A throwaway client key in a HOME of its own (~/.ssh/config, known_hosts) and sshd in
     front of the second daemon at :data:`SSH_PORT`, and a second sshd at SSH_PORT + 1 whose
     sessions find no daemon. Yields (home, ssh address)."""
-    import shutil
-
     if shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists():
         require_or_skip("docker", "no sshd (apt-get install openssh-server)")
     root = tmp_path_factory.mktemp("sshd")
@@ -685,16 +834,18 @@ def ssh_home(second_daemon, tmp_path_factory):
 
 @pytest.mark.slow
 def test_a_target_behind_ssh_trains_on_that_daemon(remote_run, ssh_home, tmp_path, monkeypatch):
-    """docker_host ssh://: the Docker SDK over OpenSSH (paramiko) reaches the second daemon,
-    which already has the image; one epoch trains there and records that daemon."""
+    """docker_host ssh://: the Docker SDK over OpenSSH (paramiko) reaches the second daemon
+    (sshd in front of its unix socket), which already has the image; one epoch trains there
+    and records that daemon."""
     from embryo_bench.docker_api import docker_client
 
     local, second, work, config, out = remote_run
     home, address = ssh_home
     monkeypatch.setenv("HOME", str(home))
     assert docker_client(address).info()["ID"] == second.info()["ID"]
-    image = json.loads((out / "images/cpu@tcp-127.0.0.1-23751.json").read_text())
+    image = json.loads((out / f"images/cpu@{KEY}.json").read_text())
     target = {**config["targets"][0], "name": "docker-ssh", "docker_host": address}
+    del target["docker_tls"]  # for tcp:// only: ssh:// uses keys
     metrics = _run_one_epoch((local, work, config, out), target, image, tmp_path)
     assert metrics["container"]["daemon"]["id"] == second.info()["ID"]
     assert metrics["container"]["docker_host"] == address
