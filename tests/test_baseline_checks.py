@@ -6,6 +6,7 @@ the workflow say the same); at figures time a baseline judges only the runs it f
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -19,8 +20,10 @@ from workflow_helpers import offline_config, snakemake_command
 from embryo_bench.baseline import load_baseline
 from embryo_bench.calibrate import PROBE_METHOD, machine_baseline
 from embryo_bench.cli import main
+from embryo_bench.errors import ConfigError
 from embryo_bench.hardware import this_machine
 from embryo_bench.layout import BASELINE_FORMAT
+from embryo_bench.noise import check_calibration
 from embryo_bench.plan import Plan
 from embryo_bench.stability import assess, thresholds
 
@@ -275,11 +278,19 @@ def _calibrate(*args: str, cwd: Path):
     ],  # fmt: skip
 )
 def test_calibrate_refuses_bad_arguments_before_probing(tmp_path, args, expected):
-    if args[:2] == ["--backend", "torch"]:
-        import importlib.util
+    if args[:2] == ["--backend", "torch"] and importlib.util.find_spec("torch") is not None:
+        # Installed here (CI installs it): the same check, with torch hidden from it.
+        def hidden(name, *rest):
+            return None if name == "torch" else find_spec(name, *rest)
 
-        if importlib.util.find_spec("torch") is not None:
-            pytest.skip("torch is installed here")
+        find_spec = importlib.util.find_spec
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(importlib.util, "find_spec", hidden)
+            with pytest.raises(ConfigError) as err:
+                check_calibration(12, 0.05, 1, 1, "torch", tmp_path / "m.json")
+        assert str(err.value).startswith(f"calibrate: {expected}"), err.value
+        assert list(tmp_path.iterdir()) == []
+        return
     out = [] if "--out" in args else ["--out", "m.json"]
     proc = _calibrate(*args, *out, cwd=tmp_path)
     assert proc.returncode == 2 and proc.stdout == ""
