@@ -2,8 +2,8 @@
 
 ``containers.debian_suite: "bookworm; touch /tmp/x; #"`` ran ``touch`` in the base_image job
 (its ``{params.suite}`` was not quoted, and the ``#`` dropped ``--reuse``). Two defences,
-each tested here: every value the rules put on a command line is quoted (``:q``, or an
-argument list built with :mod:`shlex`), and every string setting with a known form is held to
+each tested here: every value the rules put on a command line is quoted (``:q``, which
+quotes each word of an option list), and every string setting with a known form is held to
 it by the schema. Every string setting of the schema is listed below with the defence that
 keeps it out of the shell, so a new one fails :func:`test_every_string_setting_is_listed`
 until it is placed.
@@ -104,15 +104,6 @@ CARRIED_BY = {
     "targets[].name": {"run_spec", "train"},
 }  # fmt: skip
 
-#: Placeholders that are argument lists already quoted with shlex (shlex.join of the plan's
-#: option lists, shlex.quote in the train rule): ``:q`` would make them one argument.
-PREQUOTED = {
-    ("synthesize", "params.variant"),
-    ("index", "params.flags"),
-    ("train", "params.image"),
-    ("train", "params.daemon"),
-}
-
 
 def _string_settings(node: dict, path: str = "") -> set[str]:
     """Dotted paths (``[]`` for list entries) of every string-typed setting in a schema."""
@@ -151,21 +142,14 @@ def _shell_templates() -> dict[str, tuple[str, str]]:
 
 
 def test_every_placeholder_of_every_shell_command_is_quoted():
-    """Each ``{...}`` of a ``shell:`` is ``:q``, or an argument list built with shlex."""
+    """Each ``{...}`` of a ``shell:`` is ``:q`` (an option list too: :q quotes each word)."""
     templates = _shell_templates()
-    assert set(templates) >= {rule for rule, _ in PREQUOTED}
-    unquoted = []
-    for rule, (template, body) in templates.items():
-        for _, field, spec, _ in string.Formatter().parse(template):
-            if field is None or (spec or "").endswith("q"):
-                continue
-            if (rule, field) not in PREQUOTED:
-                unquoted.append(f"{rule}: {{{field}}}")
-                continue
-            param = field.split(".", 1)[1]
-            params = body[body.index("    params:\n") :]  # the param, continuation lines too
-            definition = re.search(rf"^        {param}=(.*\n(?:            .*\n)*)", params, re.M)
-            assert definition and "shlex." in definition.group(1), (rule, field)
+    unquoted = [
+        f"{rule}: {{{field}}}"
+        for rule, (template, _) in templates.items()
+        for _, field, spec, _ in string.Formatter().parse(template)
+        if field is not None and not (spec or "").endswith("q")
+    ]
     assert not unquoted, f"unquoted in a shell command: {unquoted}"
     # The figures job reads stability.baseline as an input file, never on its command line.
     assert "baseline" not in templates["figures"][0]

@@ -60,10 +60,10 @@ rule synthesize:
         frames=DATASET["synthetic"]["frames_per_embryo"],
         seed=DATASET["synthetic"]["seed"],
         frame_size=DATASET["frame_size"],
-        variant=shlex.join(PLAN.synthetic_flags()),
+        variant=PLAN.synthetic_flags(),  # an option list: :q quotes each word
         code=code("synthesize"),
     shell:
         "python3 -m embryo_bench.cli synthesize --out {output.db:q} --info {output.info:q} "
         "--embryos {params.embryos:q} --frames-per-embryo {params.frames:q} "
-        "--frame-size {params.frame_size:q} --seed {params.seed:q} {params.variant} "
+        "--frame-size {params.frame_size:q} --seed {params.seed:q} {params.variant:q} "
         "--jobs {threads:q} > {log:q} 2>&1"

@@ -23,7 +23,7 @@ rule index:
         test_remainder=CONFIG["split"]["test_remainder"],
         dataset=DATASET["kind"],
         label=PLAN.dataset_label,
-        flags=shlex.join(PLAN.index_flags()),
+        flags=PLAN.index_flags(),  # an option list: :q quotes each word
         unlabelled=DATASET["trajectories"]["unlabelled_frames"],
         extra_lines=DATASET["trajectories"]["extra_lines"],
         lineage_ended=DATASET["trajectories"]["lineage_ended"],
@@ -33,7 +33,7 @@ rule index:
         "python3 -m embryo_bench.cli index --layout {params.layout:q} --root {params.root:q} "
         "--frame-size {params.frame_size:q} --test-mod {params.test_mod:q} "
         "--test-remainder {params.test_remainder:q} --dataset {params.dataset:q} "
-        "--label {params.label:q} {params.flags} --unlabelled-frames {params.unlabelled:q} "
+        "--label {params.label:q} {params.flags:q} --unlabelled-frames {params.unlabelled:q} "
         "--extra-lines {params.extra_lines:q} --lineage-ended {params.lineage_ended:q} "
         "--out {output.manifest:q} "
         "--source-info {output.source:q} > {log:q} 2>&1"

@@ -52,14 +52,11 @@ rule train:
         gpu_model=lambda wc: target(wc).gpu_model,
     params:
         out_dir=lambda wc, output: os.path.dirname(output.metrics),
-        image=lambda wc, input: (
-            f"--image-record {shlex.quote(input.image[0])}" if input.image else ""
-        ),
-        daemon=lambda wc, input: (
-            f"--daemon {shlex.quote(input.daemon[0])}" if input.daemon else ""
-        ),
+        # Option lists ([] for host runs), each word quoted by :q.
+        image=lambda wc, input: ["--image-record", input.image[0]] if input.image else [],
+        daemon=lambda wc, input: ["--daemon", input.daemon[0]] if input.daemon else [],
         code=code("train"),
     shell:
         "exec python3 -m embryo_bench.cli train --spec {input.spec:q} "
-        "--shards {input.shards:q} --source-info {input.source:q} {params.image} "
-        "{params.daemon} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+        "--shards {input.shards:q} --source-info {input.source:q} {params.image:q} "
+        "{params.daemon:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
