@@ -343,7 +343,7 @@ FAULTS = {
     ),
     "spec: not JSON": Fault(
         lambda g, d: ["spec", "--json", "{not json", "--out", d / "run.json"],
-        ("--json: the run spec is not valid JSON",), ("run.json",),
+        ("--json (the run spec): not valid JSON",), ("run.json",),
     ),
     "spec: unknown field": Fault(
         lambda g, d: ["spec", "--json", json.dumps({"target": "x", "bogus": 1}), "--out",

@@ -237,13 +237,10 @@ def cmd_spec(p):
     p.add_argument("--out", required=True)
 
     def run(a):
+        from .io import parse_json
         from .spec import RunSpec
 
-        try:
-            fields = json.loads(a.json)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"--json: the run spec is not valid JSON ({exc})") from None
-        RunSpec.from_dict(fields, "--json").write(a.out)
+        RunSpec.from_dict(parse_json(a.json, "--json (the run spec)"), "--json").write(a.out)
 
     return run
 
@@ -549,12 +546,9 @@ def cmd_daemon(p):
 
     def run(a):
         from .docker_api import Daemon, check_tls_files
-        from .io import write_json
+        from .io import parse_json, write_json
 
-        try:
-            fields = json.loads(a.json)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"--json: the daemon is not valid JSON ({exc})") from None
+        fields = parse_json(a.json, "--json (the daemon)")
         daemon = Daemon.from_dict(fields, "--json")
         check_tls_files(daemon)
         write_json(a.out, fields)

@@ -186,6 +186,19 @@ def write_json(path: str | os.PathLike, obj: object) -> None:
         tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
 
 
+def parse_json(text: str, where: str | os.PathLike):
+    """The JSON value in ``text``; ``where`` (a file, a command-line option) names it in the
+    error.
+
+    Raises:
+        DataError: ``<where>: not valid JSON (<the parser's message, with line and column>)``.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{where}: not valid JSON ({exc})") from None
+
+
 def read_json(path: str | os.PathLike) -> dict:
     """Read a JSON object from ``path``.
 
@@ -193,11 +206,10 @@ def read_json(path: str | os.PathLike) -> dict:
         DataError: the file is missing or is not valid JSON.
     """
     try:
-        return json.loads(Path(path).read_text())
+        text = Path(path).read_text()
     except FileNotFoundError as exc:
         raise DataError(f"{path}: file not found") from exc
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: not valid JSON ({exc})") from exc
+    return parse_json(text, path)
 
 
 def save_arrays(path: str | os.PathLike, **arrays: np.ndarray) -> None:
