@@ -24,7 +24,6 @@ from .config import apply_defaults, load_schema
 from .errors import ConfigError, DataError
 from .io import check_format, read_json, write_json
 from .layout import FIGURES_SPEC_FORMAT
-from .stability import thresholds
 
 #: The first format whose files carry their ``digest`` (older ones are read without one).
 DIGEST_FROM_FORMAT = 2
@@ -200,7 +199,7 @@ def _check_settings(body: dict, where: str) -> None:
     """
     schema = load_schema()
     try:
-        thresholds(body["stability"], schema)
+        apply_defaults(body["stability"], schema["properties"]["stability"])
     except ConfigError as exc:
         raise DataError(f"{where}: stability.{exc}") from None
     compare = schema["properties"]["compare"]["properties"]["min_difference"]
