@@ -502,7 +502,7 @@ class Plan:
                 is missing or holds no finished run, two ``docker_host`` values with the
                 same file key, a ``stability.baseline`` that cannot be used
                 (:attr:`baseline`), or a file the figures job would fail on
-                (:meth:`check_figures_inputs`).
+                (:meth:`check_figures_inputs`, only ``on_this_machine``).
         """
         schema = schema or load_schema()
         config = load_config(config, schema)
@@ -537,7 +537,8 @@ class Plan:
         plan.remote_daemons  # noqa: B018
         bounds.check_plan(plan)  # sizes, memory, disk, generator, split (issue 31, item 9)
         plan.baseline  # noqa: B018
-        plan.check_figures_inputs()
+        if on_this_machine:  # a cluster job's parse: the workflow that submitted it checked
+            plan.check_figures_inputs()
         return plan
 
     @property

@@ -55,9 +55,11 @@ BENCH_SLOTS = 100
 OTHER_JOB_SLOTS = 1
 
 
-# Targets are checked once, before any job, by the process that plans the jobs; a job that
-# Slurm (or another executor) runs on a node parses this file again and does not check
-# again: its allocation holds what it asked for, and the docker runner checks its daemon.
+# Targets, the machine baseline and the finished runs the figures will read are checked once,
+# before any job, by the process that plans the jobs; a job that Slurm (or another executor)
+# runs on a node parses this file again and does not check them again: its allocation holds
+# what it asked for, and the docker runner checks its daemon. The checks of the configuration
+# itself (schema, sizes and resources) run at every parse.
 try:
     # Snakemake's own YAML loading keeps the last of a key given twice; read each configfile
     # again to refuse that, naming the file and line (issue 25), and check the merged
