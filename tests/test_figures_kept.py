@@ -75,6 +75,8 @@ def test_a_garbled_metrics_json_is_refused_before_any_job_naming_the_run(work, m
     # check-config makes the same check (the outdir is relative: from the work folder).
     monkeypatch.chdir(work)
     assert main(["check-config", "config.yaml"]) == 2
+    # A cluster job's own parse does not read the runs again (the workflow that submitted it did).
+    Plan.from_config(config, hardware_check="none", on_this_machine=False)
     # A run with a file missing is trained again before the figures read it: not checked.
     (work / RUN / "history.csv").unlink()
     Plan.from_config(config, hardware_check="none")
