@@ -42,7 +42,14 @@ from . import hardware, layout, paper
 from .errors import ConfigError, StorageError
 from .preprocess import crop_box, rotation_angles
 from .select import CLASSES
-from .synthetic import DRAW_BYTES_PER_PX, check_free_space, check_settings, frames_written
+from .sources import test_split
+from .synthetic import (
+    DRAW_BYTES_PER_PX,
+    check_free_space,
+    check_settings,
+    embryo_folder,
+    frames_written,
+)
 from .units import MIB, px, size_text
 
 #: Memory a trainer needs before any data or model of ours, MiB: TensorFlow's own. Measured
@@ -175,9 +182,9 @@ def check_counts(config: dict, data: Data, batch_sizes: dict[str, int]) -> None:
         return
     split, embryos = config["split"], len(alloc)
     mod, rem = split["test_mod"], split["test_remainder"]
-    test = np.arange(embryos) % mod == rem
+    test = np.array([test_split(n, mod, rem) == "test" for n in range(embryos)])
     rule = f"split.test_mod {mod}, split.test_remainder {rem}"
-    last = f"E{embryos - 1:02d}"
+    last = embryo_folder(embryos - 1)
     if not test.any() or test.all():
         which = "test" if not test.any() else "training"
         raise ConfigError(

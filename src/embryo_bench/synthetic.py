@@ -261,6 +261,11 @@ def allocate_frames(
     return out
 
 
+def embryo_folder(n: int) -> str:
+    """The folder name of embryo ``n`` (0-based), as in the database: ``E00``, ``E01``, ..."""
+    return f"E{n:02d}"
+
+
 def encode_png(image: np.ndarray) -> bytes:
     """An 8-bit grayscale PNG file of ``image`` (uint8, (h, w)): OpenCV's encoder with zlib's
     Huffman-only strategy, 6x sooner than Pillow's default and as small on noisy frames
@@ -410,7 +415,7 @@ def generate_db(
     out = Path(out_dir)
     tasks = [
         (
-            out / f"E{n:02d}",
+            out / embryo_folder(n),
             [seed, n],
             [c for c in range(1, 5) for _ in range(alloc[n, c - 1])],
             frame_size,
