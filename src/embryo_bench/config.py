@@ -230,10 +230,11 @@ def read_config_files(paths: list[str | Path]) -> tuple[dict, list[Source]]:
     return merged, sources
 
 
-def load_config(config: dict, schema: dict | None = None) -> dict:
+def load_config(config: dict, schema: dict | None = None, sources: list[Source] = ()) -> dict:
     """Validate a configuration and fill in the schema's defaults; checks across settings the
     schema cannot express (the split rule, unique target names, a rotation step that divides
-    360, a crop of at least :data:`MIN_CROP_PX`).
+    360, a crop of at least :data:`MIN_CROP_PX`). With ``sources`` (the files it was merged
+    from, :func:`read_config_files`), a setting the schema refuses is named with its file.
 
     Returns:
         a new dict: the configuration with every default.
@@ -241,7 +242,7 @@ def load_config(config: dict, schema: dict | None = None) -> dict:
     Raises:
         ConfigError: naming the setting and what was expected.
     """
-    config = apply_defaults(config, schema or load_schema())
+    config = apply_defaults(config, schema or load_schema(), sources)
     split = config["split"]
     if split["test_remainder"] >= split["test_mod"]:
         raise ConfigError(

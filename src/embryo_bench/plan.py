@@ -33,7 +33,7 @@ from .baseline import (
     settings_differences,
 )
 from .calibrate import LAG_REACH
-from .config import apply_defaults, load_config, load_schema
+from .config import Source, apply_defaults, load_config, load_schema
 from .errors import ConfigError
 from .figspec import FiguresSpec, check_written_spec
 from .io import tree_stamp
@@ -480,6 +480,7 @@ class Plan:
         hardware_check: str | None = None,
         schema: dict | None = None,
         on_this_machine: bool = True,
+        sources: list[Source] = (),
     ) -> Plan:
         """Resolve a configuration.
 
@@ -494,6 +495,8 @@ class Plan:
             on_this_machine: this process runs where Snakemake plans the jobs (False in a
                 job a cluster runs on a node: the plan was checked where Snakemake started,
                 and this node is not the machine a ``stability.baseline`` is compared with).
+            sources: the configuration files it was merged from (:func:`load_config`): a
+                refused setting is named with the file that set it.
 
         Raises:
             ConfigError: an invalid configuration, a target that cannot run here with
@@ -505,7 +508,7 @@ class Plan:
                 (:meth:`check_figures_inputs`, only ``on_this_machine``).
         """
         schema = schema or load_schema()
-        config = load_config(config, schema)
+        config = load_config(config, schema, sources)
         if probe is None:
             probe = default_probe(hardware_check or config["hardware_check"])
         targets, skipped = {}, {}

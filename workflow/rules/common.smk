@@ -20,7 +20,7 @@ from embryo_bench.codehash import code_hash
 from embryo_bench.errors import EmbryoBenchError
 from embryo_bench.lifeline import TIE_ENV, forward_sigint_to_jobs
 from embryo_bench.outdir_lock import claim as claim_outdir
-from embryo_bench.config import apply_defaults, load_schema, read_config_files
+from embryo_bench.config import load_schema, read_config_files
 from embryo_bench.plan import Plan
 
 # `kill -INT <snakemake>` stops the running jobs at once, as Ctrl-C in a terminal does
@@ -69,12 +69,12 @@ try:
     _SOURCES = read_config_files(workflow.configfiles)[1]
     if workflow.config_settings.config:
         _SOURCES.append(("--config", dict(workflow.config_settings.config)))
-    apply_defaults(config, _SCHEMA, _SOURCES)
     PLAN = Plan.from_config(
         config,
         hardware_check="none" if workflow.remote_exec else None,
         schema=_SCHEMA,
         on_this_machine=not workflow.remote_exec,
+        sources=_SOURCES,
     )
     # A source read in place: its files' names, sizes and times (changed images rerun the
     # index rule); a link that loops or an unreadable folder is named here, in one line.
