@@ -139,6 +139,21 @@ def test_a_spec_edited_by_hand_is_refused():
     assert FiguresSpec.from_dict(old, "s.json") == _spec()
 
 
+def test_the_figures_job_reads_only_a_spec_of_the_format_the_workflow_writes(tmp_path):
+    """An edit that also takes out the digest and the format (or sets format 1) would pass
+    as a merged folder's old spec: the figures job's own spec is always of today's format."""
+    d = _spec().to_dict()
+    path = tmp_path / "figures-spec.json"
+    path.write_text(json.dumps(d))
+    assert FiguresSpec.read(path, current=True) == _spec()
+    for old in ({"format": 1}, {}):
+        edited = {k: v for k, v in d.items() if k not in ("digest", "format")} | old
+        path.write_text(json.dumps(edited))
+        assert FiguresSpec.read(path) == _spec()  # a merged folder's spec: read as it is
+        with pytest.raises(DataError, match=r"figures-spec.json: format [01], not the 2 this "):
+            FiguresSpec.read(path, current=True)
+
+
 @pytest.mark.parametrize(
     "change, message",
     [

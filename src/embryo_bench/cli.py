@@ -333,7 +333,7 @@ def cmd_figures(p):
         from .spec import Preprocessing
         from .stages import shard_settings
 
-        spec = FiguresSpec.read(a.spec)
+        spec = FiguresSpec.read(a.spec, current=True)
         runs = load_runs(spec.runs)
         merged, targets = merge_runs(spec.merge, runs, spec.targets)
         baseline = spec.stability.get("baseline", "")

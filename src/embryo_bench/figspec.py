@@ -115,13 +115,24 @@ class FiguresSpec:
         return cls(**{**body, "min_difference": float(body["min_difference"])})
 
     @classmethod
-    def read(cls, path: str | os.PathLike) -> FiguresSpec:
-        """Read a ``figures-spec.json``.
+    def read(cls, path: str | os.PathLike, current: bool = False) -> FiguresSpec:
+        """Read a ``figures-spec.json``; with ``current``, only one of the format this
+        workflow writes (the figures job's own spec: an older one is always written again
+        first, since its digest is a param of the ``figures_spec`` rule, so an older format
+        there means a file edited by hand with its digest and format taken out).
 
         Raises:
-            DataError: missing, not JSON, or as :meth:`from_dict`.
+            DataError: missing, not JSON, an older format with ``current``, or as
+                :meth:`from_dict`.
         """
-        return cls.from_dict(read_json(path), str(path))
+        d = read_json(path)
+        if current and isinstance(d, dict) and d.get("format", 0) != FIGURES_SPEC_FORMAT:
+            raise DataError(
+                f"{path}: format {d.get('format', 0)}, not the {FIGURES_SPEC_FORMAT} this "
+                "workflow writes: edited by hand (edit the configuration instead); delete it "
+                "to have the workflow write it again"
+            )
+        return cls.from_dict(d, str(path))
 
     def write(self, path: str | os.PathLike, log: str | os.PathLike | None = None) -> None:
         """Write this spec (atomically) and, with ``log``, one line saying what it holds."""
