@@ -103,7 +103,7 @@ def finish_run(
             measurement.gpus,
             measurement.cpu_energy_j,
             measurement.cores,
-            measurement.gaps_stall,
+            measurement.sampler.in_process,
         )
     write_json(out / METRICS, metrics)
     return metrics

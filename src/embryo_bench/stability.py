@@ -35,7 +35,7 @@ from .calibrate import LAG_REACH, drift_limit, lag_reaches
 from .config import apply_defaults, load_schema
 from .record import divergence
 from .runs import as_number
-from .telemetry import GAP_INTERVALS, IDLE_PERCENT
+from .telemetry import IDLE_PERCENT
 
 #: The flags, in the order tables list them.
 FLAGS = ("diverged", "interfered", "drifted", "noisy")
@@ -92,6 +92,30 @@ def baseline_misfit(baseline: dict, metrics: dict, length: float | None) -> str 
             f"its lag nearest the run's {length:.0f} s is {lag:.0f} s, not within {LAG_REACH:g} x"
         )
     return None
+
+
+def stall_kind(seen: dict, stall: float) -> str:
+    """How a run's longest stall of ``stall`` s was spent, in words, from its
+    ``telemetry.interference`` (:func:`embryo_bench.telemetry.interference`): "idle (CPU and
+    GPUs under 5 %)", "frozen (telemetry samples, due every 1.0 s, came 5.2 s late)" or
+    "frozen and idle (...; 2.0 s with CPU and GPUs under 5 %)". Frozen only where gaps
+    between samples counted as stalled time (a host run's sampler is a thread of the
+    trainer) and were part of that stall; "idle or frozen" for a run that recorded gaps but
+    not which it was (made before ``longest_stall_frozen_s`` was recorded); idle for one
+    made before gaps were recorded (none counted then)."""
+    idle = f"CPU and GPUs under {IDLE_PERCENT:g} %"
+    frozen = as_number(seen.get("longest_stall_frozen_s"))
+    if frozen is None and "longest_gap_s" in seen:
+        return f"idle or frozen ({idle}, or no telemetry sample; the run did not record which)"
+    if not frozen:
+        return f"idle ({idle})"
+    interval = as_number(seen.get("interval_s"))
+    due = f", due every {interval:.1f} s," if interval else ""
+    late = f"telemetry samples{due} came {frozen:.1f} s late"
+    idle_s = stall - frozen
+    if idle_s < 0.05:  # the stall was the gaps' time alone
+        return f"frozen ({late})"
+    return f"frozen and idle ({late}; {idle_s:.1f} s with {idle})"
 
 
 def assess(
@@ -177,15 +201,9 @@ def assess(
     if stall is None:
         unchecked.append("stalls")
     elif stall >= limits["stall_seconds"]:
-        gap, interval = (as_number(seen.get(k)) for k in ("longest_gap_s", "interval_s"))
-        if gap is not None and interval and gap > GAP_INTERVALS * interval:
-            how = (
-                f"frozen or idle (no telemetry sample for {gap:.1f} s, taken every "
-                f"{interval:.1f} s otherwise; or CPU and GPUs under {IDLE_PERCENT:g} %)"
-            )
-        else:
-            how = f"idle (CPU and GPUs under {IDLE_PERCENT:g} %)"
-        interfered.append(f"stalled {stall:.0f} s {how}; limit {limits['stall_seconds']} s")
+        interfered.append(
+            f"stalled {stall:.0f} s {stall_kind(seen, stall)}; limit {limits['stall_seconds']} s"
+        )
     noisy = []
     windows = metrics.get("throughput_windows", {})
     cv = as_number(windows.get("cv"))

@@ -393,13 +393,10 @@ class Measurement:
         gpus: GPUs assigned to the run, which the sampler reads through NVML.
         cores: how many cores the run is pinned to (None: the machine is not sampled).
         cpu_energy_j: RAPL package energy in J after exit, or why it was not measured.
-        gaps_stall: the sampler runs inside the trainer, so a gap between its samples is
-            time the run was frozen (:func:`interference`).
     """
 
     def __init__(self, sampler: ProcessSampler | ContainerSampler):
         self.sampler = sampler
-        self.gaps_stall = sampler.in_process
         self.gpus = len(sampler.gpu_indices)
         self.cores = len(sampler.cores) if sampler.cores is not None else None
         self.rapl = RaplMeter()
@@ -436,9 +433,12 @@ def interference(df: pd.DataFrame, cores: int | None, gaps_stall: bool = True) -
         and its GPUs below it too), interval_s (the sampling interval: the median time
         between samples, s), gaps (times two samples were more than :data:`GAP_INTERVALS`
         intervals apart), longest_gap_s (s, the longest time between two samples),
+        gaps_stall (``gaps_stall``: whether gaps counted as stalled time),
         longest_stall_s (s, the longest stretch of stalled time: an idle sample counts the
         time since the sample before it, a gap its time beyond one interval, and
-        neighbouring ones add up); "not measured (...)" where a column has no readings.
+        neighbouring ones add up), longest_stall_frozen_s (s, the part of that stretch that
+        was gaps' time beyond one interval: 0 where gaps do not count); "not measured
+        (...)" where a column has no readings.
     """
     per_sample = df.drop_duplicates("time_s")
     out: dict = {"cores": cores}
@@ -469,15 +469,21 @@ def interference(df: pd.DataFrame, cores: int | None, gaps_stall: bool = True) -
     gap = spans > GAP_INTERVALS * interval
     frozen = np.where(gap, spans - interval, 0.0) if gaps_stall else np.zeros_like(spans)
     stalled = np.where(idle, spans, frozen)
-    longest = current = 0.0
-    for seconds in stalled:
-        current = current + seconds if seconds > 0 else 0.0
-        longest = max(longest, current)
+    longest = current = longest_frozen = current_frozen = 0.0
+    for seconds, frozen_s in zip(stalled, frozen, strict=True):
+        if seconds > 0:
+            current, current_frozen = current + seconds, current_frozen + frozen_s
+        else:
+            current = current_frozen = 0.0
+        if current > longest:
+            longest, longest_frozen = current, current_frozen
     out["stall_samples"] = int(idle.sum())
     out["interval_s"] = interval
     out["gaps"] = int(gap.sum())
     out["longest_gap_s"] = float(spans.max()) if len(spans) else 0.0
+    out["gaps_stall"] = bool(gaps_stall)
     out["longest_stall_s"] = float(longest)
+    out["longest_stall_frozen_s"] = float(longest_frozen)
     return out
 
 
@@ -508,7 +514,7 @@ def summarise(
         exists.
     """
     per_sample = df.drop_duplicates("time_s")
-    out: dict = {"samples": int(len(per_sample)), "interval_s": 1.0}
+    out: dict = {"samples": int(len(per_sample))}
     out["interference"] = interference(df, cores, gaps_stall)
     out["cpu_energy_j"] = cpu_energy_j
     out["cpu_energy_scope"] = RaplMeter.scope
