@@ -15,8 +15,8 @@ from workflow_helpers import offline_config, run_spec_dict, snakemake
 
 from embryo_bench import summary
 from embryo_bench.compare import comparison_table
+from embryo_bench.evidence import divergence
 from embryo_bench.plan import Plan
-from embryo_bench.record import divergence
 from embryo_bench.runs import Run
 from embryo_bench.spec import Preprocessing, RunSpec
 from embryo_bench.train import summarise

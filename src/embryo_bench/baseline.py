@@ -11,7 +11,9 @@ its format and layout, the probe method, enough probes for a lag), :func:`machin
 compares the machine it was taken on with another (this one at plan time, a run's at figures
 time), and :func:`settings_differences` the settings it was taken with with a run's or a
 target's. This module reads and judges; it neither probes nor asks the hardware, so the
-figures that use it do not rerun when the probing or the hardware code changes.
+figures that use it do not rerun when the hardware code changes. They do when the probing
+code does: the method and the probe counts it checks are :mod:`embryo_bench.calibrate`'s,
+which also holds the probe (:func:`embryo_bench.calibrate.matmul_probe`).
 """
 
 from __future__ import annotations

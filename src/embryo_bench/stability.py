@@ -6,7 +6,7 @@ A run is flagged, with the reason, when it diverged or one of the config's ``sta
 thresholds is crossed:
 
 * **diverged**: its loss became NaN or infinite, or exploded
-  (:func:`embryo_bench.record.divergence`, issue 31, item 7); its throughput still counts
+  (:func:`embryo_bench.evidence.divergence`, issue 31, item 7); its throughput still counts
   (the machine did the work), but it never has a time to accuracy;
 * **interfered**: other processes used more than ``other_cpu_share`` of its cores, steal
   time on its cores exceeded ``steal_percent``, or it stalled (sat idle, or was frozen: a
@@ -33,9 +33,8 @@ import pandas as pd
 from .baseline import machine_differences, run_machine, settings_differences
 from .calibrate import LAG_REACH, drift_limit, lag_reaches
 from .config import apply_defaults, load_schema
-from .record import divergence
+from .evidence import IDLE_PERCENT, divergence
 from .runs import as_number
-from .telemetry import IDLE_PERCENT
 
 #: The flags, in the order tables list them.
 FLAGS = ("diverged", "interfered", "drifted", "noisy")
@@ -54,7 +53,7 @@ def thresholds(given: dict | None = None, schema: dict | None = None) -> dict:
 
 def diverged(metrics: dict, history: pd.DataFrame | None = None) -> str | None:
     """Why a run diverged, or None: its ``metrics.json``'s ``diverged`` (the trainer's
-    verdict), else, for runs made before it was recorded, :func:`embryo_bench.record.divergence`
+    verdict), else, for runs made before it was recorded, :func:`embryo_bench.evidence.divergence`
     of its ``history``.
 
     Raises:

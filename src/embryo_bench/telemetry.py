@@ -34,6 +34,8 @@ import time
 import numpy as np
 import pandas as pd
 
+from .evidence import GAP_INTERVALS, IDLE_PERCENT
+
 COLUMNS = [
     "time_s",
     "unix_s",
@@ -50,15 +52,6 @@ COLUMNS = [
     "gpu_energy_j",
 ]
 MIB = 1024 * 1024
-#: A sample with the run below this CPU % (and its GPUs below this utilisation) is idle; a
-#: run of idle samples in the middle of training is a stall.
-IDLE_PERCENT = 5.0
-#: Samples further apart than this many sampling intervals leave a gap: time in which the
-#: sampler itself did not run. A host run's sampler is a thread of the trainer, so a frozen
-#: trainer (``kill -STOP``, a suspended VM, a process swapped out) stops it too, and the
-#: frozen time shows only as a gap (issue 31, item 8: a 6 s SIGSTOP left a 6.2 s gap and
-#: ``longest_stall_s`` 1.0). A gap's time beyond one interval counts as stalled.
-GAP_INTERVALS = 1.5
 
 
 class SystemCpu:
@@ -429,10 +422,11 @@ def interference(df: pd.DataFrame, cores: int | None, gaps_stall: bool = True) -
     Returns:
         dict: other_cpu_share_mean/peak (CPU time of other processes on the run's cores as
         a fraction of those cores), steal_percent_mean/peak (%), machine_cpu_percent_mean
-        (100 = one core), stall_samples (samples with the run below :data:`IDLE_PERCENT` CPU
-        and its GPUs below it too), interval_s (the sampling interval: the median time
-        between samples, s), gaps (times two samples were more than :data:`GAP_INTERVALS`
-        intervals apart), longest_gap_s (s, the longest time between two samples),
+        (100 = one core), stall_samples (samples with the run below
+        :data:`~embryo_bench.evidence.IDLE_PERCENT` CPU and its GPUs below it too),
+        interval_s (the sampling interval: the median time between samples, s), gaps (times
+        two samples were more than :data:`~embryo_bench.evidence.GAP_INTERVALS` intervals
+        apart), longest_gap_s (s, the longest time between two samples),
         gaps_stall (``gaps_stall``: whether gaps counted as stalled time),
         longest_stall_s (s, the longest stretch of stalled time: an idle sample counts the
         time since the sample before it, a gap its time beyond one interval, and
