@@ -19,6 +19,7 @@ from embryo_bench.evidence import divergence
 from embryo_bench.plan import Plan
 from embryo_bench.runs import Run
 from embryo_bench.spec import Preprocessing, RunSpec
+from embryo_bench.stability import FLAGS
 from embryo_bench.train import summarise
 
 PP = Preprocessing(48, 2 / 3, 128, 90, 16)
@@ -134,6 +135,9 @@ def test_every_table_says_diverged_and_no_time_to_accuracy_reaches_them():
     paired = comparison_table(table, "a", 0.05)
     row = paired.set_index("target").loc["b"]
     assert (row["flagged_runs"], row["diverged_runs"]) == (2, 2)
+    # Both tables count with stability.flag_runs: the same columns, the same counts.
+    counts = [f"{f}_runs" for f in ("flagged", *FLAGS)]
+    assert summ.loc["b", counts].tolist() == row[counts].tolist()
     assert row["time_to_accuracy_verdict"] == "no pair"  # never compared on accuracy
     readable = summary.readable_comparison(paired).set_index("target")
     assert readable.loc["b", "flagged runs"] == "2 (diverged 2)"

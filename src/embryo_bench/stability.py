@@ -40,6 +40,21 @@ from .runs import as_number
 FLAGS = ("diverged", "interfered", "drifted", "noisy")
 
 
+def flag_runs(flags: pd.Series) -> dict[str, int]:
+    """How many runs carry a flag, from their ``flags`` column (each run's :func:`assess`
+    flags, ", "-joined; empty or missing for a clean run).
+
+    Returns:
+        dict: flagged_runs (runs with any flag) and ``<flag>_runs`` for each of
+        :data:`FLAGS` (runs with that flag), in that order.
+    """
+    raised = flags.fillna("").astype(str).str.split(", ")
+    counts = {"flagged_runs": int((flags.fillna("").astype(str) != "").sum())}
+    return counts | {
+        f"{f}_runs": int(raised.map(lambda names, f=f: f in names).sum()) for f in FLAGS
+    }
+
+
 def thresholds(given: dict | None = None, schema: dict | None = None) -> dict:
     """The ``stability`` thresholds: ``given`` (a config's section) with the schema's
     defaults filled in.
