@@ -106,13 +106,15 @@ HOW = "take one on the machine that runs the targets with `embryo-bench calibrat
         ),
         (
             _baseline(settings={**SETTINGS, "threads": 2, "cpus": 2}),
-            "taken with tensorflow, 2 threads on 2 cpus on this machine, as no running "
-            "target runs (host-1cpu: tensorflow, 1 thread on 1 cpu); take it with a target's "
-            "--backend, --threads and --cpus",
+            "fits no running target, so it would judge no run (host-1cpu: taken with "
+            "tensorflow, 2 threads on 2 cpus, the target with tensorflow, 1 thread on 1 cpu); "
+            "take one with a target's --backend, --threads and --cpus, or set "
+            "stability.baseline: ''",
         ),
         (
             _baseline(settings={**SETTINGS, "backend": "jax"}),
-            "taken with jax, 1 thread on 1 cpu on this machine, as no running target runs",
+            "fits no running target, so it would judge no run (host-1cpu: taken with jax, 1 "
+            "thread on 1 cpu, the target with tensorflow, 1 thread on 1 cpu); take one",
         ),
     ],
     ids=[
@@ -147,8 +149,9 @@ def test_a_baseline_that_fits_says_which_runs_it_judges(tmp_path, capsys):
     code, out, err = _check_config(config, capsys)
     assert (code, err) == (0, [])
     assert out == [
-        f"{config}: stability.baseline {baseline}: judges runs of 1-120 s (its lags 2, 10, "
-        "30, 60 s, within 2 x); other runs' drift by stability.probe_change",
+        f"{config}: stability.baseline {baseline}: judges runs of 1-4 s and 5-120 s (its lags "
+        "2, 10, 30, 60 s: a run by the lag nearest its length, within 2 x of it); other runs' "
+        "drift by stability.probe_change",
         f"{config}: stability.baseline {baseline}: not for target host-2cpu (taken with "
         "tensorflow, 1 thread on 1 cpu, the target with tensorflow, 2 threads on 2 cpus); its "
         "drift is judged by stability.probe_change",
@@ -167,6 +170,27 @@ def test_a_baseline_that_fits_says_which_runs_it_judges(tmp_path, capsys):
     # Nor in a job a cluster runs on a node (the plan was checked where Snakemake started).
     plan = Plan.from_config(config, hardware_check="none", on_this_machine=False)
     assert plan.baseline["machine"]["hostname"] == "node-7"
+
+
+def test_a_baseline_for_targets_on_a_remote_daemon_alone_says_so(tmp_path, capsys):
+    """Before, every misfit was blamed on settings: "taken with tensorflow, 1 thread on 1 cpu
+    on this machine, as no running target runs (remote-1cpu: tensorflow, 1 thread on 1 cpu
+    on ssh://bench@gpu-box); take it with a target's --backend, --threads and --cpus", the
+    same settings."""
+    baseline = _write(tmp_path, _baseline())
+    config = yaml.safe_load(_config(tmp_path, baseline).read_text())
+    config["targets"] = [{"name": "remote-1cpu", "runner": "docker", "cpus": 1,
+                          "docker_host": "ssh://bench@gpu-box"}]  # fmt: skip
+    config["hardware_check"] = "none"
+    config.pop("cost", None)  # its base target is not among these
+    path = tmp_path / "remote.yaml"
+    path.write_text(yaml.safe_dump(config))
+    code, out, err = _check_config(path, capsys)
+    assert (code, out) == (2, []) and err == [
+        f"embryo-bench: error: {path}: stability.baseline {baseline}: fits no running target, "
+        "so it would judge no run (remote-1cpu: runs on the daemon at ssh://bench@gpu-box, "
+        "another machine); a baseline judges no run on a remote daemon; set "
+        "stability.baseline: ''"]  # fmt: skip
 
 
 def test_the_workflow_refuses_a_missing_baseline_before_any_job(tmp_path):

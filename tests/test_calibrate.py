@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from embryo_bench.baseline import load_baseline
-from embryo_bench.calibrate import drift_limit, machine_baseline
+from embryo_bench.calibrate import drift_limit, judged_lengths, lag_reaches, machine_baseline
 from embryo_bench.errors import ConfigError
 from embryo_bench.stability import assess, thresholds
 
@@ -35,6 +35,21 @@ def test_the_baseline_gives_the_change_between_probes_as_far_apart_as_a_run():
     assert drift_limit(base, None) is None
     with pytest.raises(ValueError, match="at least 3 probes"):
         machine_baseline(_probes([1.0, 2.0]))
+
+
+@pytest.mark.parametrize("lags", [(2, 10, 30, 60), (2, 4, 8), (60,), (1, 1000)])
+def test_the_lengths_a_baseline_judges_are_those_its_nearest_lag_reaches(lags):
+    """Before, the plan's note said a baseline of lags 2, 10, 30 and 60 s judges runs of
+    1-120 s; a 4.5 s run's nearest lag is 10 s, which does not reach it."""
+    base = {"changes": [{"lag_s": float(lag), "p99": 0.1} for lag in lags]}
+    spans = judged_lengths(base)
+    for seconds in np.geomspace(0.1, 5000, 4001):
+        _, lag = drift_limit(base, seconds)
+        inside = any(low <= seconds <= high for low, high in spans)
+        assert inside == lag_reaches(lag, seconds), (seconds, lag, spans)
+    if lags == (2, 10, 30, 60):
+        assert spans == [(1.0, 4.0), (5.0, 120.0)]
+    assert judged_lengths({"changes": []}) == []
 
 
 #: The machine and settings of the hand-made baselines and runs here (they fit each other).
