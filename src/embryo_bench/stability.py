@@ -81,14 +81,24 @@ def diverged(metrics: dict, history: pd.DataFrame | None = None) -> str | None:
     return divergence(history)
 
 
-def baseline_misfit(baseline: dict, metrics: dict, length: float | None) -> str | None:
-    """Why ``baseline`` cannot judge this run's drift (and ``probe_change`` does), or None
-    when it can: it was taken on another machine or with other settings
+def baseline_limit(
+    baseline: dict, metrics: dict, length: float | None
+) -> tuple[tuple[float, float] | None, str | None]:
+    """The drift limit ``baseline`` sets this run, or why it cannot judge the run's drift (and
+    ``probe_change`` does): it was taken on another machine or with other settings
     (:mod:`embryo_bench.baseline`), the run's length is not recorded, or the baseline's lag
-    nearest that length is not within :data:`embryo_bench.calibrate.LAG_REACH` of it."""
+    nearest that length is not within :data:`embryo_bench.calibrate.LAG_REACH` of it.
+
+    Args:
+        length: the run's length (s), None where not recorded.
+
+    Returns:
+        ((limit as a fraction, the lag it was measured at in s), None): the baseline judges
+        the run (:func:`embryo_bench.calibrate.drift_limit`); (None, why not) otherwise.
+    """
     other = machine_differences(baseline["machine"], run_machine(metrics))
     if other:
-        return "taken on another machine: " + "; ".join(other)
+        return None, "taken on another machine: " + "; ".join(other)
     settings = settings_differences(
         baseline,
         metrics.get("backend", ""),
@@ -97,15 +107,15 @@ def baseline_misfit(baseline: dict, metrics: dict, length: float | None) -> str 
         metrics.get("gpus", 0),
     )
     if settings:
-        return settings
+        return None, settings
     if length is None:
-        return "the run's length is not recorded"
-    _, lag = drift_limit(baseline, length)
+        return None, "the run's length is not recorded"
+    limit, lag = drift_limit(baseline, length)
     if not lag_reaches(lag, length):
-        return (
+        return None, (
             f"its lag nearest the run's {length:.0f} s is {lag:.0f} s, not within {LAG_REACH:g} x"
         )
-    return None
+    return (limit, lag), None
 
 
 def stall_kind(seen: dict, stall: float) -> str:
@@ -148,7 +158,7 @@ def assess(
         limits: :func:`thresholds`.
         baseline: the machine's probe baseline (:func:`embryo_bench.baseline.load_baseline`)
             or None: then ``probe_change`` is the drift limit; also where the baseline does
-            not fit the run (:func:`baseline_misfit`, said in the drift reason and listed
+            not fit the run (:func:`baseline_limit`, said in the drift reason and listed
             as unchecked).
         history: the run's ``history.csv``, to judge divergence where ``metrics`` does not
             say (runs made before it was recorded).
@@ -175,9 +185,9 @@ def assess(
             if {"started_unix_s", "ended_unix_s"} <= set(clock)
             else None
         )
-        misfit = baseline_misfit(baseline, metrics, length) if baseline else None
-        if baseline and not misfit:
-            limit, lag = drift_limit(baseline, length)
+        found, misfit = baseline_limit(baseline, metrics, length) if baseline else (None, None)
+        if found:
+            limit, lag = found
             why = (
                 f"limit {limit:.0%}: this machine's quiet probes {lag:.0f} s apart differ by "
                 "up to that, 99th percentile of its baseline"
