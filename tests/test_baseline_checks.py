@@ -94,6 +94,12 @@ HOW = "take one on the machine that runs the targets with `embryo-bench calibrat
             "its 8 probes give no lag with 10 probe pairs, so no drift limit at all; take at "
             "least 11 (`embryo-bench calibrate --probes 100 --out",
         ),
+        (
+            {**_baseline(), "probes": 5},  # a hand edit: its lags claim more pairs than that
+            "its 5 probes give no lag with 10 probe pairs, so no drift limit at all; take at "
+            "least 11",
+        ),
+        (_baseline(changes=[]), "it lists no lag (changes: []), so no drift limit; " + HOW),
         (_baseline(method="float64 512x512 matmul"), "probes of another method (float64 512"),
         (
             _baseline(machine={**this_machine(), "hostname": "elsewhere"}),
@@ -125,6 +131,8 @@ HOW = "take one on the machine that runs the targets with `embryo-bench calibrat
         "a lag not a number",
         "newer format",
         "too few probes",
+        "fewer probes than its lags",
+        "no lag",
         "another method",
         "another host",
         "other CPU flags",
