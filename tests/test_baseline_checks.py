@@ -17,7 +17,7 @@ import pytest
 import yaml
 from workflow_helpers import offline_config, snakemake_command
 
-from embryo_bench.baseline import load_baseline
+from embryo_bench.baseline import load_baseline, run_machine
 from embryo_bench.calibrate import PROBE_METHOD, machine_baseline
 from embryo_bench.cli import main
 from embryo_bench.errors import ConfigError
@@ -25,6 +25,7 @@ from embryo_bench.hardware import this_machine
 from embryo_bench.layout import BASELINE_FORMAT
 from embryo_bench.noise import check_calibration
 from embryo_bench.plan import Plan
+from embryo_bench.provenance import collect
 from embryo_bench.stability import assess, thresholds
 
 SETTINGS = {"threads": 1, "cpus": 1, "cores": [0], "backend": "tensorflow"}
@@ -232,6 +233,12 @@ def _run(change: float, seconds: float, **changes) -> dict:
         "wall_clock": {"started_unix_s": 100.0, "ended_unix_s": 100.0 + seconds},
         **changes,
     }  # fmt: skip
+
+
+def test_a_runs_provenance_records_the_machine_as_a_baseline_does():
+    """The figures compare a baseline's machine with a run's (run_machine of its
+    provenance): both are hardware.this_machine's keys and values."""
+    assert run_machine({"provenance": collect(0, {})}) == this_machine()
 
 
 def test_a_baseline_judges_only_the_runs_it_fits():
