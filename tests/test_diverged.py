@@ -94,6 +94,11 @@ def test_divergence_is_a_nan_or_an_exploded_loss(train_loss, test_loss, expected
     assert why == expected if expected is None else why.startswith(expected)
 
 
+def test_divergence_needs_the_epochs():
+    with pytest.raises(KeyError, match="epoch"):
+        divergence(pd.DataFrame({"train_loss": [1.3, np.nan]}))
+
+
 def test_a_diverged_run_has_no_time_to_accuracy_even_where_an_accuracy_crossed_it():
     history = _history([1.3, 0.2, np.nan], test_accuracy=[0.5, 0.9, 0.25])
     s = summarise(history, 100, 0.85)

@@ -30,10 +30,13 @@ GAP_INTERVALS = 1.5
 #: 16 and 64 px) or a few times above (the original variant's: 7.6 at 16 px, 9.8 at 64 px).
 GUESS_LOSS = math.log(4)
 #: A mean training loss above this many times a guess's is weights that exploded (issue 31,
-#: item 7: a learning rate of 10 gave 2.5e11 in its first epoch).
+#: item 7: a learning rate of 10 gave 2.5e11 in its first epoch). The factor 1000 is a
+#: judgement, not a measurement: far above the highest healthy start seen (9.8, 7 x a
+#: guess's) and far below that explosion.
 EXPLODED_LOSS = 1000 * GUESS_LOSS
 #: Or a training loss that grew more than this many times its smallest earlier epoch's, to
-#: worse than a guess: the run unlearned what it had learned.
+#: worse than a guess: the run unlearned what it had learned. The factor 100 is a
+#: judgement, not a measurement (the case is made by hand in tests/test_diverged.py).
 LOSS_GROWTH = 100.0
 
 
@@ -46,11 +49,15 @@ def divergence(history: pd.DataFrame) -> str | None:
     at epoch 1, over 1000 x a guess's 1.39"), or its training loss is above a guess's
     (:data:`GUESS_LOSS`) and :data:`LOSS_GROWTH` times its smallest earlier epoch's ("train
     loss grew from 0.0123 at epoch 2 to 2.5 at epoch 5 (203 x)"). Test loss is only checked
-    for NaN: it may rise on its own (overfitting) without the training diverging.
+    for NaN and infinity, not for size: it may rise on its own (overfitting) without the
+    training diverging.
 
     Returns:
         one sentence naming the loss, its value and the epoch; None for a run that did not
         diverge (or a history with no loss columns).
+
+    Raises:
+        KeyError: a history with rows but no ``epoch`` column.
     """
     lowest = math.inf
     at_lowest = None
