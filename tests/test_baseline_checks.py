@@ -18,7 +18,7 @@ import yaml
 from workflow_helpers import offline_config, snakemake_command
 
 from embryo_bench.baseline import load_baseline, run_machine
-from embryo_bench.calibrate import PROBE_METHOD, machine_baseline
+from embryo_bench.calibrate import BASELINE_PROBES, PROBE_METHOD, machine_baseline
 from embryo_bench.cli import main
 from embryo_bench.errors import ConfigError
 from embryo_bench.hardware import this_machine
@@ -291,12 +291,17 @@ def _calibrate(*args: str, cwd: Path):
         (["--backend", "nope"], "--backend 'nope': expected one of tensorflow, jax, torch"),
         (["--backend", "torch"], "--backend torch: not installed here (no Python package"),
         (["--cpus", "4096"], "--cpus 4096: this process may use"),
-        (["--threads", "2", "--cpus", "1"], "2 threads on 1 cpus would share cores"),
+        (
+            ["--threads", "2", "--cpus", "1"],
+            "--threads 2 --cpus 1: more threads than cpus would share cores (a run's threads "
+            "are at most its cpus)",
+        ),
         (["--threads", "0"], "--threads 0 --cpus 1: both must be >= 1"),
         (
             ["--probes", "10"],
             "--probes 10: a baseline gives the change between probes a lag "
-            "apart only from 10 pairs that far apart, so it needs at least 11",
+            "apart only from 10 pairs that far apart, so it needs at least 11 probes "
+            f"(default {BASELINE_PROBES})",
         ),
         (["--seconds", "0"], "--seconds 0.0: a probe's length must be > 0 s"),
         (["--out", "missing/m.json"], "--out missing/m.json: folder missing does not exist"),

@@ -105,7 +105,7 @@ def test_calibrate_refuses_bad_settings_in_one_line(tmp_path):
         "probes a lag apart only from 10 pairs that far apart, so it needs at least 11 probes "
         "(default 100)")  # fmt: skip
     proc = _calibrate("--threads", "2", "--cpus", "1", "--out", str(tmp_path / "m.json"))
-    assert "calibrate: 2 threads on 1 cpus would share cores" in proc.stderr
+    assert "calibrate: --threads 2 --cpus 1: more threads than cpus would share" in proc.stderr
     assert not (tmp_path / "m.json").exists()
 
 

@@ -23,7 +23,7 @@ import os
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from .calibrate import MIN_PAIRS, PROBE_METHOD
+from .calibrate import BASELINE_PROBES, MIN_PAIRS, PROBE_METHOD
 from .errors import ConfigError, DataError
 from .io import check_format, read_json
 from .layout import BASELINE_FORMAT
@@ -118,7 +118,7 @@ def load_baseline(path: str | os.PathLike) -> dict:
         raise ConfigError(
             f"{SETTING} {path}: its {data['probes']} probes give no lag with "
             f"{MIN_PAIRS} probe pairs, so no drift limit at all; take at least "
-            f"{MIN_PAIRS + 1} (`embryo-bench calibrate --probes 100 --out {path}`)"
+            f"{MIN_PAIRS + 1} (`embryo-bench calibrate --probes {BASELINE_PROBES} --out {path}`)"
         )
     if error is not None:
         at = "/".join(map(str, error.absolute_path))

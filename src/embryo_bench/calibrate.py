@@ -27,6 +27,9 @@ PROBE_METHOD = (
 #: baseline of n back-to-back probes has n - k pairs k probes apart, so it needs at least
 #: MIN_PAIRS + 1 probes to give any lag (:func:`machine_baseline`).
 MIN_PAIRS = 10
+#: Probes ``embryo-bench calibrate`` takes unless told (``--probes``): 100 give the change at
+#: lags up to 90 probes apart from at least 10 pairs.
+BASELINE_PROBES = 100
 #: A run is judged against a baseline's lag only when the lag nearest its length is within
 #: this factor of it: probes drift further apart the longer between them, so a run far
 #: longer than any lag measured would be held to too tight a limit (and a far shorter one to
