@@ -18,7 +18,7 @@ import yaml
 from workflow_helpers import offline_config, snakemake_command
 
 from embryo_bench.baseline import load_baseline, run_machine
-from embryo_bench.calibrate import BASELINE_PROBES, PROBE_METHOD, machine_baseline
+from embryo_bench.calibrate import BASELINE_PROBES, PROBE_METHOD, drift_limit, machine_baseline
 from embryo_bench.cli import main
 from embryo_bench.errors import ConfigError
 from embryo_bench.hardware import this_machine
@@ -223,11 +223,11 @@ def test_the_workflow_refuses_a_missing_baseline_before_any_job(tmp_path):
 
 
 def _run(change: float, seconds: float, **changes) -> dict:
-    machine = this_machine()
+    """A run's metrics.json as the drift flag reads it: one thread on one cpu on this
+    machine (the baselines' settings), probes ``change`` apart, ``seconds`` long."""
     return {
         "backend": "tensorflow", "threads": 1, "cpus": 1, "gpus": 0, "diverged": None,
-        "provenance": {**{k: machine[k] for k in ("hostname", "cpu_model", "cpu_flags")},
-                       "host_cores": machine["host_cores"]},
+        "provenance": this_machine(),
         "flops": {"probe_change": change},
         "calibration": {"before": {"gflops": 60.0}, "after": {"gflops": 60.0 * (1 - change)}},
         "wall_clock": {"started_unix_s": 100.0, "ended_unix_s": 100.0 + seconds},
@@ -239,6 +239,21 @@ def test_a_runs_provenance_records_the_machine_as_a_baseline_does():
     """The figures compare a baseline's machine with a run's (run_machine of its
     provenance): both are hardware.this_machine's keys and values."""
     assert run_machine({"provenance": collect(0, {})}) == this_machine()
+
+
+def test_with_a_baseline_a_run_drifts_only_beyond_the_machines_own_noise():
+    rng = np.random.default_rng(0)
+    probes = [{"gflops": g, "seconds": 2.0} for g in 60.0 * np.exp(rng.normal(0, 0.09, 200))]
+    noisy_machine = _baseline(changes=machine_baseline(probes)["changes"])
+    limits = thresholds()
+    run = _run(0.15, 50.0)  # over the 10 % default, inside this machine's noise at 50 s
+    assert assess(run, limits)["flags"] == ["drifted"]
+    limit, lag = drift_limit(noisy_machine, 50.0)
+    assert limit > 0.15 and lag == pytest.approx(60.0, abs=2.1)
+    assert "drifted" not in assess(run, limits, noisy_machine)["flags"]
+    far = assess(_run(limit + 0.05, 50.0), limits, noisy_machine)
+    assert far["flags"] == ["drifted"]
+    assert "this machine's quiet probes 60 s apart differ by up to that" in far["reasons"][0]
 
 
 def test_a_baseline_judges_only_the_runs_it_fits():
@@ -348,9 +363,13 @@ def test_a_baseline_calibrate_writes_is_used_here(tmp_path, capsys):
     out = tmp_path / "machine.json"
     proc = _calibrate("--probes", "12", "--seconds", "0.05", "--out", str(out), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("12 probes of 0.") and "written" in proc.stdout
     written = json.loads(out.read_text())
     assert written["format"] == BASELINE_FORMAT and written["machine"] == this_machine()
     assert written["settings"]["backend"] == "tensorflow" and written["method"] == PROBE_METHOD
+    assert (written["settings"]["threads"], len(written["settings"]["cores"])) == (1, 1)
+    assert written["probes"] == len(written["gflops"]) == 12
+    assert written["changes"][0]["pairs"] >= 10
     code, lines, err = _check_config(_config(tmp_path, str(out)), capsys)
     assert (code, err) == (0, []) and lines[-1].endswith("valid (1 targets, outdir "
                                                          f"{tmp_path / 'out'})")  # fmt: skip
