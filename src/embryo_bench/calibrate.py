@@ -172,9 +172,10 @@ def lag_reaches(lag_s: float, run_seconds: float) -> bool:
 
 def judged_lengths(baseline: dict) -> list[tuple[float, float]]:
     """The run lengths a baseline judges: those whose nearest lag (:func:`drift_limit`) is
-    near enough (:func:`lag_reaches`), as (shortest, longest) intervals in s, ascending and
-    merged where they touch. Lags of 2, 10, 30 and 60 s judge runs of 1-4 s and 5-120 s: a
-    4.5 s run's nearest lag is 10 s, more than :data:`LAG_REACH` x its length.
+    near enough (:func:`lag_reaches`), which are those within :data:`LAG_REACH` x of any of
+    its lags (the nearest on a log scale is then within it too), as (shortest, longest)
+    intervals in s, ascending, merged where they overlap. Lags of 2, 10, 30 and 60 s judge
+    runs of 1-4 s and 5-120 s: a 4.5 s run is more than 2 x from 2 s and from 10 s.
 
     Args:
         baseline: a machine baseline (its ``changes``' ``lag_s``, s).
@@ -182,16 +183,9 @@ def judged_lengths(baseline: dict) -> list[tuple[float, float]]:
     Returns:
         [(shortest, longest)] in s; [] for a baseline without lags.
     """
-    lags = sorted(row["lag_s"] for row in baseline.get("changes") or [])
     out: list[tuple[float, float]] = []
-    for i, lag in enumerate(lags):
-        # drift_limit picks the lag nearest on a log scale: the geometric means between
-        # neighbouring lags are where one lag gives way to the next.
-        nearest_from = float(np.sqrt(lags[i - 1] * lag)) if i else 0.0
-        nearest_to = float(np.sqrt(lag * lags[i + 1])) if i + 1 < len(lags) else np.inf
-        low, high = max(nearest_from, lag / LAG_REACH), min(nearest_to, lag * LAG_REACH)
-        if low > high:
-            continue
+    for lag in sorted(row["lag_s"] for row in baseline.get("changes") or []):
+        low, high = lag / LAG_REACH, lag * LAG_REACH
         if out and low <= out[-1][1]:
             out[-1] = (out[-1][0], high)
         else:
