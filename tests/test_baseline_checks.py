@@ -17,14 +17,15 @@ import pytest
 import yaml
 from workflow_helpers import offline_config, snakemake_command
 
-from embryo_bench.baseline import load_baseline
-from embryo_bench.calibrate import PROBE_METHOD, machine_baseline
+from embryo_bench.baseline import load_baseline, run_machine
+from embryo_bench.calibrate import BASELINE_PROBES, PROBE_METHOD, drift_limit, machine_baseline
 from embryo_bench.cli import main
 from embryo_bench.errors import ConfigError
 from embryo_bench.hardware import this_machine
 from embryo_bench.layout import BASELINE_FORMAT
 from embryo_bench.noise import check_calibration
 from embryo_bench.plan import Plan
+from embryo_bench.provenance import collect
 from embryo_bench.stability import assess, thresholds
 
 SETTINGS = {"threads": 1, "cpus": 1, "cores": [0], "backend": "tensorflow"}
@@ -94,6 +95,12 @@ HOW = "take one on the machine that runs the targets with `embryo-bench calibrat
             "its 8 probes give no lag with 10 probe pairs, so no drift limit at all; take at "
             "least 11 (`embryo-bench calibrate --probes 100 --out",
         ),
+        (
+            {**_baseline(), "probes": 5},  # a hand edit: its lags claim more pairs than that
+            "its 5 probes give no lag with 10 probe pairs, so no drift limit at all; take at "
+            "least 11",
+        ),
+        (_baseline(changes=[]), "it lists no lag (changes: []), so no drift limit; " + HOW),
         (_baseline(method="float64 512x512 matmul"), "probes of another method (float64 512"),
         (
             _baseline(machine={**this_machine(), "hostname": "elsewhere"}),
@@ -106,13 +113,15 @@ HOW = "take one on the machine that runs the targets with `embryo-bench calibrat
         ),
         (
             _baseline(settings={**SETTINGS, "threads": 2, "cpus": 2}),
-            "taken with tensorflow, 2 threads on 2 cpus on this machine, as no running "
-            "target runs (host-1cpu: tensorflow, 1 thread on 1 cpu); take it with a target's "
-            "--backend, --threads and --cpus",
+            "fits no running target, so it would judge no run (host-1cpu: taken with "
+            "tensorflow, 2 threads on 2 cpus, the target with tensorflow, 1 thread on 1 cpu); "
+            "take one with a target's --backend, --threads and --cpus, or set "
+            "stability.baseline: ''",
         ),
         (
             _baseline(settings={**SETTINGS, "backend": "jax"}),
-            "taken with jax, 1 thread on 1 cpu on this machine, as no running target runs",
+            "fits no running target, so it would judge no run (host-1cpu: taken with jax, 1 "
+            "thread on 1 cpu, the target with tensorflow, 1 thread on 1 cpu); take one",
         ),
     ],
     ids=[
@@ -123,6 +132,8 @@ HOW = "take one on the machine that runs the targets with `embryo-bench calibrat
         "a lag not a number",
         "newer format",
         "too few probes",
+        "fewer probes than its lags",
+        "no lag",
         "another method",
         "another host",
         "other CPU flags",
@@ -147,8 +158,9 @@ def test_a_baseline_that_fits_says_which_runs_it_judges(tmp_path, capsys):
     code, out, err = _check_config(config, capsys)
     assert (code, err) == (0, [])
     assert out == [
-        f"{config}: stability.baseline {baseline}: judges runs of 1-120 s (its lags 2, 10, "
-        "30, 60 s, within 2 x); other runs' drift by stability.probe_change",
+        f"{config}: stability.baseline {baseline}: judges runs of 1-4 s and 5-120 s (its lags "
+        "2, 10, 30, 60 s: a run by the lag nearest its length, within 2 x of it); other runs' "
+        "drift by stability.probe_change",
         f"{config}: stability.baseline {baseline}: not for target host-2cpu (taken with "
         "tensorflow, 1 thread on 1 cpu, the target with tensorflow, 2 threads on 2 cpus); its "
         "drift is judged by stability.probe_change",
@@ -167,6 +179,27 @@ def test_a_baseline_that_fits_says_which_runs_it_judges(tmp_path, capsys):
     # Nor in a job a cluster runs on a node (the plan was checked where Snakemake started).
     plan = Plan.from_config(config, hardware_check="none", on_this_machine=False)
     assert plan.baseline["machine"]["hostname"] == "node-7"
+
+
+def test_a_baseline_for_targets_on_a_remote_daemon_alone_says_so(tmp_path, capsys):
+    """Before, every misfit was blamed on settings: "taken with tensorflow, 1 thread on 1 cpu
+    on this machine, as no running target runs (remote-1cpu: tensorflow, 1 thread on 1 cpu
+    on ssh://bench@gpu-box); take it with a target's --backend, --threads and --cpus", the
+    same settings."""
+    baseline = _write(tmp_path, _baseline())
+    config = yaml.safe_load(_config(tmp_path, baseline).read_text())
+    config["targets"] = [{"name": "remote-1cpu", "runner": "docker", "cpus": 1,
+                          "docker_host": "ssh://bench@gpu-box"}]  # fmt: skip
+    config["hardware_check"] = "none"
+    config.pop("cost", None)  # its base target is not among these
+    path = tmp_path / "remote.yaml"
+    path.write_text(yaml.safe_dump(config))
+    code, out, err = _check_config(path, capsys)
+    assert (code, out) == (2, []) and err == [
+        f"embryo-bench: error: {path}: stability.baseline {baseline}: fits no running target, "
+        "so it would judge no run (remote-1cpu: runs on the daemon at ssh://bench@gpu-box, "
+        "another machine); a baseline judges no run on a remote daemon; set "
+        "stability.baseline: ''"]  # fmt: skip
 
 
 def test_the_workflow_refuses_a_missing_baseline_before_any_job(tmp_path):
@@ -190,16 +223,37 @@ def test_the_workflow_refuses_a_missing_baseline_before_any_job(tmp_path):
 
 
 def _run(change: float, seconds: float, **changes) -> dict:
-    machine = this_machine()
+    """A run's metrics.json as the drift flag reads it: one thread on one cpu on this
+    machine (the baselines' settings), probes ``change`` apart, ``seconds`` long."""
     return {
         "backend": "tensorflow", "threads": 1, "cpus": 1, "gpus": 0, "diverged": None,
-        "provenance": {**{k: machine[k] for k in ("hostname", "cpu_model", "cpu_flags")},
-                       "host_cores": machine["host_cores"]},
+        "provenance": this_machine(),
         "flops": {"probe_change": change},
         "calibration": {"before": {"gflops": 60.0}, "after": {"gflops": 60.0 * (1 - change)}},
         "wall_clock": {"started_unix_s": 100.0, "ended_unix_s": 100.0 + seconds},
         **changes,
     }  # fmt: skip
+
+
+def test_a_runs_provenance_records_the_machine_as_a_baseline_does():
+    """The figures compare a baseline's machine with a run's (run_machine of its
+    provenance): both are hardware.this_machine's keys and values."""
+    assert run_machine({"provenance": collect(0, {})}) == this_machine()
+
+
+def test_with_a_baseline_a_run_drifts_only_beyond_the_machines_own_noise():
+    rng = np.random.default_rng(0)
+    probes = [{"gflops": g, "seconds": 2.0} for g in 60.0 * np.exp(rng.normal(0, 0.09, 200))]
+    noisy_machine = _baseline(changes=machine_baseline(probes)["changes"])
+    limits = thresholds()
+    run = _run(0.15, 50.0)  # over the 10 % default, inside this machine's noise at 50 s
+    assert assess(run, limits)["flags"] == ["drifted"]
+    limit, lag = drift_limit(noisy_machine, 50.0)
+    assert limit > 0.15 and lag == pytest.approx(60.0, abs=2.1)
+    assert "drifted" not in assess(run, limits, noisy_machine)["flags"]
+    far = assess(_run(limit + 0.05, 50.0), limits, noisy_machine)
+    assert far["flags"] == ["drifted"]
+    assert "this machine's quiet probes 60 s apart differ by up to that" in far["reasons"][0]
 
 
 def test_a_baseline_judges_only_the_runs_it_fits():
@@ -252,12 +306,17 @@ def _calibrate(*args: str, cwd: Path):
         (["--backend", "nope"], "--backend 'nope': expected one of tensorflow, jax, torch"),
         (["--backend", "torch"], "--backend torch: not installed here (no Python package"),
         (["--cpus", "4096"], "--cpus 4096: this process may use"),
-        (["--threads", "2", "--cpus", "1"], "2 threads on 1 cpus would share cores"),
+        (
+            ["--threads", "2", "--cpus", "1"],
+            "--threads 2 --cpus 1: more threads than cpus would share cores (a run's threads "
+            "are at most its cpus)",
+        ),
         (["--threads", "0"], "--threads 0 --cpus 1: both must be >= 1"),
         (
             ["--probes", "10"],
             "--probes 10: a baseline gives the change between probes a lag "
-            "apart only from 10 pairs that far apart, so it needs at least 11",
+            "apart only from 10 pairs that far apart, so it needs at least 11 probes "
+            f"(default {BASELINE_PROBES})",
         ),
         (["--seconds", "0"], "--seconds 0.0: a probe's length must be > 0 s"),
         (["--out", "missing/m.json"], "--out missing/m.json: folder missing does not exist"),
@@ -304,9 +363,13 @@ def test_a_baseline_calibrate_writes_is_used_here(tmp_path, capsys):
     out = tmp_path / "machine.json"
     proc = _calibrate("--probes", "12", "--seconds", "0.05", "--out", str(out), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("12 probes of 0.") and "written" in proc.stdout
     written = json.loads(out.read_text())
     assert written["format"] == BASELINE_FORMAT and written["machine"] == this_machine()
     assert written["settings"]["backend"] == "tensorflow" and written["method"] == PROBE_METHOD
+    assert (written["settings"]["threads"], len(written["settings"]["cores"])) == (1, 1)
+    assert written["probes"] == len(written["gflops"]) == 12
+    assert written["changes"][0]["pairs"] >= 10
     code, lines, err = _check_config(_config(tmp_path, str(out)), capsys)
     assert (code, err) == (0, []) and lines[-1].endswith("valid (1 targets, outdir "
                                                          f"{tmp_path / 'out'})")  # fmt: skip

@@ -16,6 +16,7 @@ from embryo_bench.compare import (
     noise,
     paired_ratios,
 )
+from embryo_bench.stability import flag_runs
 
 
 def _runs(order: list[str], truth: dict[str, float], drift: float, sd: float, seed: int = 0):
@@ -128,6 +129,12 @@ def _table(rates: dict[str, list[float]], tta: dict[str, list[float]] | None = N
             rows.append({"target": target, "repeat": k, "images_per_s": v,
                          "time_to_accuracy_s": t, "flags": flags})  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def test_flags_are_counted_by_name():
+    flags = pd.Series(["", "interfered, drifted", "drifted", None, "noisy"])
+    assert flag_runs(flags) == {"flagged_runs": 3, "diverged_runs": 0, "interfered_runs": 1,
+                                "drifted_runs": 2, "noisy_runs": 1}  # fmt: skip
 
 
 def test_the_comparison_table_leads_with_the_base_and_turns_time_into_speed():

@@ -15,10 +15,11 @@ from workflow_helpers import offline_config, run_spec_dict, snakemake
 
 from embryo_bench import summary
 from embryo_bench.compare import comparison_table
+from embryo_bench.evidence import divergence
 from embryo_bench.plan import Plan
-from embryo_bench.record import divergence
 from embryo_bench.runs import Run
 from embryo_bench.spec import Preprocessing, RunSpec
+from embryo_bench.stability import FLAGS
 from embryo_bench.train import summarise
 
 PP = Preprocessing(48, 2 / 3, 128, 90, 16)
@@ -93,6 +94,11 @@ def test_divergence_is_a_nan_or_an_exploded_loss(train_loss, test_loss, expected
     assert why == expected if expected is None else why.startswith(expected)
 
 
+def test_divergence_needs_the_epochs():
+    with pytest.raises(KeyError, match="epoch"):
+        divergence(pd.DataFrame({"train_loss": [1.3, np.nan]}))
+
+
 def test_a_diverged_run_has_no_time_to_accuracy_even_where_an_accuracy_crossed_it():
     history = _history([1.3, 0.2, np.nan], test_accuracy=[0.5, 0.9, 0.25])
     s = summarise(history, 100, 0.85)
@@ -134,6 +140,9 @@ def test_every_table_says_diverged_and_no_time_to_accuracy_reaches_them():
     paired = comparison_table(table, "a", 0.05)
     row = paired.set_index("target").loc["b"]
     assert (row["flagged_runs"], row["diverged_runs"]) == (2, 2)
+    # Both tables count with stability.flag_runs: the same columns, the same counts.
+    counts = [f"{f}_runs" for f in ("flagged", *FLAGS)]
+    assert summ.loc["b", counts].tolist() == row[counts].tolist()
     assert row["time_to_accuracy_verdict"] == "no pair"  # never compared on accuracy
     readable = summary.readable_comparison(paired).set_index("target")
     assert readable.loc["b", "flagged runs"] == "2 (diverged 2)"
@@ -151,8 +160,10 @@ def test_a_learning_rate_of_10_trains_diverges_and_is_flagged(tmp_path):
     snakemake(tmp_path, config)
     run = tmp_path / "out/train/host-1cpu/repeat-1"
     metrics = json.loads((run / "metrics.json").read_text())
-    assert metrics["diverged"], pd.read_csv(run / "history.csv")
-    assert metrics["time_to_accuracy_seconds"] is None  # the target 0.01 was crossed
+    history = pd.read_csv(run / "history.csv")
+    assert metrics["diverged"], history
+    assert history["test_accuracy"].max() >= 0.01, history  # the target was crossed ...
+    assert metrics["time_to_accuracy_seconds"] is None  # ... and counts for nothing
     assert json.loads((run / "run.json").read_text())["learning_rate"] == 10.0
     figures = tmp_path / "out/figures"
     results = pd.read_csv(figures / "results_table.csv")

@@ -30,13 +30,16 @@ def test_a_gap_between_samples_is_stalled_time():
     assert (seen["gaps"], seen["interval_s"]) == (1, 1.0)
     assert seen["longest_gap_s"] == pytest.approx(6.2)
     assert seen["longest_stall_s"] == pytest.approx(5.2)  # the gap less one interval
+    assert seen["longest_stall_frozen_s"] == pytest.approx(5.2) and seen["gaps_stall"]
     assert seen["stall_samples"] == 0  # no sample was idle
     # Idle samples next to the gap add to it: one stretch of stalled time.
     idle = interference(_telemetry(times, [95, 95, 95, 95, 2, 95, 1, 95]), cores=1)
     assert idle["longest_stall_s"] == pytest.approx(1.0 + 5.2 + 1.0)
+    assert idle["longest_stall_frozen_s"] == pytest.approx(5.2)
     # Sampled from outside (a container), a gap is the daemon's stream running late.
     outside = interference(_telemetry(times, [95.0] * 8), cores=1, gaps_stall=False)
     assert outside["longest_stall_s"] == 0.0 and outside["gaps"] == 1
+    assert (outside["gaps_stall"], outside["longest_stall_frozen_s"]) == (False, 0.0)
     # Steady samples: no gap, no stall (a sample 1.4 intervals late is not a gap).
     steady = interference(_telemetry([1.0, 2.0, 3.4, 4.4, 5.4], [95.0] * 5), cores=1)
     assert (steady["gaps"], steady["longest_stall_s"]) == (0, 0.0)
@@ -48,8 +51,29 @@ def test_a_frozen_run_is_flagged_interfered_with_the_frozen_time():
     verdict = assess(metrics, thresholds())
     assert verdict["flags"] == ["interfered"]
     assert verdict["reasons"] == [
-        "stalled 5 s frozen or idle (no telemetry sample for 6.2 s, taken every 1.0 s "
-        "otherwise; or CPU and GPUs under 5 %); limit 3 s"]  # fmt: skip
+        "stalled 5 s frozen (telemetry samples, due every 1.0 s, came 5.2 s late); limit 3 s"
+    ]
+
+
+def _stalled(times, cpu, gaps_stall=True) -> list[str]:
+    seen = interference(_telemetry(times, cpu), cores=1, gaps_stall=gaps_stall)
+    verdict = assess({"diverged": None, "telemetry": {"interference": seen}}, thresholds())
+    return [r for r in verdict["reasons"] if r.startswith("stalled")]
+
+
+def test_a_stall_is_called_frozen_only_where_gaps_counted_and_made_it():
+    """Before, a long gap anywhere in a run's samples made its stall "frozen or idle (no
+    telemetry sample for 6.2 s, ...)": in a container run, whose gaps are the daemon's
+    stream and never count, and in a host run whose longest stall was idle samples elsewhere."""
+    gap = [1.0, 2.0, 3.0, 4.0, 5.0, 11.2, 12.2, 13.2]  # a 6.2 s gap after 5.0
+    assert _stalled(gap, [95, 95, 2, 2, 2, 95, 95, 95], gaps_stall=False) == [
+        "stalled 3 s idle (CPU and GPUs under 5 %); limit 3 s"]  # fmt: skip
+    apart = [1.0, 2.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0]  # a 3 s gap, then 4 idle
+    assert _stalled(apart, [95, 95, 95, 95, 2, 2, 2, 2, 95, 95]) == [
+        "stalled 4 s idle (CPU and GPUs under 5 %); limit 3 s"]  # fmt: skip
+    assert _stalled(gap, [95, 95, 95, 95, 2, 95, 1, 95]) == [
+        "stalled 7 s frozen and idle (telemetry samples, due every 1.0 s, came 5.2 s late; "
+        "2.0 s with CPU and GPUs under 5 %); limit 3 s"]  # fmt: skip
 
 
 RUN = {"name": "host-1cpu", "runner": "host", "cpus": 1}
@@ -85,4 +109,4 @@ def test_a_host_training_stopped_for_5_s_is_flagged_stalled(tiny_run, tmp_path):
     verdict = assess(metrics, thresholds())
     assert "interfered" in verdict["flags"]
     (stalled,) = [r for r in verdict["reasons"] if r.startswith("stalled")]
-    assert "frozen or idle (no telemetry sample for" in stalled, verdict
+    assert "frozen" in stalled and "telemetry samples, due every" in stalled, verdict

@@ -11,7 +11,9 @@ its format and layout, the probe method, enough probes for a lag), :func:`machin
 compares the machine it was taken on with another (this one at plan time, a run's at figures
 time), and :func:`settings_differences` the settings it was taken with with a run's or a
 target's. This module reads and judges; it neither probes nor asks the hardware, so the
-figures that use it do not rerun when the probing or the hardware code changes.
+figures that use it do not rerun when the hardware code changes. They do when the probing
+code does: the method and the probe counts it checks are :mod:`embryo_bench.calibrate`'s,
+which also holds the probe (:func:`embryo_bench.calibrate.matmul_probe`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import os
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from .calibrate import MIN_PAIRS, PROBE_METHOD
+from .calibrate import BASELINE_PROBES, MIN_PAIRS, PROBE_METHOD
 from .errors import ConfigError, DataError
 from .io import check_format, read_json
 from .layout import BASELINE_FORMAT
@@ -38,7 +40,7 @@ BASELINE_SCHEMA: dict = {
     "type": "object",
     "required": ["probes", "probe_seconds", "changes", "settings", "machine", "method"],
     "properties": {
-        "probes": {"type": "integer", "minimum": 3},
+        "probes": {"type": "integer", "minimum": MIN_PAIRS + 1},
         "probe_seconds": {**_NUMBER, "exclusiveMinimum": 0},
         "changes": {
             "type": "array",
@@ -90,9 +92,9 @@ def load_baseline(path: str | os.PathLike) -> dict:
         ConfigError: one line naming ``stability.baseline`` and the file: it is missing or
             not JSON, its format is newer than :data:`embryo_bench.layout.BASELINE_FORMAT`,
             it is not a machine baseline (a key missing or of the wrong type), its probes
-            were taken with another method than this embryo-bench's, or it has too few
+            were taken with another method than this embryo-bench's, it has too few
             probes to give the change at any lag (fewer than
-            :data:`embryo_bench.calibrate.MIN_PAIRS` + 1).
+            :data:`embryo_bench.calibrate.MIN_PAIRS` + 1), or it lists no lag.
     """
     how = HOW.format(path=path)
     try:
@@ -108,6 +110,16 @@ def load_baseline(path: str | os.PathLike) -> dict:
     except DataError as exc:  # its own advice: read it with the newer embryo-bench
         raise ConfigError(f"{SETTING} {exc}") from None
     error = best_match(_VALIDATOR.iter_errors(data))
+    if (
+        error is not None
+        and list(error.absolute_path) == ["probes"]
+        and error.validator == "minimum"
+    ):
+        raise ConfigError(
+            f"{SETTING} {path}: its {data['probes']} probes give no lag with "
+            f"{MIN_PAIRS} probe pairs, so no drift limit at all; take at least "
+            f"{MIN_PAIRS + 1} (`embryo-bench calibrate --probes {BASELINE_PROBES} --out {path}`)"
+        )
     if error is not None:
         at = "/".join(map(str, error.absolute_path))
         raise ConfigError(
@@ -122,9 +134,7 @@ def load_baseline(path: str | os.PathLike) -> dict:
         )
     if not data["changes"]:
         raise ConfigError(
-            f"{SETTING} {path}: its {data['probes']} probes give no lag with "
-            f"{MIN_PAIRS} probe pairs, so no drift limit at all; take at least "
-            f"{MIN_PAIRS + 1} (`embryo-bench calibrate --probes 100 --out {path}`)"
+            f"{SETTING} {path}: it lists no lag (changes: []), so no drift limit; {how}"
         )
     return data
 

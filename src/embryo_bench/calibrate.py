@@ -27,6 +27,9 @@ PROBE_METHOD = (
 #: baseline of n back-to-back probes has n - k pairs k probes apart, so it needs at least
 #: MIN_PAIRS + 1 probes to give any lag (:func:`machine_baseline`).
 MIN_PAIRS = 10
+#: Probes ``embryo-bench calibrate`` takes unless told (``--probes``): 100 give the change at
+#: lags up to 90 probes apart from at least 10 pairs.
+BASELINE_PROBES = 100
 #: A run is judged against a baseline's lag only when the lag nearest its length is within
 #: this factor of it: probes drift further apart the longer between them, so a run far
 #: longer than any lag measured would be held to too tight a limit (and a far shorter one to
@@ -165,6 +168,29 @@ def lag_reaches(lag_s: float, run_seconds: float) -> bool:
     """Whether a baseline's lag of ``lag_s`` seconds may judge a run of ``run_seconds``: the
     two are within a factor :data:`LAG_REACH` of each other."""
     return max(lag_s, run_seconds) <= LAG_REACH * max(min(lag_s, run_seconds), 1e-3)
+
+
+def judged_lengths(baseline: dict) -> list[tuple[float, float]]:
+    """The run lengths a baseline judges: those whose nearest lag (:func:`drift_limit`) is
+    near enough (:func:`lag_reaches`), which are those within :data:`LAG_REACH` x of any of
+    its lags (the nearest on a log scale is then within it too), as (shortest, longest)
+    intervals in s, ascending, merged where they overlap. Lags of 2, 10, 30 and 60 s judge
+    runs of 1-4 s and 5-120 s: a 4.5 s run is more than 2 x from 2 s and from 10 s.
+
+    Args:
+        baseline: a machine baseline (its ``changes``' ``lag_s``, s).
+
+    Returns:
+        [(shortest, longest)] in s; [] for a baseline without lags.
+    """
+    out: list[tuple[float, float]] = []
+    for lag in sorted(row["lag_s"] for row in baseline.get("changes") or []):
+        low, high = lag / LAG_REACH, lag * LAG_REACH
+        if out and low <= out[-1][1]:
+            out[-1] = (out[-1][0], high)
+        else:
+            out.append((low, high))
+    return out
 
 
 def training_flops_per_image(model) -> dict:

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .stability import FLAGS
+from .stability import flag_runs
 
 #: Confidence level of the intervals.
 CONFIDENCE = 0.95
@@ -175,11 +175,11 @@ def comparison_table(
         order: target names in the order to list them (default: first appearance).
 
     Returns:
-        one row per target, the base first: target, rounds (its runs), flagged_runs,
-        ``<flag>_runs`` for each of :data:`embryo_bench.stability.FLAGS` (its runs that carry
-        that flag), and
-        for each of :data:`MEASURES` ``<m>_pairs``, ``<m>_ratio`` (median; above 1:
-        faster than the base), ``<m>_low`` and ``<m>_high`` (95 % bootstrap interval),
+        one row per target, the base first: target, rounds (its runs), flagged_runs and
+        ``<flag>_runs`` (:func:`embryo_bench.stability.flag_runs`: its runs that carry a
+        flag, that flag), and for each of :data:`MEASURES` ``<m>_pairs``, ``<m>_ratio``
+        (median; above 1: faster than the base), ``<m>_low`` and ``<m>_high`` (95 %
+        bootstrap interval),
         ``<m>_verdict`` ("base" for the base target, with its measured runs as pairs, or
         "base: not reached" when none of its runs reached the accuracy target; "no pair"
         where no round holds both).
@@ -192,7 +192,7 @@ def comparison_table(
         raise ValueError(f"compare.base {base!r} has no run to compare with")
     names = list(dict.fromkeys(order or runs["target"]))
     names = [base] + [n for n in names if n != base and (runs["target"] == n).any()]
-    flagged = runs["flags"].fillna("").astype(str) != "" if "flags" in runs else None
+    flags = runs.get("flags", pd.Series("", index=runs.index))
     verdicts, speeds = {}, {}
     for measure, (column, larger_is_faster) in MEASURES.items():
         values = pd.to_numeric(runs[column], errors="coerce")
@@ -209,15 +209,7 @@ def comparison_table(
         row = {
             "target": name,
             "rounds": int(mine.sum()),
-            "flagged_runs": int(flagged[mine].sum()) if flagged is not None else 0,
-            **{
-                f"{flag}_runs": (
-                    int(runs.loc[mine, "flags"].fillna("").astype(str).str.contains(flag).sum())
-                    if "flags" in runs
-                    else 0
-                )
-                for flag in FLAGS
-            },
+            **flag_runs(flags[mine]),
         }
         for measure, table in verdicts.items():
             if name == base:

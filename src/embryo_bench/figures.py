@@ -153,7 +153,7 @@ def _backend_entries(backends) -> list:
 
 def _flagged(summ: pd.DataFrame) -> str:
     """How many of the runs counted carry a flag, for a title."""
-    n = int((summ["repeats"] - summ["clean_runs"]).sum())
+    n = int(summ["flagged_runs"].sum())
     return f"; {n} of {int(summ['repeats'].sum())} runs flagged, all counted" if n else ""
 
 

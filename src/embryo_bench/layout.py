@@ -14,7 +14,7 @@ RUN_SPEC = "run.json"
 RUN_SPEC_FORMAT = 1
 METRICS_FORMAT = 1
 #: Format version of a machine baseline (`embryo-bench calibrate --out`, `stability.baseline`);
-#: files without one are version 0 (they record no CPU flags, host cores or GPUs).
+#: files without one are version 0 (their machine records no CPU flags or host cores).
 BASELINE_FORMAT = 1
 #: The figures job's settings (:mod:`embryo_bench.figspec`), beside ``figures/``, and its
 #: format version (2: the file carries the digest of its content).

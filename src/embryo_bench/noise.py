@@ -16,7 +16,13 @@ import time
 from pathlib import Path
 
 from .backend import limit_threads
-from .calibrate import MIN_PAIRS, PROBE_METHOD, machine_baseline, matmul_probe
+from .calibrate import (
+    BASELINE_PROBES,
+    MIN_PAIRS,
+    PROBE_METHOD,
+    machine_baseline,
+    matmul_probe,
+)
 from .errors import ConfigError
 from .hardware import this_machine, visible_cores
 from .io import write_json
@@ -32,6 +38,15 @@ def check_calibration(
 ) -> None:
     """Check ``embryo-bench calibrate``'s arguments before minutes of probing.
 
+    Args:
+        probes: probes to take back to back (``--probes``, a count).
+        seconds: length of each probe (``--seconds``, s).
+        threads: threads the probe runs with (``--threads``, a count).
+        cpus: cores to pin the probe to (``--cpus``, a count of this process's cores).
+        backend: Keras backend running the probe (``--backend``, one of
+            :data:`embryo_bench.spec.BACKENDS`).
+        out: the baseline file to write (``--out``, a path).
+
     Raises:
         ConfigError: one line naming the argument: fewer probes than any lag needs
             (:data:`embryo_bench.calibrate.MIN_PAIRS` + 1), seconds <= 0, threads or cpus
@@ -43,14 +58,17 @@ def check_calibration(
         raise ConfigError(
             f"calibrate: --probes {probes}: a baseline gives the change between probes a lag "
             f"apart only from {MIN_PAIRS} pairs that far apart, so it needs at least "
-            f"{MIN_PAIRS + 1} probes (default 100)"
+            f"{MIN_PAIRS + 1} probes (default {BASELINE_PROBES})"
         )
     if not seconds > 0:
         raise ConfigError(f"calibrate: --seconds {seconds}: a probe's length must be > 0 s")
     if threads < 1 or cpus < 1:
         raise ConfigError(f"calibrate: --threads {threads} --cpus {cpus}: both must be >= 1")
     if threads > cpus:
-        raise ConfigError(f"calibrate: {threads} threads on {cpus} cpus would share cores")
+        raise ConfigError(
+            f"calibrate: --threads {threads} --cpus {cpus}: more threads than cpus would share "
+            "cores (a run's threads are at most its cpus)"
+        )
     usable = visible_cores()
     if cpus > usable:
         raise ConfigError(

@@ -27,12 +27,11 @@ from pathlib import Path
 from . import __version__, bounds, docker_api, hardware, layout, paper
 from .baseline import (
     SETTING,
-    describe_settings,
     load_baseline,
     machine_differences,
     settings_differences,
 )
-from .calibrate import LAG_REACH
+from .calibrate import LAG_REACH, judged_lengths
 from .config import Source, apply_defaults, load_config, load_schema
 from .errors import ConfigError
 from .figspec import FiguresSpec, check_written_spec
@@ -796,18 +795,19 @@ class Plan:
                     + "), whose probe noise is not this machine's; take one here with "
                     f"`embryo-bench calibrate --out {path}`, or set {SETTING}: ''"
                 )
-        if len(self.baseline_misfits(base)) == len(self.targets):
-            s = base["settings"]
-            targets = "; ".join(
-                f"{n}: {describe_settings(t.backend, t.threads, t.cpus, t.gpus)}"
-                + (f" on {t.docker_host}" if t.runner == "docker" and t.docker_host else "")
-                for n, t in self.targets.items()
-            )
+        misfits = self.baseline_misfits(base)
+        if len(misfits) == len(self.targets):
+            remote = all(t.runner == "docker" and t.docker_host for t in self.targets.values())
             raise ConfigError(
-                f"{SETTING} {path}: taken with "
-                f"{describe_settings(s['backend'], s['threads'], s['cpus'])} on this "
-                f"machine, as no running target runs ({targets}); take it with a target's "
-                "--backend, --threads and --cpus"
+                f"{SETTING} {path}: fits no running target, so it would judge no run ("
+                + "; ".join(f"{n}: {why}" for n, why in misfits.items())
+                + "); "
+                + (
+                    "a baseline judges no run on a remote daemon; set"
+                    if remote
+                    else "take one with a target's --backend, --threads and --cpus, or set"
+                )
+                + f" {SETTING}: ''"
             )
         return base
 
@@ -834,10 +834,11 @@ class Plan:
             return []
         path = self.config["stability"]["baseline"]
         lags = [row["lag_s"] for row in base["changes"]]
+        lengths = " and ".join(f"{low:.3g}-{high:.3g} s" for low, high in judged_lengths(base))
         notes = [
-            f"{SETTING} {path}: judges runs of {min(lags) / LAG_REACH:.3g}-"
-            f"{max(lags) * LAG_REACH:.3g} s (its lags {', '.join(f'{x:.3g}' for x in lags)} "
-            f"s, within {LAG_REACH:g} x); other runs' drift by stability.probe_change"
+            f"{SETTING} {path}: judges runs of {lengths} (its lags "
+            f"{', '.join(f'{x:.3g}' for x in lags)} s: a run by the lag nearest its length, "
+            f"within {LAG_REACH:g} x of it); other runs' drift by stability.probe_change"
         ]
         for name, why in self.baseline_misfits(base).items():
             notes.append(

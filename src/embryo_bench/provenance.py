@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import os
 import platform
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 from .backend import backend_name, framework_versions
-from .hardware import cpu_flags, cpu_model, cpu_quota, gpu_driver, gpu_names, visible_cores
+from .hardware import cpu_quota, gpu_driver, gpu_names, this_machine, visible_cores
 
 
 def git_commit(cwd: str | Path | None = None) -> str:
@@ -50,9 +49,10 @@ def collect(seed: int, dataset: dict) -> dict:
             sha256 or "synthetic").
 
     Returns:
-        dict with hostname (inside a container: the container's, see the runner's
-        ``container.daemon`` for the machine), cpu_model, cpu_flags (SIMD), visible_cores
-        (after pinning), host_cores,
+        dict with :func:`embryo_bench.hardware.this_machine`'s keys, as a machine baseline
+        records them (:func:`embryo_bench.baseline.run_machine` reads them back): hostname
+        (inside a container: the container's, see the runner's ``container.daemon`` for the
+        machine), cpu_model, cpu_flags (SIMD), host_cores; then visible_cores (after pinning),
         cpu_quota_cores (cgroup quota in cores, None if unlimited), gpus (names), gpu_driver,
         python, platform, keras_backend, versions (distribution -> version), seed,
         git_commit, dataset, container_image, scheduler (:func:`scheduler_job`) and
@@ -60,11 +60,8 @@ def collect(seed: int, dataset: dict) -> dict:
         on different machines).
     """
     return {
-        "hostname": socket.gethostname(),
-        "cpu_model": cpu_model(),
-        "cpu_flags": cpu_flags(),
+        **this_machine(),
         "visible_cores": visible_cores(),
-        "host_cores": os.cpu_count(),
         "cpu_quota_cores": cpu_quota(),
         "gpus": gpu_names(),
         "gpu_driver": gpu_driver(),

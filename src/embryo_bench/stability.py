@@ -6,7 +6,7 @@ A run is flagged, with the reason, when it diverged or one of the config's ``sta
 thresholds is crossed:
 
 * **diverged**: its loss became NaN or infinite, or exploded
-  (:func:`embryo_bench.record.divergence`, issue 31, item 7); its throughput still counts
+  (:func:`embryo_bench.evidence.divergence`, issue 31, item 7); its throughput still counts
   (the machine did the work), but it never has a time to accuracy;
 * **interfered**: other processes used more than ``other_cpu_share`` of its cores, steal
   time on its cores exceeded ``steal_percent``, or it stalled (sat idle, or was frozen: a
@@ -33,12 +33,26 @@ import pandas as pd
 from .baseline import machine_differences, run_machine, settings_differences
 from .calibrate import LAG_REACH, drift_limit, lag_reaches
 from .config import apply_defaults, load_schema
-from .record import divergence
+from .evidence import IDLE_PERCENT, divergence
 from .runs import as_number
-from .telemetry import GAP_INTERVALS, IDLE_PERCENT
 
 #: The flags, in the order tables list them.
 FLAGS = ("diverged", "interfered", "drifted", "noisy")
+
+
+def flag_runs(flags: pd.Series) -> dict[str, int]:
+    """How many runs carry a flag, from their ``flags`` column (each run's :func:`assess`
+    flags, ", "-joined; empty or missing for a clean run).
+
+    Returns:
+        dict: flagged_runs (runs with any flag) and ``<flag>_runs`` for each of
+        :data:`FLAGS` (runs with that flag), in that order.
+    """
+    raised = flags.fillna("").astype(str).str.split(", ")
+    counts = {"flagged_runs": int((flags.fillna("").astype(str) != "").sum())}
+    return counts | {
+        f"{f}_runs": int(raised.map(lambda names, f=f: f in names).sum()) for f in FLAGS
+    }
 
 
 def thresholds(given: dict | None = None, schema: dict | None = None) -> dict:
@@ -54,7 +68,7 @@ def thresholds(given: dict | None = None, schema: dict | None = None) -> dict:
 
 def diverged(metrics: dict, history: pd.DataFrame | None = None) -> str | None:
     """Why a run diverged, or None: its ``metrics.json``'s ``diverged`` (the trainer's
-    verdict), else, for runs made before it was recorded, :func:`embryo_bench.record.divergence`
+    verdict), else, for runs made before it was recorded, :func:`embryo_bench.evidence.divergence`
     of its ``history``.
 
     Raises:
@@ -67,14 +81,24 @@ def diverged(metrics: dict, history: pd.DataFrame | None = None) -> str | None:
     return divergence(history)
 
 
-def baseline_misfit(baseline: dict, metrics: dict, length: float | None) -> str | None:
-    """Why ``baseline`` cannot judge this run's drift (and ``probe_change`` does), or None
-    when it can: it was taken on another machine or with other settings
+def baseline_limit(
+    baseline: dict, metrics: dict, length: float | None
+) -> tuple[tuple[float, float] | None, str | None]:
+    """The drift limit ``baseline`` sets this run, or why it cannot judge the run's drift (and
+    ``probe_change`` does): it was taken on another machine or with other settings
     (:mod:`embryo_bench.baseline`), the run's length is not recorded, or the baseline's lag
-    nearest that length is not within :data:`embryo_bench.calibrate.LAG_REACH` of it."""
+    nearest that length is not within :data:`embryo_bench.calibrate.LAG_REACH` of it.
+
+    Args:
+        length: the run's length (s), None where not recorded.
+
+    Returns:
+        ((limit as a fraction, the lag it was measured at in s), None): the baseline judges
+        the run (:func:`embryo_bench.calibrate.drift_limit`); (None, why not) otherwise.
+    """
     other = machine_differences(baseline["machine"], run_machine(metrics))
     if other:
-        return "taken on another machine: " + "; ".join(other)
+        return None, "taken on another machine: " + "; ".join(other)
     settings = settings_differences(
         baseline,
         metrics.get("backend", ""),
@@ -83,15 +107,39 @@ def baseline_misfit(baseline: dict, metrics: dict, length: float | None) -> str 
         metrics.get("gpus", 0),
     )
     if settings:
-        return settings
+        return None, settings
     if length is None:
-        return "the run's length is not recorded"
-    _, lag = drift_limit(baseline, length)
+        return None, "the run's length is not recorded"
+    limit, lag = drift_limit(baseline, length)
     if not lag_reaches(lag, length):
-        return (
+        return None, (
             f"its lag nearest the run's {length:.0f} s is {lag:.0f} s, not within {LAG_REACH:g} x"
         )
-    return None
+    return (limit, lag), None
+
+
+def stall_kind(seen: dict, stall: float) -> str:
+    """How a run's longest stall of ``stall`` s was spent, in words, from its
+    ``telemetry.interference`` (:func:`embryo_bench.telemetry.interference`): "idle (CPU and
+    GPUs under 5 %)", "frozen (telemetry samples, due every 1.0 s, came 5.2 s late)" or
+    "frozen and idle (...; 2.0 s with CPU and GPUs under 5 %)". Frozen only where gaps
+    between samples counted as stalled time (a host run's sampler is a thread of the
+    trainer) and were part of that stall; "idle or frozen" for a run that recorded gaps but
+    not which it was (made before ``longest_stall_frozen_s`` was recorded); idle for one
+    made before gaps were recorded (none counted then)."""
+    idle = f"CPU and GPUs under {IDLE_PERCENT:g} %"
+    frozen = as_number(seen.get("longest_stall_frozen_s"))
+    if frozen is None and "longest_gap_s" in seen:
+        return f"idle or frozen ({idle}, or no telemetry sample; the run did not record which)"
+    if not frozen:
+        return f"idle ({idle})"
+    interval = as_number(seen.get("interval_s"))
+    due = f", due every {interval:.1f} s," if interval else ""
+    late = f"telemetry samples{due} came {frozen:.1f} s late"
+    idle_s = stall - frozen
+    if idle_s < 0.05:  # the stall was the gaps' time alone
+        return f"frozen ({late})"
+    return f"frozen and idle ({late}; {idle_s:.1f} s with {idle})"
 
 
 def assess(
@@ -110,7 +158,7 @@ def assess(
         limits: :func:`thresholds`.
         baseline: the machine's probe baseline (:func:`embryo_bench.baseline.load_baseline`)
             or None: then ``probe_change`` is the drift limit; also where the baseline does
-            not fit the run (:func:`baseline_misfit`, said in the drift reason and listed
+            not fit the run (:func:`baseline_limit`, said in the drift reason and listed
             as unchecked).
         history: the run's ``history.csv``, to judge divergence where ``metrics`` does not
             say (runs made before it was recorded).
@@ -137,9 +185,9 @@ def assess(
             if {"started_unix_s", "ended_unix_s"} <= set(clock)
             else None
         )
-        misfit = baseline_misfit(baseline, metrics, length) if baseline else None
-        if baseline and not misfit:
-            limit, lag = drift_limit(baseline, length)
+        found, misfit = baseline_limit(baseline, metrics, length) if baseline else (None, None)
+        if found:
+            limit, lag = found
             why = (
                 f"limit {limit:.0%}: this machine's quiet probes {lag:.0f} s apart differ by "
                 "up to that, 99th percentile of its baseline"
@@ -177,15 +225,9 @@ def assess(
     if stall is None:
         unchecked.append("stalls")
     elif stall >= limits["stall_seconds"]:
-        gap, interval = (as_number(seen.get(k)) for k in ("longest_gap_s", "interval_s"))
-        if gap is not None and interval and gap > GAP_INTERVALS * interval:
-            how = (
-                f"frozen or idle (no telemetry sample for {gap:.1f} s, taken every "
-                f"{interval:.1f} s otherwise; or CPU and GPUs under {IDLE_PERCENT:g} %)"
-            )
-        else:
-            how = f"idle (CPU and GPUs under {IDLE_PERCENT:g} %)"
-        interfered.append(f"stalled {stall:.0f} s {how}; limit {limits['stall_seconds']} s")
+        interfered.append(
+            f"stalled {stall:.0f} s {stall_kind(seen, stall)}; limit {limits['stall_seconds']} s"
+        )
     noisy = []
     windows = metrics.get("throughput_windows", {})
     cv = as_number(windows.get("cv"))

@@ -15,7 +15,7 @@ import pandas as pd
 from . import paper
 from .errors import ConfigError
 from .runs import NOT_MEASURED, Run, as_number, machine_of
-from .stability import FLAGS, assess, thresholds
+from .stability import FLAGS, assess, flag_runs, thresholds
 
 
 def cost_usd(training_seconds: float, hourly_usd: float | None) -> float | None:
@@ -168,8 +168,9 @@ def olympic_mean(values) -> float | None:
 
 def target_summary(runs: pd.DataFrame) -> pd.DataFrame:
     """Per target, over every run (a flag is a warning, not a gate: issue 23): repeats (the
-    runs), ``<flag>_runs`` for each of :data:`embryo_bench.stability.FLAGS` and clean_runs
-    (how many runs carry it / none), and for each :data:`SUMMARISED` column ``<col>_median``,
+    runs), flagged_runs and ``<flag>_runs`` for each of :data:`embryo_bench.stability.FLAGS`
+    (:func:`embryo_bench.stability.flag_runs`: how many runs carry a flag, that flag) and
+    clean_runs (how many carry none), and for each :data:`SUMMARISED` column ``<col>_median``,
     ``<col>_min`` and ``<col>_max``; NaN where no run has a number. ``images_per_s_median_clean``
     is the median throughput of the clean runs alone (NaN without one), to read beside. A
     time to accuracy only counts the runs that reached it (``tta_reached`` says how many);
@@ -177,7 +178,7 @@ def target_summary(runs: pd.DataFrame) -> pd.DataFrame:
     keep the order of their first run."""
     rows = []
     for name, g in runs.groupby("target", sort=False):
-        flags = g["flags"].fillna("").astype(str) if "flags" in g else pd.Series([""] * len(g))
+        flags = g.get("flags", pd.Series("", index=g.index)).fillna("").astype(str)
         clean = g[(flags == "").to_numpy()]
         row = {
             "target": name,
@@ -190,7 +191,7 @@ def target_summary(runs: pd.DataFrame) -> pd.DataFrame:
             "threads": g["threads"].iloc[0],
             "sweep": g["sweep"].iloc[0],
             "repeats": len(g),
-            **{f"{f}_runs": int(flags.str.contains(f).sum()) for f in FLAGS},
+            **flag_runs(flags),
             "clean_runs": len(clean),
             "train_images": g["train_images"].iloc[0],
             "epochs": g["epochs"].iloc[0],
@@ -506,11 +507,11 @@ def _ratio(row, measure: str) -> str:
     return f"{med:.3f} [{low:.3f}, {high:.3f}]"
 
 
-def flag_counts(row, flagged: int | None = None) -> str:
-    """ "2 (interfered 1, drifted 2)" from a :func:`target_summary` row (or, with
-    ``flagged``, a comparison row: its flagged runs and ``<flag>_runs``); "0" for none."""
-    if flagged is None:
-        flagged = int(row["repeats"] - row["clean_runs"])
+def flag_counts(row) -> str:
+    """ "2 (interfered 1, drifted 2)" from a :func:`target_summary` or
+    :func:`embryo_bench.compare.comparison_table` row (flagged_runs and ``<flag>_runs``,
+    :func:`embryo_bench.stability.flag_runs`); "0" for none."""
+    flagged = int(row["flagged_runs"])
     parts = [f"{f} {int(row[f'{f}_runs'])}" for f in FLAGS if row.get(f"{f}_runs")]
     return f"{flagged} ({', '.join(parts)})" if flagged else "0"
 
@@ -581,7 +582,7 @@ def readable_comparison(paired: pd.DataFrame) -> pd.DataFrame:
         {
             "target": paired["target"],
             "rounds": paired["rounds"],
-            "flagged runs": [flag_counts(r, int(r["flagged_runs"])) for _, r in paired.iterrows()],
+            "flagged runs": [flag_counts(r) for _, r in paired.iterrows()],
             "throughput ratio [95 % interval]": [
                 _ratio(r, "throughput") for _, r in paired.iterrows()
             ],

@@ -34,6 +34,8 @@ import time
 import numpy as np
 import pandas as pd
 
+from .evidence import GAP_INTERVALS, IDLE_PERCENT
+
 COLUMNS = [
     "time_s",
     "unix_s",
@@ -50,15 +52,6 @@ COLUMNS = [
     "gpu_energy_j",
 ]
 MIB = 1024 * 1024
-#: A sample with the run below this CPU % (and its GPUs below this utilisation) is idle; a
-#: run of idle samples in the middle of training is a stall.
-IDLE_PERCENT = 5.0
-#: Samples further apart than this many sampling intervals leave a gap: time in which the
-#: sampler itself did not run. A host run's sampler is a thread of the trainer, so a frozen
-#: trainer (``kill -STOP``, a suspended VM, a process swapped out) stops it too, and the
-#: frozen time shows only as a gap (issue 31, item 8: a 6 s SIGSTOP left a 6.2 s gap and
-#: ``longest_stall_s`` 1.0). A gap's time beyond one interval counts as stalled.
-GAP_INTERVALS = 1.5
 
 
 class SystemCpu:
@@ -393,13 +386,10 @@ class Measurement:
         gpus: GPUs assigned to the run, which the sampler reads through NVML.
         cores: how many cores the run is pinned to (None: the machine is not sampled).
         cpu_energy_j: RAPL package energy in J after exit, or why it was not measured.
-        gaps_stall: the sampler runs inside the trainer, so a gap between its samples is
-            time the run was frozen (:func:`interference`).
     """
 
     def __init__(self, sampler: ProcessSampler | ContainerSampler):
         self.sampler = sampler
-        self.gaps_stall = sampler.in_process
         self.gpus = len(sampler.gpu_indices)
         self.cores = len(sampler.cores) if sampler.cores is not None else None
         self.rapl = RaplMeter()
@@ -432,13 +422,17 @@ def interference(df: pd.DataFrame, cores: int | None, gaps_stall: bool = True) -
     Returns:
         dict: other_cpu_share_mean/peak (CPU time of other processes on the run's cores as
         a fraction of those cores), steal_percent_mean/peak (%), machine_cpu_percent_mean
-        (100 = one core), stall_samples (samples with the run below :data:`IDLE_PERCENT` CPU
-        and its GPUs below it too), interval_s (the sampling interval: the median time
-        between samples, s), gaps (times two samples were more than :data:`GAP_INTERVALS`
-        intervals apart), longest_gap_s (s, the longest time between two samples),
+        (100 = one core), stall_samples (samples with the run below
+        :data:`~embryo_bench.evidence.IDLE_PERCENT` CPU and its GPUs below it too),
+        interval_s (the sampling interval: the median time between samples, s), gaps (times
+        two samples were more than :data:`~embryo_bench.evidence.GAP_INTERVALS` intervals
+        apart), longest_gap_s (s, the longest time between two samples),
+        gaps_stall (``gaps_stall``: whether gaps counted as stalled time),
         longest_stall_s (s, the longest stretch of stalled time: an idle sample counts the
         time since the sample before it, a gap its time beyond one interval, and
-        neighbouring ones add up); "not measured (...)" where a column has no readings.
+        neighbouring ones add up), longest_stall_frozen_s (s, the part of that stretch that
+        was gaps' time beyond one interval: 0 where gaps do not count); "not measured
+        (...)" where a column has no readings.
     """
     per_sample = df.drop_duplicates("time_s")
     out: dict = {"cores": cores}
@@ -469,15 +463,21 @@ def interference(df: pd.DataFrame, cores: int | None, gaps_stall: bool = True) -
     gap = spans > GAP_INTERVALS * interval
     frozen = np.where(gap, spans - interval, 0.0) if gaps_stall else np.zeros_like(spans)
     stalled = np.where(idle, spans, frozen)
-    longest = current = 0.0
-    for seconds in stalled:
-        current = current + seconds if seconds > 0 else 0.0
-        longest = max(longest, current)
+    longest = current = longest_frozen = current_frozen = 0.0
+    for seconds, frozen_s in zip(stalled, frozen, strict=True):
+        if seconds > 0:
+            current, current_frozen = current + seconds, current_frozen + frozen_s
+        else:
+            current = current_frozen = 0.0
+        if current > longest:
+            longest, longest_frozen = current, current_frozen
     out["stall_samples"] = int(idle.sum())
     out["interval_s"] = interval
     out["gaps"] = int(gap.sum())
     out["longest_gap_s"] = float(spans.max()) if len(spans) else 0.0
+    out["gaps_stall"] = bool(gaps_stall)
     out["longest_stall_s"] = float(longest)
+    out["longest_stall_frozen_s"] = float(longest_frozen)
     return out
 
 
@@ -508,7 +508,7 @@ def summarise(
         exists.
     """
     per_sample = df.drop_duplicates("time_s")
-    out: dict = {"samples": int(len(per_sample)), "interval_s": 1.0}
+    out: dict = {"samples": int(len(per_sample))}
     out["interference"] = interference(df, cores, gaps_stall)
     out["cpu_energy_j"] = cpu_energy_j
     out["cpu_energy_scope"] = RaplMeter.scope

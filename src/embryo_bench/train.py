@@ -37,10 +37,11 @@ from . import provenance
 from .backend import compute_settings, distribution_scope, input_pipeline, limit_threads
 from .calibrate import PROBE_METHOD, efficiency, matmul_probe, training_flops_per_image
 from .errors import ConfigError
+from .evidence import divergence
 from .io import atomic_path, write_json
 from .layout import HISTORY, MODEL, PROGRESS, SETTINGS, WINDOWS
 from .lifeline import check_parent
-from .record import divergence, finish_run
+from .record import finish_run
 from .spec import Preprocessing, RunSpec
 from .stages import load_dataset
 from .telemetry import Measurement, ProcessSampler
@@ -118,7 +119,7 @@ def summarise(history: pd.DataFrame, images_per_epoch: int, target: float) -> di
     mean_images_per_s (steady-state images/s; the first epoch's when there is only one),
     final_test_accuracy, best_test_accuracy, accuracy_target, time_to_accuracy_seconds,
     epochs_to_accuracy (all times in s), diverged (why the run diverged,
-    :func:`embryo_bench.record.divergence`, or None).
+    :func:`embryo_bench.evidence.divergence`, or None).
     """
     epochs = history["epoch_seconds"].to_numpy(float)
     steady = float(epochs[1:].mean()) if len(epochs) > 1 else None
