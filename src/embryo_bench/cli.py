@@ -375,7 +375,14 @@ def _write_config(config: dict, path: Path) -> None:
 def cmd_calibrate(p):
     """measure this machine's own probe noise: back-to-back calibration probes on given cores
     and threads, written as a machine baseline (stability.baseline)"""
-    p.add_argument("--probes", type=int, default=100, help="probes, back to back (>= 11)")
+    from .calibrate import BASELINE_PROBES, MIN_PAIRS
+
+    p.add_argument(
+        "--probes",
+        type=int,
+        default=BASELINE_PROBES,
+        help=f"probes, back to back (>= {MIN_PAIRS + 1})",
+    )
     p.add_argument("--seconds", type=float, default=2.0, help="length of each probe (s)")
     p.add_argument("--threads", type=int, default=1, help="threads, as a run's threads")
     p.add_argument("--cpus", type=int, default=1, help="cores to pin to, as a run's cpus")
