@@ -65,15 +65,50 @@ def test_plain_tcp_to_another_machine_is_refused_unless_accepted(tmp_path, capsy
         )
 
 
-def test_docker_host_from_the_environment_is_checked_too(tmp_path, capsys, no_docker_env):
-    """A docker target without docker_host uses DOCKER_HOST: the same rule."""
+def test_docker_host_from_the_environment_is_checked_too(pki, tmp_path, capsys, no_docker_env):
+    """A docker target without docker_host uses DOCKER_HOST: the same rules as a
+    docker_host, TLS files included (DOCKER_TLS_VERIFY with a DOCKER_CERT_PATH that does not
+    exist was accepted); a target's acceptance of plain TCP is for its docker_host only."""
     config = docker_config(tmp_path / "out")
-    no_docker_env.setenv("DOCKER_HOST", "tcp://10.0.0.7:2375")
+    no_docker_env.setenv("DOCKER_HOST", "tcp://10.0.0.5:2376")
     status, line = check_config(tmp_path, config, capsys)
     assert status == 2
-    assert "target docker-1cpu: DOCKER_HOST tcp://10.0.0.7:2375 is plain TCP" in line
+    assert "target docker-1cpu: DOCKER_HOST tcp://10.0.0.5:2376 is plain TCP" in line
+    assert "set DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH, or use an ssh:// address" in line
     no_docker_env.setenv("DOCKER_TLS_VERIFY", "1")
+    no_docker_env.setenv("DOCKER_CERT_PATH", "/nonexistent")
+    status, line = check_config(tmp_path, config, capsys)
+    assert status == 2
+    assert line.endswith(
+        "target docker-1cpu: DOCKER_HOST tcp://10.0.0.5:2376: DOCKER_CERT_PATH's ca.pem "
+        "/nonexistent/ca.pem: no such file"
+    ), line
+    no_docker_env.setenv("DOCKER_CERT_PATH", str(pki / "client"))
     assert check_config(tmp_path, config, capsys)[0] == 0
+    daemon = Plan.from_config(config, hardware_check="none").targets["docker-1cpu"].daemon
+    assert (daemon.address, daemon.ca_cert) == ("tcp://10.0.0.5:2376", str(pki / "client/ca.pem"))
+    config["targets"][0]["accept_unauthenticated_daemon"] = True
+    status, line = check_config(tmp_path, config, capsys)
+    assert status == 2
+    assert "target docker-1cpu: accept_unauthenticated_daemon is for a tcp:// docker_host" in line
+
+
+def test_a_client_of_the_environments_daemon_is_refused_plain_tcp(pki, no_docker_env):
+    """Where a client is built (image builds, the runner of a target without docker_host):
+    plain TCP to another machine in DOCKER_HOST is refused before anything is sent to it
+    (it was tried), and missing TLS files are named."""
+    from embryo_bench.docker_api import docker_client
+    from embryo_bench.errors import ConfigError
+
+    no_docker_env.setenv("DOCKER_HOST", "tcp://10.0.0.5:2376")
+    with pytest.raises(ConfigError, match=r"^DOCKER_HOST tcp://10.0.0.5:2376 is plain TCP to"):
+        docker_client(None, timeout=5)
+    with pytest.raises(ConfigError, match="plain TCP"):
+        docker_client(Daemon(), timeout=5)
+    no_docker_env.setenv("DOCKER_TLS_VERIFY", "1")
+    no_docker_env.setenv("DOCKER_CERT_PATH", "/nonexistent")
+    with pytest.raises(ConfigError, match="DOCKER_CERT_PATH's ca.pem /nonexistent/ca.pem: no such"):
+        docker_client(None, timeout=5)
 
 
 def test_tls_files_are_resolved_and_checked_at_plan_time(pki, tmp_path, capsys, no_docker_env):
