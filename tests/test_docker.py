@@ -206,6 +206,20 @@ def test_a_training_container_is_created_isolated(tmp_path):
     }
 
 
+def test_a_daemon_is_here_on_every_loopback_address():
+    """The runner samples this machine's cores around a container only when its daemon runs
+    here: the same loopback rule as the one that lets plain TCP through (127.0.0.2 is
+    loopback too; a hand-made list said it was another machine)."""
+    from embryo_bench.docker_api import is_loopback
+    from embryo_bench.docker_runner import daemon_is_here
+
+    for host in ("127.0.0.1", "127.0.0.2", "localhost", "[::1]", "10.0.0.5", "gpu-box"):
+        address = f"tcp://{host}:2375"
+        assert daemon_is_here(address) == is_loopback(host.strip("[]")), address
+    assert daemon_is_here("tcp://127.0.0.2:2375")
+    assert daemon_is_here("") and daemon_is_here("unix:///var/run/docker.sock")
+
+
 @pytest.mark.slow
 def test_the_training_container_gets_only_what_training_needs(docker_run, tmp_path):
     """Issue 31, item 4: the run trained (docker_run) in a container without network,

@@ -34,8 +34,9 @@ import time
 import uuid
 from collections import deque
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from .docker_api import Daemon, channel, daemon_identity, docker_client
+from .docker_api import Daemon, channel, daemon_identity, docker_client, is_loopback
 from .errors import DockerError, Interrupted
 from .hardware import local_node, run_cores, why_not
 from .io import atomic_path, read_json
@@ -102,13 +103,12 @@ def _tar_inputs(files: dict[str, Path], fh) -> None:
 def daemon_is_here(address: str) -> bool:
     """Whether the Docker daemon at ``address`` runs on this machine (so this process can
     sample the machine around its containers): the default socket, a ``unix://`` socket or
-    TCP on a loopback address."""
-    from urllib.parse import urlparse
-
+    TCP on a loopback address (:func:`embryo_bench.docker_api.is_loopback`, the rule that lets
+    plain TCP through)."""
     if not address or address.startswith(("unix://", "npipe://")):
         return True
-    url = urlparse(address)
-    return url.scheme == "tcp" and url.hostname in ("127.0.0.1", "localhost", "::1")
+    url = urlsplit(address)
+    return url.scheme == "tcp" and is_loopback(url.hostname)
 
 
 def check_image(client, spec: RunSpec, image: dict) -> None:
