@@ -54,8 +54,11 @@ WORK = "/work"
 #: Files of the container's output folder the runner writes itself (from its own samples).
 WRITTEN_OUTSIDE = (METRICS, TELEMETRY)
 #: Processes and threads a training container may have (Docker's ``pids_limit``; Linux
-#: counts threads). TensorFlow runs about two pools of ``threads`` plus tf.data's and a few
-#: of its own: under 100 at 1 cpu, a few hundred at 64; a fork bomb stops here.
+#: counts threads): a ceiling against runaway forks, far above what a training uses. Measured
+#: (the container's pids cgroup ``pids.current`` read from the host every 20 ms while
+#: :func:`run` trained tests/workflow_helpers.TINY for 3 epochs in embryo-bench/cpu:0.1.0):
+#: at most 15 tasks at 1 cpu and 21 at 2 cpus, on the 2-core Xeon VM, 2026-11-25. Bigger
+#: machines (more threads) were not measured.
 PIDS_LIMIT = 4096
 #: What a training container may do besides training (issue 31, item 4): no network (the
 #: data goes in and the results come out through the API), every capability dropped, no
