@@ -240,10 +240,12 @@ def container(client, kwargs: dict, inputs: dict[str, Path], log):
 
 
 def isolation(attrs: dict) -> dict:
-    """What a created container may do, as its daemon reports it (``HostConfig`` of
-    ``attrs``, the container's inspect): ``network_mode``, ``cap_drop``, ``security_opt``,
-    ``pids_limit``, ``read_only_rootfs`` and ``inputs`` (how :func:`_tar_inputs` put them);
-    recorded in ``metrics.json`` (``container.isolation``)."""
+    """What a created container may do, recorded in ``metrics.json``
+    (``container.isolation``). From the daemon (``HostConfig`` of ``attrs``, the container's
+    inspect): ``network_mode``, ``cap_drop``, ``security_opt``, ``pids_limit`` and
+    ``read_only_rootfs``. Not from the daemon: ``inputs``, how :func:`_tar_inputs` puts the
+    inputs in (owner and file mode: this runner's constants); the container's view of them is
+    checked by tests/test_docker.py's probe, not at run time."""
     host = attrs.get("HostConfig") or {}
     return {
         "network_mode": host.get("NetworkMode", ""),
