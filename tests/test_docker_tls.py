@@ -154,6 +154,27 @@ def test_a_bad_tls_file_is_one_line_naming_it(pki, tmp_path, capsys, no_docker_e
     ), line
 
 
+def test_a_plan_made_again_on_a_cluster_node_needs_no_tls_files(tmp_path, no_docker_env):
+    """A cluster job parses the workflow again on its node (on_this_machine=False): the TLS
+    files are resolved to the same paths but not read there (a preprocessing job needs no
+    certificate); where a client of the daemon is built, they are checked."""
+    from embryo_bench.docker_api import docker_client
+    from embryo_bench.errors import ConfigError
+
+    missing = tmp_path / "elsewhere"
+    config = tls_config(tmp_path / "out", "tcp://10.0.0.7:2376", tls(missing))
+    with pytest.raises(ConfigError, match=r"docker_tls.ca_cert .*/elsewhere/ca.pem: no such file"):
+        Plan.from_config(config, hardware_check="none")
+    plan = Plan.from_config(config, hardware_check="none", on_this_machine=False)
+    daemon = plan.targets["docker-tls"].daemon
+    assert (daemon.ca_cert, daemon.client_key) == (
+        str(missing / "ca.pem"),
+        str(missing / "key.pem"),
+    )
+    with pytest.raises(ConfigError, match=r"docker_tls.ca_cert .*/elsewhere/ca.pem: no such file"):
+        docker_client(daemon, timeout=5)
+
+
 def test_the_docker_environment_gives_the_tls_files(pki, tmp_path, capsys, no_docker_env):
     """No docker_tls: DOCKER_TLS_VERIFY with DOCKER_CERT_PATH's ca.pem, cert.pem, key.pem,
     as the docker CLI reads them; a file missing there is named as such."""

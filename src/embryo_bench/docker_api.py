@@ -167,6 +167,7 @@ def resolve_daemon(
     tls: dict | None = None,
     accept_unauthenticated: bool = False,
     env=None,
+    check_files: bool = True,
 ) -> Daemon:
     """How the daemon at ``address`` is reached, checked before anything runs (plan time,
     ``check-config``, ``ship-image``) and where a client is built (:func:`docker_client`).
@@ -183,6 +184,9 @@ def resolve_daemon(
             ``docker_host`` only: every job reaches the environment's daemon, image builds
             included, without a target's settings).
         env: the environment (default ``os.environ``).
+        check_files: check the TLS files (:func:`check_tls_files`); False where they are
+            not used (a plan made again in a cluster job on a node: :func:`docker_client`
+            checks them where the daemon is used).
 
     Returns:
         a :class:`Daemon` with absolute paths of the TLS files (a ``tcp://`` address over
@@ -198,7 +202,7 @@ def resolve_daemon(
     """
     env = os.environ if env is None else env
     if address:
-        return _resolve(address, tls, accept_unauthenticated, env, "docker_host")
+        return _resolve(address, tls, accept_unauthenticated, env, check_files, "docker_host")
     for setting, given in ((TLS_SETTING, tls), (UNAUTHENTICATED_SETTING, accept_unauthenticated)):
         if given:
             raise ConfigError(
@@ -210,10 +214,12 @@ def resolve_daemon(
     environment = env.get("DOCKER_HOST", "")
     if not environment:
         return Daemon()
-    return _resolve(environment, None, False, env, "DOCKER_HOST")
+    return _resolve(environment, None, False, env, check_files, "DOCKER_HOST")
 
 
-def _resolve(address: str, tls, accept_unauthenticated: bool, env, named: str) -> Daemon:
+def _resolve(
+    address: str, tls, accept_unauthenticated: bool, env, check_files: bool, named: str
+) -> Daemon:
     """:func:`resolve_daemon` of a non-empty ``address``, which the setting ``named``
     (``docker_host`` or ``DOCKER_HOST``) gives."""
     check_address(address, named)
@@ -256,7 +262,8 @@ def _resolve(address: str, tls, accept_unauthenticated: bool, env, named: str) -
     daemon = Daemon(
         address, **files, tls_from=source, accept_unauthenticated=accept_unauthenticated
     )
-    check_tls_files(daemon, named)
+    if check_files:
+        check_tls_files(daemon, named)
     return daemon
 
 
