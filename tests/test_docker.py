@@ -39,7 +39,6 @@ from tls_helpers import (  # noqa: E402
     PORT,
     REMOTE,
     in_pki,
-    make_pki,
     tls,
     tls_config,
 )
@@ -564,11 +563,6 @@ def test_gpu_target_samples_nvml(tmp_path):
 
 #: The daemon's key in the workflow's file names (images/cpu@KEY.json, images/daemon@KEY.json).
 KEY = f"tcp-{GATEWAY}-{PORT}"
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory) -> Path:
-    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture(scope="module")

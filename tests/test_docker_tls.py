@@ -1,34 +1,26 @@
 """Remote Docker daemons only over authenticated channels (issue 31, item 3), at plan time.
 
-With certificates made by tls_helpers.make_pki (``cryptography``) and no daemon: plain
-``tcp://`` to an address that is not a loopback one is refused unless the target accepts an
-unauthenticated daemon; ``docker_tls`` files (or ``DOCKER_TLS_VERIFY`` / ``DOCKER_CERT_PATH``)
-that are missing, garbled or do not match are each one line naming the file. Against a real
-``dockerd --tlsverify`` (the daemon check, its errors, a training run through it, a moved
-certificate): tests/test_docker.py, whose second daemon is that daemon.
+With certificates made by tls_helpers.make_pki (``cryptography``; conftest's ``pki``) and no
+daemon: plain ``tcp://`` to an address that is not a loopback one is refused unless the
+target accepts an unauthenticated daemon; ``docker_tls`` files (or ``DOCKER_TLS_VERIFY`` /
+``DOCKER_CERT_PATH``) that are missing, garbled or do not match are each one line naming the
+file. Against a real ``dockerd --tlsverify`` (the daemon check, its errors, a training run
+through it, a moved certificate): tests/test_docker.py, whose second daemon is that daemon.
 """
 
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from tls_helpers import in_pki, tls, tls_config
+from workflow_helpers import docker_config
 
 from embryo_bench.cli import main
 from embryo_bench.docker_api import Daemon
 from embryo_bench.plan import Plan
-
-sys.path.insert(0, str(Path(__file__).parent))
-from tls_helpers import in_pki, make_pki, tls, tls_config  # noqa: E402
-from workflow_helpers import docker_config  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory) -> Path:
-    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 def check_config(tmp_path: Path, config: dict, capsys) -> tuple[int, str]:
