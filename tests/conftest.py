@@ -21,6 +21,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tls_helpers import make_pki
 from workflow_helpers import offline_config, snakemake
 
 from embryo_bench.synthetic import generate_db
@@ -193,6 +194,14 @@ def no_docker_env(monkeypatch):
     for name in ("DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
+
+
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory) -> Path:
+    """A CA and the certificates of a Docker daemon over TLS and its clients
+    (:func:`tls_helpers.make_pki`): ``server/``, ``client/`` (a DOCKER_CERT_PATH layout),
+    ``other/`` (another CA's), ``garbled.pem``, ``encrypted-key.pem``. Read only."""
+    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture

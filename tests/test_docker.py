@@ -39,7 +39,6 @@ from tls_helpers import (  # noqa: E402
     PORT,
     REMOTE,
     in_pki,
-    make_pki,
     tls,
     tls_config,
 )
@@ -204,6 +203,20 @@ def test_a_training_container_is_created_isolated(tmp_path):
         "security_opt": ["no-new-privileges"],
         "pids_limit": 4096,
     }
+
+
+def test_a_daemon_is_here_on_every_loopback_address():
+    """The runner samples this machine's cores around a container only when its daemon runs
+    here: the same loopback rule as the one that lets plain TCP through (127.0.0.2 is
+    loopback too; a hand-made list said it was another machine)."""
+    from embryo_bench.docker_api import is_loopback
+    from embryo_bench.docker_runner import daemon_is_here
+
+    for host in ("127.0.0.1", "127.0.0.2", "localhost", "[::1]", "10.0.0.5", "gpu-box"):
+        address = f"tcp://{host}:2375"
+        assert daemon_is_here(address) == is_loopback(host.strip("[]")), address
+    assert daemon_is_here("tcp://127.0.0.2:2375")
+    assert daemon_is_here("") and daemon_is_here("unix:///var/run/docker.sock")
 
 
 @pytest.mark.slow
@@ -550,11 +563,6 @@ def test_gpu_target_samples_nvml(tmp_path):
 
 #: The daemon's key in the workflow's file names (images/cpu@KEY.json, images/daemon@KEY.json).
 KEY = f"tcp-{GATEWAY}-{PORT}"
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory) -> Path:
-    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture(scope="module")

@@ -1,34 +1,26 @@
 """Remote Docker daemons only over authenticated channels (issue 31, item 3), at plan time.
 
-With certificates made by tls_helpers.make_pki (``cryptography``) and no daemon: plain
-``tcp://`` to an address that is not a loopback one is refused unless the target accepts an
-unauthenticated daemon; ``docker_tls`` files (or ``DOCKER_TLS_VERIFY`` / ``DOCKER_CERT_PATH``)
-that are missing, garbled or do not match are each one line naming the file. Against a real
-``dockerd --tlsverify`` (the daemon check, its errors, a training run through it, a moved
-certificate): tests/test_docker.py, whose second daemon is that daemon.
+With certificates made by tls_helpers.make_pki (``cryptography``; conftest's ``pki``) and no
+daemon: plain ``tcp://`` to an address that is not a loopback one is refused unless the
+target accepts an unauthenticated daemon; ``docker_tls`` files (or ``DOCKER_TLS_VERIFY`` /
+``DOCKER_CERT_PATH``) that are missing, garbled or do not match are each one line naming the
+file. Against a real ``dockerd --tlsverify`` (the daemon check, its errors, a training run
+through it, a moved certificate): tests/test_docker.py, whose second daemon is that daemon.
 """
 
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from tls_helpers import in_pki, tls, tls_config
+from workflow_helpers import docker_config
 
 from embryo_bench.cli import main
 from embryo_bench.docker_api import Daemon
 from embryo_bench.plan import Plan
-
-sys.path.insert(0, str(Path(__file__).parent))
-from tls_helpers import in_pki, make_pki, tls, tls_config  # noqa: E402
-from workflow_helpers import docker_config  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory) -> Path:
-    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 def check_config(tmp_path: Path, config: dict, capsys) -> tuple[int, str]:
@@ -65,15 +57,50 @@ def test_plain_tcp_to_another_machine_is_refused_unless_accepted(tmp_path, capsy
         )
 
 
-def test_docker_host_from_the_environment_is_checked_too(tmp_path, capsys, no_docker_env):
-    """A docker target without docker_host uses DOCKER_HOST: the same rule."""
+def test_docker_host_from_the_environment_is_checked_too(pki, tmp_path, capsys, no_docker_env):
+    """A docker target without docker_host uses DOCKER_HOST: the same rules as a
+    docker_host, TLS files included (DOCKER_TLS_VERIFY with a DOCKER_CERT_PATH that does not
+    exist was accepted); a target's acceptance of plain TCP is for its docker_host only."""
     config = docker_config(tmp_path / "out")
-    no_docker_env.setenv("DOCKER_HOST", "tcp://10.0.0.7:2375")
+    no_docker_env.setenv("DOCKER_HOST", "tcp://10.0.0.5:2376")
     status, line = check_config(tmp_path, config, capsys)
     assert status == 2
-    assert "target docker-1cpu: DOCKER_HOST tcp://10.0.0.7:2375 is plain TCP" in line
+    assert "target docker-1cpu: DOCKER_HOST tcp://10.0.0.5:2376 is plain TCP" in line
+    assert "set DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH, or use an ssh:// address" in line
     no_docker_env.setenv("DOCKER_TLS_VERIFY", "1")
+    no_docker_env.setenv("DOCKER_CERT_PATH", "/nonexistent")
+    status, line = check_config(tmp_path, config, capsys)
+    assert status == 2
+    assert line.endswith(
+        "target docker-1cpu: DOCKER_HOST tcp://10.0.0.5:2376: DOCKER_CERT_PATH's ca.pem "
+        "/nonexistent/ca.pem: no such file"
+    ), line
+    no_docker_env.setenv("DOCKER_CERT_PATH", str(pki / "client"))
     assert check_config(tmp_path, config, capsys)[0] == 0
+    daemon = Plan.from_config(config, hardware_check="none").targets["docker-1cpu"].daemon
+    assert (daemon.address, daemon.ca_cert) == ("tcp://10.0.0.5:2376", str(pki / "client/ca.pem"))
+    config["targets"][0]["accept_unauthenticated_daemon"] = True
+    status, line = check_config(tmp_path, config, capsys)
+    assert status == 2
+    assert "target docker-1cpu: accept_unauthenticated_daemon is for a tcp:// docker_host" in line
+
+
+def test_a_client_of_the_environments_daemon_is_refused_plain_tcp(pki, no_docker_env):
+    """Where a client is built (image builds, the runner of a target without docker_host):
+    plain TCP to another machine in DOCKER_HOST is refused before anything is sent to it
+    (it was tried), and missing TLS files are named."""
+    from embryo_bench.docker_api import docker_client
+    from embryo_bench.errors import ConfigError
+
+    no_docker_env.setenv("DOCKER_HOST", "tcp://10.0.0.5:2376")
+    with pytest.raises(ConfigError, match=r"^DOCKER_HOST tcp://10.0.0.5:2376 is plain TCP to"):
+        docker_client(None, timeout=5)
+    with pytest.raises(ConfigError, match="plain TCP"):
+        docker_client(Daemon(), timeout=5)
+    no_docker_env.setenv("DOCKER_TLS_VERIFY", "1")
+    no_docker_env.setenv("DOCKER_CERT_PATH", "/nonexistent")
+    with pytest.raises(ConfigError, match="DOCKER_CERT_PATH's ca.pem /nonexistent/ca.pem: no such"):
+        docker_client(None, timeout=5)
 
 
 def test_tls_files_are_resolved_and_checked_at_plan_time(pki, tmp_path, capsys, no_docker_env):
@@ -117,6 +144,27 @@ def test_a_bad_tls_file_is_one_line_naming_it(pki, tmp_path, capsys, no_docker_e
         f"embryo-bench: error: {tmp_path / 'config.yaml'}: target docker-tls: docker_host "
         f"tcp://10.0.0.7:2376: " + in_pki(said, pki)
     ), line
+
+
+def test_a_plan_made_again_on_a_cluster_node_needs_no_tls_files(tmp_path, no_docker_env):
+    """A cluster job parses the workflow again on its node (on_this_machine=False): the TLS
+    files are resolved to the same paths but not read there (a preprocessing job needs no
+    certificate); where a client of the daemon is built, they are checked."""
+    from embryo_bench.docker_api import docker_client
+    from embryo_bench.errors import ConfigError
+
+    missing = tmp_path / "elsewhere"
+    config = tls_config(tmp_path / "out", "tcp://10.0.0.7:2376", tls(missing))
+    with pytest.raises(ConfigError, match=r"docker_tls.ca_cert .*/elsewhere/ca.pem: no such file"):
+        Plan.from_config(config, hardware_check="none")
+    plan = Plan.from_config(config, hardware_check="none", on_this_machine=False)
+    daemon = plan.targets["docker-tls"].daemon
+    assert (daemon.ca_cert, daemon.client_key) == (
+        str(missing / "ca.pem"),
+        str(missing / "key.pem"),
+    )
+    with pytest.raises(ConfigError, match=r"docker_tls.ca_cert .*/elsewhere/ca.pem: no such file"):
+        docker_client(daemon, timeout=5)
 
 
 def test_the_docker_environment_gives_the_tls_files(pki, tmp_path, capsys, no_docker_env):

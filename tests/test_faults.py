@@ -348,7 +348,17 @@ FAULTS = {
     "spec: unknown field": Fault(
         lambda g, d: ["spec", "--json", json.dumps({"target": "x", "bogus": 1}), "--out",
                       d / "run.json"],
-        ("--json: unknown keys ['bogus']",), ("run.json",),
+        ("--json (the run spec): unknown keys ['bogus']",), ("run.json",),
+    ),
+    "daemon: not JSON": Fault(
+        lambda g, d: ["daemon", "--json", "{not json", "--out", d / "daemon.json"],
+        ("--json (the daemon): not valid JSON",), ("daemon.json",),
+    ),
+    "daemon: wrong keys": Fault(
+        lambda g, d: ["daemon", "--json", json.dumps({"address": "tcp://10.0.0.7:2376"}),
+                      "--out", d / "daemon.json"],
+        ("--json (the daemon): expected the keys ['accept_unauthenticated', 'address', ",
+         "got ['address']"), ("daemon.json",),
     ),
     "train: a batch larger than the training set": Fault(
         lambda g, d: _train(g, d, batch_size=5000),

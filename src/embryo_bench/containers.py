@@ -541,7 +541,7 @@ def ship_image(
     import docker.errors
 
     if isinstance(daemon, str):
-        daemon = resolve_daemon(daemon)
+        daemon = resolve_daemon(daemon, check_files=False)  # docker_client checks them
     docker_host = daemon.address
     source = source or docker_client()
     target = target or docker_client(daemon, timeout=timeout)

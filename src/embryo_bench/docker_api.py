@@ -11,7 +11,9 @@ files, else the Docker environment variables as the docker CLI reads them
 (``DOCKER_TLS_VERIFY``, ``DOCKER_CERT_PATH`` with ``ca.pem``, ``cert.pem``, ``key.pem``), or
 over ``ssh://`` (keys, and the host's key in ``known_hosts``). Plain TCP is accepted on a
 loopback address, or where the target says so (``accept_unauthenticated_daemon``) (issue 31,
-item 3).
+item 3). The environment's daemon (``DOCKER_HOST``: docker targets without ``docker_host``,
+image builds) follows the same rules, at plan time and wherever a client is built; a target's
+``docker_tls`` and ``accept_unauthenticated_daemon`` are for its ``docker_host`` only.
 """
 
 from __future__ import annotations
@@ -40,10 +42,11 @@ CERT_PATH_FILES = {"ca_cert": "ca.pem", "client_cert": "cert.pem", "client_key":
 UNAUTHENTICATED_SETTING = "accept_unauthenticated_daemon"
 
 
-def check_address(docker_host: str) -> None:
+def check_address(docker_host: str, named: str = "docker_host") -> None:
     """Check that ``docker_host`` is a Docker daemon address the SDK can use (issue 25: a
     malformed one was reported as "no Docker daemon answers", and ``ssh://`` without a host
-    quietly tried 127.0.0.1:22).
+    quietly tried 127.0.0.1:22). ``named``: the setting it comes from, for the message
+    (``docker_host``, or ``DOCKER_HOST`` for the environment's).
 
     Raises:
         ConfigError: an unknown scheme, no host (tcp, ssh), a port that is not a number in
@@ -55,21 +58,21 @@ def check_address(docker_host: str) -> None:
         host = parts.hostname
     except ValueError as exc:
         raise ConfigError(
-            f"docker_host {docker_host!r} cannot be parsed ({exc}); expected {ADDRESS_FORMS}"
+            f"{named} {docker_host!r} cannot be parsed ({exc}); expected {ADDRESS_FORMS}"
         ) from None
     if parts.scheme not in ("tcp", "ssh", "unix"):
         raise ConfigError(
-            f"docker_host {docker_host!r}: scheme {parts.scheme or 'missing'!r}; "
+            f"{named} {docker_host!r}: scheme {parts.scheme or 'missing'!r}; "
             f"expected {ADDRESS_FORMS}"
         )
     if parts.scheme == "unix":
         if not parts.path:
-            raise ConfigError(f"docker_host {docker_host!r}: no socket path; expected unix:///PATH")
+            raise ConfigError(f"{named} {docker_host!r}: no socket path; expected unix:///PATH")
         return
     if not host:
-        raise ConfigError(f"docker_host {docker_host!r}: no host; expected {ADDRESS_FORMS}")
+        raise ConfigError(f"{named} {docker_host!r}: no host; expected {ADDRESS_FORMS}")
     if port == 0:
-        raise ConfigError(f"docker_host {docker_host!r}: port 0; expected {ADDRESS_FORMS}")
+        raise ConfigError(f"{named} {docker_host!r}: port 0; expected {ADDRESS_FORMS}")
 
 
 def is_loopback(host: str | None) -> bool:
@@ -91,8 +94,9 @@ class Daemon:
     """How one Docker daemon is reached.
 
     Attributes:
-        address: ``tcp://``, ``ssh://`` or ``unix://``; "" for the environment's daemon
-            (``DOCKER_HOST`` with its TLS variables, else the local socket: ``docker.from_env``).
+        address: ``tcp://``, ``ssh://`` or ``unix://`` (a target's ``docker_host``, or
+            ``DOCKER_HOST``: :func:`resolve_daemon`); "" for the local socket
+            (``docker.from_env`` without ``DOCKER_HOST``).
         ca_cert, client_cert, client_key: absolute paths of the PEM files of a ``tcp://``
             daemon over TLS: the CA that signed the daemon's certificate, and this side's
             certificate and key; "" without TLS. Paths only: no key is ever copied.
@@ -163,61 +167,68 @@ def resolve_daemon(
     tls: dict | None = None,
     accept_unauthenticated: bool = False,
     env=None,
+    check_files: bool = True,
 ) -> Daemon:
     """How the daemon at ``address`` is reached, checked before anything runs (plan time,
-    ``check-config``, ``ship-image``).
+    ``check-config``, ``ship-image``) and where a client is built (:func:`docker_client`).
 
     Args:
-        address: ``tcp://``, ``ssh://`` or ``unix://``; "" for the environment's
-            (``DOCKER_HOST``), checked against the same rule.
+        address: ``tcp://``, ``ssh://`` or ``unix://``; "" for the environment's:
+            ``DOCKER_HOST`` resolved as an address (the same rules, with the environment's
+            TLS), or the local socket when it is not set.
         tls: a target's ``docker_tls`` ({ca_cert, client_cert, client_key}: paths, ``~``
             expanded, relative ones from the working directory); None to use the Docker
             environment variables (``DOCKER_TLS_VERIFY``, ``DOCKER_CERT_PATH``, default
             ``~/.docker``) for a ``tcp://`` address.
-        accept_unauthenticated: the target accepts plain TCP to another machine.
+        accept_unauthenticated: the target accepts plain TCP to another machine (a
+            ``docker_host`` only: every job reaches the environment's daemon, image builds
+            included, without a target's settings).
         env: the environment (default ``os.environ``).
+        check_files: check the TLS files (:func:`check_tls_files`); False where they are
+            not used (a plan made again in a cluster job on a node: :func:`docker_client`
+            checks them where the daemon is used).
 
     Returns:
         a :class:`Daemon` with absolute paths of the TLS files (a ``tcp://`` address over
-        TLS), or none.
+        TLS), or none; for "" its address is ``DOCKER_HOST``'s ("" without it).
 
     Raises:
         ConfigError: a malformed address (:func:`check_address`); ``docker_tls`` for an
-            address that is not ``tcp://``; plain TCP to an address that is not a loopback
-            one without ``accept_unauthenticated_daemon`` (naming the settings that give TLS);
+            address that is not ``tcp://``; ``docker_tls`` or ``accept_unauthenticated`` for
+            the environment's daemon; plain TCP to an address that is not a loopback one
+            without ``accept_unauthenticated_daemon`` (naming the settings that give TLS);
             a TLS file that is missing, unreadable, not PEM, or a key that does not match its
             certificate (:func:`check_tls_files`, naming the file and its setting).
     """
     env = os.environ if env is None else env
-    if not address:
-        if tls:
+    if address:
+        return _resolve(address, tls, accept_unauthenticated, env, check_files, "docker_host")
+    for setting, given in ((TLS_SETTING, tls), (UNAUTHENTICATED_SETTING, accept_unauthenticated)):
+        if given:
             raise ConfigError(
-                f"{TLS_SETTING} is for a tcp:// docker_host; this target uses the "
-                "environment's daemon (DOCKER_HOST), whose TLS is DOCKER_TLS_VERIFY and "
-                "DOCKER_CERT_PATH"
+                f"{setting} is for a tcp:// docker_host; this target uses the environment's "
+                "daemon (DOCKER_HOST), which every job reaches without a target's settings "
+                "(TLS: DOCKER_TLS_VERIFY and DOCKER_CERT_PATH): name the daemon in the "
+                f"target's docker_host, or remove {setting}"
             )
-        effective = env.get("DOCKER_HOST", "")
-        parts = urlsplit(effective)
-        if (
-            parts.scheme == "tcp"
-            and not tls_verify(env)
-            and not accept_unauthenticated
-            and not is_loopback(parts.hostname)
-        ):
-            raise ConfigError(
-                f"DOCKER_HOST {effective} is plain TCP to another machine: no authentication "
-                "(whoever reaches that port is root there); set DOCKER_TLS_VERIFY=1 and "
-                f"DOCKER_CERT_PATH, use an ssh:// address, or set {UNAUTHENTICATED_SETTING}: "
-                "true on the target"
-            )
-        return Daemon(accept_unauthenticated=accept_unauthenticated)
-    check_address(address)
+    environment = env.get("DOCKER_HOST", "")
+    if not environment:
+        return Daemon()
+    return _resolve(environment, None, False, env, check_files, "DOCKER_HOST")
+
+
+def _resolve(
+    address: str, tls, accept_unauthenticated: bool, env, check_files: bool, named: str
+) -> Daemon:
+    """:func:`resolve_daemon` of a non-empty ``address``, which the setting ``named``
+    (``docker_host`` or ``DOCKER_HOST``) gives."""
+    check_address(address, named)
     parts = urlsplit(address)
     if parts.scheme != "tcp":
         if tls:
             how = "keys and known_hosts" if parts.scheme == "ssh" else "a local socket"
             raise ConfigError(
-                f"docker_host {address}: {TLS_SETTING} is for tcp:// addresses; "
+                f"{named} {address}: {TLS_SETTING} is for tcp:// addresses; "
                 f"{parts.scheme}:// uses {how}: remove {TLS_SETTING}"
             )
         return Daemon(address)
@@ -232,16 +243,27 @@ def resolve_daemon(
     elif is_loopback(parts.hostname) or accept_unauthenticated:
         return Daemon(address, accept_unauthenticated=accept_unauthenticated)
     else:
+        if named == "DOCKER_HOST":
+            how = (
+                "set DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH, or use an ssh:// address (or, "
+                "for a target, name the daemon in its docker_host with "
+                f"{UNAUTHENTICATED_SETTING}: true)"
+            )
+        else:
+            how = (
+                f"give {TLS_SETTING}: {{ca_cert, client_cert, client_key}} (or set "
+                "DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH), use an ssh:// address, or set "
+                f"{UNAUTHENTICATED_SETTING}: true"
+            )
         raise ConfigError(
-            f"docker_host {address} is plain TCP to another machine: no authentication "
-            f"(whoever reaches that port is root there); give {TLS_SETTING}: {{ca_cert, "
-            "client_cert, client_key} (or set DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH), use "
-            f"an ssh:// address, or set {UNAUTHENTICATED_SETTING}: true"
+            f"{named} {address} is plain TCP to another machine: no authentication "
+            f"(whoever reaches that port is root there); {how}"
         )
     daemon = Daemon(
         address, **files, tls_from=source, accept_unauthenticated=accept_unauthenticated
     )
-    check_tls_files(daemon)
+    if check_files:
+        check_tls_files(daemon, named)
     return daemon
 
 
@@ -249,11 +271,11 @@ def _reason(exc: ssl.SSLError) -> str:
     return exc.reason or str(exc)
 
 
-def check_tls_files(daemon: Daemon) -> None:
+def check_tls_files(daemon: Daemon, named: str = "docker_host") -> None:
     """Check the TLS files of ``daemon`` with Python's ``ssl`` (the same OpenSSL the SDK
     uses): each readable, the CA and the client certificate PEM certificates, the key the
     client certificate's (unencrypted: the SDK cannot ask for a passphrase). Nothing to check
-    without TLS.
+    without TLS. ``named``: the setting that gives the address, for the message.
 
     Raises:
         ConfigError: one line naming the file, the setting that names it and what is wrong.
@@ -268,7 +290,7 @@ def check_tls_files(daemon: Daemon) -> None:
         except OSError as exc:
             what = "no such file" if isinstance(exc, FileNotFoundError) else exc.strerror
             raise ConfigError(
-                f"docker_host {daemon.address}: {daemon.setting(key)} {path}: {what}"
+                f"{named} {daemon.address}: {daemon.setting(key)} {path}: {what}"
             ) from None
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     for key in ("ca_cert", "client_cert"):
@@ -277,7 +299,7 @@ def check_tls_files(daemon: Daemon) -> None:
             context.load_verify_locations(cafile=path)
         except ssl.SSLError as exc:
             raise ConfigError(
-                f"docker_host {daemon.address}: {daemon.setting(key)} {path}: not a PEM "
+                f"{named} {daemon.address}: {daemon.setting(key)} {path}: not a PEM "
                 f"certificate ({_reason(exc)})"
             ) from None
     try:
@@ -286,12 +308,12 @@ def check_tls_files(daemon: Daemon) -> None:
     except ssl.SSLError as exc:
         if _reason(exc) == "KEY_VALUES_MISMATCH":
             raise ConfigError(
-                f"docker_host {daemon.address}: {daemon.setting('client_key')} "
+                f"{named} {daemon.address}: {daemon.setting('client_key')} "
                 f"{daemon.client_key} is not the key of {daemon.setting('client_cert')} "
                 f"{daemon.client_cert}"
             ) from None
         raise ConfigError(
-            f"docker_host {daemon.address}: {daemon.setting('client_key')} {daemon.client_key}: "
+            f"{named} {daemon.address}: {daemon.setting('client_key')} {daemon.client_key}: "
             f"not an unencrypted PEM private key ({_reason(exc)})"
         ) from None
 
@@ -336,11 +358,11 @@ def _ca_only_client(**kwargs):
 
 
 def docker_client(daemon: Daemon | str | None = None, timeout: int = 120):
-    """A Docker SDK client for ``daemon`` checked with a ping: a :class:`Daemon` (over TLS
-    with its files), an address (resolved first, :func:`resolve_daemon`: the Docker
-    environment's TLS, and the refusal of plain TCP to another machine) or, when None/empty,
-    the environment's daemon (``DOCKER_HOST`` with ``DOCKER_TLS_VERIFY``: as an address;
-    otherwise ``docker.from_env``, or the local socket).
+    """A Docker SDK client for ``daemon`` checked with a ping: a :class:`Daemon` with an
+    address (over TLS with its files, checked again: they may have changed since the plan),
+    or an address, or None/""/``Daemon()`` for the environment's daemon: resolved first
+    (:func:`resolve_daemon`: ``DOCKER_HOST`` as an address, the Docker environment's TLS and
+    the refusal of plain TCP to another machine; the local socket without ``DOCKER_HOST``).
 
     Raises:
         ConfigError: as :func:`resolve_daemon` / :func:`check_tls_files` (a TLS file gone or
@@ -353,16 +375,11 @@ def docker_client(daemon: Daemon | str | None = None, timeout: int = 120):
     import docker
     import docker.tls
 
-    if isinstance(daemon, str):
-        daemon = resolve_daemon(daemon) if daemon else None
-    daemon = daemon or Daemon()
-    environment = os.environ.get("DOCKER_HOST", "")
-    if not daemon.address and environment.startswith("tcp://") and tls_verify(os.environ):
-        # The environment's daemon over TLS: built here too (not by docker.from_env), so that
-        # its own CA verifies it (see _ca_only_client).
-        daemon = resolve_daemon(environment)
-    check_tls_files(daemon)
-    address = daemon.address or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    if isinstance(daemon, Daemon) and daemon.address:
+        check_tls_files(daemon)
+    else:
+        daemon = resolve_daemon(daemon if isinstance(daemon, str) else "")
+    address = daemon.address or "unix:///var/run/docker.sock"
     try:
         if daemon.address:
             if daemon.tls:

@@ -18,6 +18,7 @@ import os
 import platform
 import re
 import shutil
+import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,14 @@ class Needs(Protocol):
     gpus: int
     docker_host: str
     memory_mib: int
+
+
+class Probed(Needs, Protocol):
+    """What the ``local`` check (:class:`LocalProbe`) needs of a target: :class:`Needs` and,
+    for a docker target, how its daemon is reached (a :class:`embryo_bench.plan.Target`'s
+    ``daemon``; None for a host target). A run spec has no ``daemon``: it is not probed."""
+
+    daemon: Daemon | None
 
 
 # --- facts about this host -----------------------------------------------------------------
@@ -73,8 +82,6 @@ def this_machine() -> dict:
     """This machine as a machine baseline records it (``embryo-bench calibrate``;
     :mod:`embryo_bench.baseline` compares two): hostname (as a run's provenance has it),
     cpu_model, cpu_flags (:func:`cpu_flags`) and host_cores (logical CPUs)."""
-    import socket
-
     return {
         "hostname": socket.gethostname(),
         "cpu_model": cpu_model(),
@@ -352,11 +359,10 @@ class LocalProbe:
                 self._daemons[daemon] = (None, str(exc))
         return self._daemons[daemon]
 
-    def __call__(self, target: Needs) -> str | None:
+    def __call__(self, target: Probed) -> str | None:
         info = None
         if target.runner == "docker":
-            # A Target's resolved daemon; an address alone is resolved by docker_client.
-            info, error = self.daemon(getattr(target, "daemon", None) or target.docker_host)
+            info, error = self.daemon(target.daemon)
             if error:
                 return error
         return why_not(target, self.host, info)

@@ -166,11 +166,13 @@ def memory_defaults(schema: dict) -> dict[str, str]:
     return schema["properties"]["targets"]["items"]["properties"]["memory"]["x-default-by-runner"]
 
 
-def resolve_target(entry: dict, train: dict, schema: dict | None = None) -> Target:
+def resolve_target(
+    entry: dict, train: dict, schema: dict | None = None, on_this_machine: bool = True
+) -> Target:
     """A :class:`Target` from one ``targets:`` entry whose schema defaults are already filled
     in (:func:`load_config`), applying the defaults that depend on other settings: threads =
     cpus, memory by runner (:func:`memory_defaults` of ``schema``, default: the checkout's),
-    batch size and repeats from ``train``.
+    batch size and repeats from ``train``; ``on_this_machine``: as :func:`target_daemon`'s.
 
     Raises:
         ConfigError: a daemon that cannot be reached safely (:func:`target_daemon`), more
@@ -197,7 +199,7 @@ def resolve_target(entry: dict, train: dict, schema: dict | None = None) -> Targ
         price_source=entry["price_source"],
         paper_system=entry.get("paper_system", ""),
         description=entry["description"],
-        daemon=target_daemon(entry),
+        daemon=target_daemon(entry, on_this_machine),
     )
     if t.threads > t.cpus:
         raise ConfigError(
@@ -214,11 +216,13 @@ def resolve_target(entry: dict, train: dict, schema: dict | None = None) -> Targ
     return t
 
 
-def target_daemon(entry: dict) -> docker_api.Daemon | None:
+def target_daemon(entry: dict, on_this_machine: bool = True) -> docker_api.Daemon | None:
     """How a docker target's daemon is reached: its ``docker_host``, ``docker_tls`` (else
     the Docker environment's TLS variables) and ``accept_unauthenticated_daemon``, resolved
     and checked by :func:`embryo_bench.docker_api.resolve_daemon` (issue 31, item 3); None for
-    a host target.
+    a host target. The TLS files are checked only ``on_this_machine`` (where Snakemake plans
+    the jobs): a plan made again in a cluster job on a node does not need them (a preprocessing
+    job), and the docker runner checks them where it uses the daemon.
 
     Raises:
         ConfigError: as :func:`embryo_bench.docker_api.resolve_daemon`, prefixed with the
@@ -232,6 +236,7 @@ def target_daemon(entry: dict) -> docker_api.Daemon | None:
             entry.get("docker_host", ""),
             entry.get(docker_api.TLS_SETTING),
             entry.get(docker_api.UNAUTHENTICATED_SETTING, False),
+            check_files=on_this_machine,
         )
     except ConfigError as exc:
         raise ConfigError(f"target {entry['name']}: {exc}") from None
@@ -493,7 +498,8 @@ class Plan:
             schema: the schema (default: :func:`load_schema`).
             on_this_machine: this process runs where Snakemake plans the jobs (False in a
                 job a cluster runs on a node: the plan was checked where Snakemake started,
-                and this node is not the machine a ``stability.baseline`` is compared with).
+                this node is not the machine a ``stability.baseline`` is compared with, and
+                it need not hold a ``docker_host``'s TLS files: :func:`target_daemon`).
             sources: the configuration files it was merged from (:func:`load_config`): a
                 refused setting is named with the file that set it.
 
@@ -512,7 +518,7 @@ class Plan:
             probe = default_probe(hardware_check or config["hardware_check"])
         targets, skipped = {}, {}
         for entry in config["targets"]:
-            t = resolve_target(entry, config["train"], schema)
+            t = resolve_target(entry, config["train"], schema, on_this_machine)
             why = probe(t) if probe else None
             if why is None:
                 targets[t.name] = t
