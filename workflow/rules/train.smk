@@ -53,7 +53,9 @@ rule train:
     params:
         out_dir=lambda wc, output: os.path.dirname(output.metrics),
         # Option lists ([] for host runs), each word quoted by :q.
-        image=lambda wc, input: ["--image-record", input.image[0]] if input.image else [],
+        image=lambda wc, input: (
+            ["--image-record", input.image[0]] if input.image else []
+        ),
         daemon=lambda wc, input: ["--daemon", input.daemon[0]] if input.daemon else [],
         code=code("train"),
     shell:
