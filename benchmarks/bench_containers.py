@@ -8,9 +8,10 @@ ratio at equal cpus (target >= 0.97), and the container's 2-cpu/1-cpu scaling. R
 interleaved (host, container, host, container, ...) so drift in the machine's speed hits
 both alike; each configuration runs --repeats times. Every run carries its evidence
 (calibration probes, the machine sampled beside it) and gets the stability verdict
-(:mod:`embryo_bench.stability`, the schema's default thresholds). A flag is a warning, not a
+(:mod:`embryo_bench.reporting.stability`, the schema's default thresholds). A flag is a warning,
+not a
 gate (issue 23): a ratio is the median over every pair (a repeat's two runs) with its 95 %
-bootstrap interval (:func:`embryo_bench.compare.median_interval`), the flagged pairs are
+bootstrap interval (:func:`embryo_bench.reporting.compare.median_interval`), the flagged pairs are
 counted and printed with why, and the median over the clean pairs alone is given beside.
 
 Needs a Docker daemon and a built cpu image (e.g. after
@@ -34,11 +35,11 @@ TRAIN = {"learning_rate": 1e-4, "dropout": 0.5, "seed": 0, "accuracy_target": 0.
 
 
 def make_shards(work: Path, embryos: int) -> tuple[list[str], str]:
-    from embryo_bench import stages
+    from embryo_bench.data import stages
+    from embryo_bench.data.select import assign_shards
+    from embryo_bench.data.sources import index_db
+    from embryo_bench.data.synthetic import generate_db
     from embryo_bench.io import write_json
-    from embryo_bench.select import assign_shards
-    from embryo_bench.sources import index_db
-    from embryo_bench.synthetic import generate_db
 
     generate_db(work / "db", embryos=embryos, frames_per_embryo=40, frame_size=96)
     manifest, _ = index_db(work / "db", 96)
@@ -56,8 +57,8 @@ def make_shards(work: Path, embryos: int) -> tuple[list[str], str]:
 
 def train(runner: str, cpus: int, shards, source, out: Path, epochs: int, image: str) -> dict:
     """One training run through the CLI; returns its metrics.json."""
-    from embryo_bench.plan import target_from_entry
-    from embryo_bench.spec import Preprocessing
+    from embryo_bench.planning.plan import target_from_entry
+    from embryo_bench.planning.spec import Preprocessing
 
     entry = {"name": f"{runner}-{cpus}cpu", "runner": runner, "cpus": cpus}
     if runner == "docker":
@@ -90,7 +91,7 @@ def train(runner: str, cpus: int, shards, source, out: Path, epochs: int, image:
 def ratio(runs: dict, top: str, bottom: str, repeats: int) -> dict:
     """``top``/``bottom`` throughput per repeat: the median over every pair with its 95 %
     bootstrap interval, the flagged pairs with why, and the clean pairs' median beside."""
-    from embryo_bench.compare import median_interval
+    from embryo_bench.reporting.compare import median_interval
 
     every, clean, flagged = [], [], []
     for rep in range(repeats):
@@ -118,9 +119,9 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--repeats", type=int, default=2)
     a = p.parse_args()
-    from embryo_bench.docker_api import docker_client
-    from embryo_bench.hardware import cpu_model
-    from embryo_bench.stability import assess, thresholds
+    from embryo_bench.recording.hardware import cpu_model
+    from embryo_bench.reporting.stability import assess, thresholds
+    from embryo_bench.runners.docker_api import docker_client
 
     client = docker_client()
     image = json.loads(Path(a.image_record).read_text())

@@ -7,9 +7,11 @@ sparse softmax cross-entropy on the logits), on the same in-memory data, with th
 (480) and the same number of steps:
 
 * ``embryo-bench``: our host runner's training path, Keras 3 on TensorFlow through
-  :func:`embryo_bench.backend.limit_threads`, :func:`embryo_bench.model.build_model` /
-  :func:`~embryo_bench.model.compile_model` and :func:`embryo_bench.train.fit_epochs` (the
-  code a run executes: the ``tf.data`` feed of :func:`embryo_bench.backend.input_pipeline`,
+  :func:`embryo_bench.training.backend.limit_threads`,
+  :func:`embryo_bench.workloads.paper.build_model` /
+  :func:`~embryo_bench.workloads.paper.compile_model` and
+  :func:`embryo_bench.training.train.fit_epochs` (the
+  code a run executes: the ``tf.data`` feed of :func:`embryo_bench.training.backend.input_pipeline`,
   Keras validation after each epoch, the epoch clock);
 * ``embryo-bench-xla``: the same with ``jit_compile=True`` (XLA); Keras leaves it off on a
   machine with only CPUs ("auto"), so the ``embryo-bench`` entry, like a run, does not use it;
@@ -32,7 +34,7 @@ Clock: each entry trains ``1 + epochs`` epochs of ``steps`` steps (one reshuffle
 training images per epoch). The first epoch is excluded (tracing, XLA compilation, first
 allocations); an entry's steady-state images/s is ``epochs * steps * batch`` divided by the
 training seconds of epochs 2 to ``1 + epochs``. The Keras entries' clock is
-:func:`embryo_bench.train.fit_epochs`' (each epoch's test scoring excluded, the last step
+:func:`embryo_bench.training.train.fit_epochs`' (each epoch's test scoring excluded, the last step
 waited for); the raw loops read the loss back at the end of each epoch.
 
 Fairness: each (entry, repeat) runs in a fresh subprocess, in interleaved order (ABCD DCBA
@@ -46,7 +48,8 @@ is reported as "not installed"; one that fails is reported with its last error l
 Reference: the machine's single-precision matrix-product speed, measured by numpy float32
 1024x1024 products (2 n^3 FLOPs each; numpy's own BLAS) on the same cores and threads in a
 subprocess, before and after all entries; an entry's efficiency is the model's training
-FLOPs per image (:func:`embryo_bench.calibrate.training_flops_per_image`, 0.435 GFLOP) times
+FLOPs per image (:func:`embryo_bench.recording.calibrate.training_flops_per_image`, 0.435 GFLOP)
+times
 its images/s, divided by the mean of the two probes.
 
 Usage:
@@ -156,14 +159,14 @@ def run_keras(entry: str, data, args) -> dict:
     """Our training path on ``entry``'s Keras backend: limit_threads, build_model /
     compile_model, fit_epochs. Returns epoch_seconds (all epochs, s) and the model facts."""
     os.environ["KERAS_BACKEND"] = KERAS_BACKENDS[entry]
-    from embryo_bench.backend import compute_settings, limit_threads
+    from embryo_bench.training.backend import compute_settings, limit_threads
 
     limit_threads(args.threads)
     import keras
 
-    from embryo_bench.calibrate import training_flops_per_image
-    from embryo_bench.model import build_model, compile_model
-    from embryo_bench.train import fit_epochs, seed_everything
+    from embryo_bench.recording.calibrate import training_flops_per_image
+    from embryo_bench.training.train import fit_epochs, seed_everything
+    from embryo_bench.workloads.paper import build_model, compile_model
 
     seed_everything(args.seed)
     model = compile_model(build_model(IMAGE))
@@ -403,10 +406,10 @@ def run_sgemm(args) -> dict:
 
 def run_flops() -> dict:
     """Training FLOPs per image of the paper CNN
-    (:func:`embryo_bench.calibrate.training_flops_per_image`) and its parameter count."""
+    (:func:`embryo_bench.recording.calibrate.training_flops_per_image`) and its parameter count."""
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-    from embryo_bench.calibrate import training_flops_per_image
-    from embryo_bench.model import build_model
+    from embryo_bench.recording.calibrate import training_flops_per_image
+    from embryo_bench.workloads.paper import build_model
 
     model = build_model(IMAGE)
     return {
@@ -588,7 +591,7 @@ def main(argv=None) -> int:
     if unknown:
         raise SystemExit(f"unknown entries {unknown}; known: {', '.join(ENTRIES)}")
     sys.path.insert(0, str(REPO / "src"))
-    from embryo_bench.hardware import cpu_flags, cpu_model
+    from embryo_bench.recording.hardware import cpu_flags, cpu_model
 
     cores = sorted(os.sched_getaffinity(0))[: args.threads]
     print(f"host: {cpu_model()} ({', '.join(cpu_flags())}); {os.cpu_count()} CPUs")

@@ -10,14 +10,15 @@
    resizing, .npz I/O). ``--baseline CHECKOUT`` pairs each run (``--preprocess-repeats``)
    with one of another checkout's workflow on the same frames, alternating which goes
    first, and compares their outputs pixel by pixel.
-2. Training data path: :func:`embryo_bench.train.run_training` (the train rule's code: shards
-   loaded by :func:`embryo_bench.stages.load_dataset`, one ``fit`` with the test split scored
+2. Training data path: :func:`embryo_bench.training.train.run_training` (the train rule's code:
+shards
+   loaded by :func:`embryo_bench.data.stages.load_dataset`, one ``fit`` with the test split scored
    after each epoch, training and scoring timed apart) on some of those shards, vs the same
-   model fitted by :func:`embryo_bench.train.fit_epochs` on in-memory random arrays of the
+   model fitted by :func:`embryo_bench.training.train.fit_epochs` on in-memory random arrays of the
    same shape and dtype in the same process. Both sides drop their first epoch (tracing) and
    compare steady-state images/s; ``--repeats`` pairs run in alternating order. Each side
    carries the evidence a run carries (calibration probes before and after, the machine
-   sampled every second) and gets the stability verdict (:mod:`embryo_bench.stability`,
+   sampled every second) and gets the stability verdict (:mod:`embryo_bench.reporting.stability`,
    the schema's default thresholds); the reported ratio is the median over every pair with
    its 95 % bootstrap interval, every flagged pair printed with its reasons, the clean pairs'
    median beside (target >= 0.95).
@@ -131,7 +132,7 @@ def _breakdown(work: Path, run: str, frames: int, shards: int, cores: int) -> di
     each job's interpreter start-up and imports (what a job imports before its work, run in a
     fresh interpreter, times the jobs), and each step's work measured on shard 0 in this
     process, single-threaded, scaled to every frame."""
-    from embryo_bench import preprocess
+    from embryo_bench.data import preprocess
     from embryo_bench.io import load_arrays, save_arrays
 
     out = work / run
@@ -143,11 +144,11 @@ def _breakdown(work: Path, run: str, frames: int, shards: int, cores: int) -> di
     cpu = {"snakemake_planning": _child_cpu(cmd, env)}
     # A job's environment: Snakemake sets these to the job's threads (1 here).
     env.update({v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")})
-    start = "import embryo_bench.cli, embryo_bench.stages"
+    start = "import embryo_bench.cli, embryo_bench.data.stages"
     imports = {
         "crop": start,
         "invert": f"{start}, cv2",
-        "augment": f"{start}; embryo_bench.preprocess._opencv_rotates_like_pillow()",
+        "augment": f"{start}; embryo_bench.data.preprocess._opencv_rotates_like_pillow()",
     }
     for stage, code in imports.items():
         once = min(_child_cpu([sys.executable, "-c", code], env) for _ in range(3))
@@ -206,9 +207,9 @@ def bench_preprocessing(
     change) each run is paired with one of that checkout's workflow on the same frames, in
     alternating order, and the outputs of the two are compared. ``db``: where the synthetic
     database is kept (generated there unless it holds one of enough frames)."""
-    from embryo_bench.select import assign_shards
-    from embryo_bench.sources import index_db
-    from embryo_bench.synthetic import generate_db
+    from embryo_bench.data.select import assign_shards
+    from embryo_bench.data.sources import index_db
+    from embryo_bench.data.synthetic import generate_db
 
     per_embryo = 40
     embryos = -(-frames // per_embryo)
@@ -294,10 +295,10 @@ def bench_preprocessing(
 
 def _pipeline_ips(work: Path, shard_files: list[str], threads: int, epochs: int, i: int):
     """Steady-state images/s of run_training (the train rule's code) on the shards."""
-    from embryo_bench.plan import target_from_entry
-    from embryo_bench.spec import Preprocessing
-    from embryo_bench.stages import shard_settings
-    from embryo_bench.train import run_training
+    from embryo_bench.data.stages import shard_settings
+    from embryo_bench.planning.plan import target_from_entry
+    from embryo_bench.planning.spec import Preprocessing
+    from embryo_bench.training.train import run_training
 
     train = {"epochs": epochs, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0,
              "accuracy_target": 0.85, "batch_size": 480, "repeats": 1,
@@ -320,14 +321,14 @@ def _pipeline_ips(work: Path, shard_files: list[str], threads: int, epochs: int,
 def _random_ips(n: int, epochs: int, threads: int, probe_seconds: float):
     """Steady-state images/s of the same model on in-memory random arrays (same shape), with
     the run's evidence: probes before and after and the machine sampled around them, as
-    :func:`embryo_bench.train.run_training` does. Returns (images/s, first epoch s, verdict
+    :func:`embryo_bench.training.train.run_training` does. Returns (images/s, first epoch s, verdict
     input shaped like metrics.json)."""
     import keras  # initialised, with the thread limits, by run_training
 
-    from embryo_bench.calibrate import efficiency, matmul_probe
-    from embryo_bench.model import build_model, compile_model
-    from embryo_bench.telemetry import Measurement, ProcessSampler, interference
-    from embryo_bench.train import fit_epochs
+    from embryo_bench.recording.calibrate import efficiency, matmul_probe
+    from embryo_bench.recording.telemetry import Measurement, ProcessSampler, interference
+    from embryo_bench.training.train import fit_epochs
+    from embryo_bench.workloads.paper import build_model, compile_model
 
     rng = np.random.default_rng(0)
     x = rng.integers(0, 129, (n, 64, 64, 1), dtype=np.uint8)
@@ -353,12 +354,14 @@ def bench_training(work: Path, shards: int, threads: int, epochs: int, repeats: 
     so that a change in host speed during the benchmark (this project's VMs change speed in
     steps) hits both sides. Every pair counts (a flag is a warning, not a gate: issue 23); the
     ratio reported is the median of every pair's ratio with its 95 % bootstrap interval
-    (:func:`embryo_bench.compare.median_interval`), the flagged pairs (either side flagged by
-    :func:`embryo_bench.stability.assess`) counted with why, the clean pairs' median beside."""
+    (:func:`embryo_bench.reporting.compare.median_interval`), the flagged pairs (either side
+    flagged by
+    :func:`embryo_bench.reporting.stability.assess`) counted with why, the clean pairs' median
+    beside."""
     import keras
 
-    from embryo_bench.compare import median_interval
-    from embryo_bench.stability import assess, thresholds
+    from embryo_bench.reporting.compare import median_interval
+    from embryo_bench.reporting.stability import assess, thresholds
 
     limits = thresholds()
     shard_files = [str(work / f"this-0/augment/shard-{k}.npz") for k in range(shards)]
@@ -438,7 +441,7 @@ def main() -> None:
     )
     p.add_argument("--skip-training", action="store_true")
     a = p.parse_args()
-    from embryo_bench.hardware import cpu_model
+    from embryo_bench.recording.hardware import cpu_model
 
     print(f"# host: {cpu_model()}, {cores} visible cores; data: SYNTHETIC frames", flush=True)
     with tempfile.TemporaryDirectory(prefix="embryo-bench-bench-") as tmp:

@@ -24,7 +24,7 @@ import pytest
 from tls_helpers import make_pki
 from workflow_helpers import offline_config, snakemake
 
-from embryo_bench.synthetic import generate_db
+from embryo_bench.data.synthetic import generate_db
 
 REPO = Path(__file__).resolve().parents[1]
 CELLS28 = REPO.parent / "shared" / "data" / "embryo-cells-28px"

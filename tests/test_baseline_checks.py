@@ -17,16 +17,21 @@ import pytest
 import yaml
 from workflow_helpers import offline_config, snakemake_command
 
-from embryo_bench.baseline import load_baseline, run_machine
-from embryo_bench.calibrate import BASELINE_PROBES, PROBE_METHOD, drift_limit, machine_baseline
 from embryo_bench.cli import main
 from embryo_bench.errors import ConfigError
-from embryo_bench.hardware import this_machine
-from embryo_bench.layout import BASELINE_FORMAT
-from embryo_bench.noise import check_calibration
-from embryo_bench.plan import Plan
-from embryo_bench.provenance import collect
-from embryo_bench.stability import assess, thresholds
+from embryo_bench.planning.layout import BASELINE_FORMAT
+from embryo_bench.planning.plan import Plan
+from embryo_bench.recording.baseline import load_baseline, run_machine
+from embryo_bench.recording.calibrate import (
+    BASELINE_PROBES,
+    PROBE_METHOD,
+    drift_limit,
+    machine_baseline,
+)
+from embryo_bench.recording.hardware import this_machine
+from embryo_bench.recording.noise import check_calibration
+from embryo_bench.recording.provenance import collect
+from embryo_bench.reporting.stability import assess, thresholds
 
 SETTINGS = {"threads": 1, "cpus": 1, "cores": [0], "backend": "tensorflow"}
 

@@ -162,7 +162,7 @@ def test_jax_xla_flags(monkeypatch, jaxlib, threads, preset, expected):
     against flags the user set."""
     import importlib.metadata as md
 
-    from embryo_bench import backend
+    from embryo_bench.training import backend
 
     real = md.version
     monkeypatch.setattr(md, "version", lambda d: jaxlib if d == "jaxlib" else real(d))

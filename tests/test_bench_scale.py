@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from embryo_bench import paper
+from embryo_bench.published import paper
 
 sys.path.insert(0, str(Path(__file__).parent))
 from workflow_helpers import load_benchmark  # noqa: E402

@@ -17,12 +17,15 @@ import pytest
 import yaml
 from workflow_helpers import REPO, TINY_PARAMETERS, offline_config, snakemake
 
-from embryo_bench import bounds, cli, hardware, stages, synthetic
-from embryo_bench.config import load_config
+from embryo_bench import cli
+from embryo_bench.data import stages, synthetic
+from embryo_bench.data.select import select_frames
+from embryo_bench.data.sources import index_source
 from embryo_bench.errors import ConfigError
-from embryo_bench.plan import Plan
-from embryo_bench.select import select_frames
-from embryo_bench.sources import index_source
+from embryo_bench.planning import bounds
+from embryo_bench.planning.config import load_config
+from embryo_bench.planning.plan import Plan
+from embryo_bench.recording import hardware
 
 GIB_MIB = 1024
 #: The machine the cases are planned for: 24 GiB, so that they do not depend on the machine
@@ -247,7 +250,7 @@ def test_without_a_count_only_one_frame_and_one_batch_are_bounded(tmp_path, mach
 
 @pytest.mark.parametrize("size", [18, 64])
 def test_the_parameter_count_is_the_models(size):
-    from embryo_bench.model import build_model
+    from embryo_bench.workloads.paper import build_model
 
     assert bounds.model_parameters(size) == build_model(size).count_params()
     assert bounds.model_parameters(16) == TINY_PARAMETERS

@@ -7,7 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from embryo_bench.calibrate import drift_limit, judged_lengths, lag_reaches, machine_baseline
+from embryo_bench.recording.calibrate import (
+    drift_limit,
+    judged_lengths,
+    lag_reaches,
+    machine_baseline,
+)
 
 
 def _probes(gflops) -> list[dict]:

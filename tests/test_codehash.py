@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from embryo_bench import codehash
-from embryo_bench.codehash import code_hash, module_closure
+from embryo_bench.planning import codehash
+from embryo_bench.planning.codehash import code_hash, module_closure
 
-PACKAGE = Path(codehash.__file__).resolve().parent
+PACKAGE = Path(codehash.__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -40,32 +40,32 @@ def test_a_copy_hashes_like_the_original(pkg):
 
 def test_comments_docstrings_and_formatting_change_nothing(pkg):
     before = _hashes(pkg)
-    _edit(pkg / "preprocess.py", "from __future__ import annotations\n",
+    _edit(pkg / "data/preprocess.py", "from __future__ import annotations\n",
           "from __future__ import annotations  # a comment\n\n\n# and another\n")  # fmt: skip
-    _edit(pkg / "preprocess.py", '"""Rotate a uint8 array', '"""Turn a uint8 array')
+    _edit(pkg / "data/preprocess.py", '"""Rotate a uint8 array', '"""Turn a uint8 array')
     signature = "def compile_model(\n    model: keras.Model, learning_rate: float = 1e-4, variant"
     reflowed = (
         "def compile_model(\n    model: keras.Model,\n    learning_rate: float = 1e-4,\n    variant"
     )
-    _edit(pkg / "model.py", signature, reflowed)
+    _edit(pkg / "workloads/paper.py", signature, reflowed)
     assert _hashes(pkg) == before
 
 
 def test_a_code_change_reruns_exactly_the_commands_that_import_it(pkg):
     before = _hashes(pkg)
-    _edit(pkg / "model.py", 'name="paper_cnn"', 'name="paper_cnn_v2"')
+    _edit(pkg / "workloads/paper.py", 'name="paper_cnn"', 'name="paper_cnn_v2"')
     after = _hashes(pkg)
     assert after["train"] != before["train"]
     assert after["augment"] == before["augment"] and after["crop"] == before["crop"]
     assert after["figures"] == before["figures"]
-    _edit(pkg / "preprocess.py", "fillcolor=0", "fillcolor=1")
+    _edit(pkg / "data/preprocess.py", "fillcolor=0", "fillcolor=1")
     again = _hashes(pkg)
     assert again["augment"] != after["augment"] and again["train"] != after["train"]
 
 
 def test_hardware_is_part_of_training_and_of_nothing_upstream(pkg):
     before = _hashes(pkg)
-    _edit(pkg / "hardware.py", '"this host has"', '"this machine has"')
+    _edit(pkg / "recording/hardware.py", '"this host has"', '"this machine has"')
     after = _hashes(pkg)
     assert after["train"] != before["train"] and after["augment"] == before["augment"]
 
@@ -82,10 +82,18 @@ def test_closures_are_the_real_imports():
     """The drifts the hand-kept lists had: training uses hardware and preprocess, downloading
     uses sources; and augmenting does not need the model."""
     train = module_closure("cli:train")
-    assert {"embryo_bench.hardware", "embryo_bench.preprocess", "embryo_bench.model"} <= set(train)
-    assert "embryo_bench.sources" in module_closure("cli:download")
+    assert {
+        "embryo_bench.recording.hardware",
+        "embryo_bench.data.preprocess",
+        "embryo_bench.workloads.paper",
+    } <= set(train)
+    assert "embryo_bench.data.sources" in module_closure("cli:download")
     augment = set(module_closure("cli:augment"))
-    assert not augment & {"embryo_bench.model", "embryo_bench.train", "embryo_bench.figures"}
+    assert not augment & {
+        "embryo_bench.workloads.paper",
+        "embryo_bench.training.train",
+        "embryo_bench.reporting.figures",
+    }
 
 
 def test_the_train_commands_hash_leaves_out_image_building_and_the_figures():
@@ -93,15 +101,24 @@ def test_the_train_commands_hash_leaves_out_image_building_and_the_figures():
     training; Docker API access (docker_api) is apart from image building."""
     train = {m.removeprefix("embryo_bench.") for m in module_closure("cli:train")}
     assert train == {
-        "embryo_bench", "cli", "backend", "calibrate", "docker_api", "docker_runner", "errors",
-        "evidence", "frames", "hardware", "io", "layout", "lifeline", "model", "preprocess",
-        "provenance", "record", "spec", "stages", "telemetry", "train",
+        "embryo_bench", "cli", "errors", "io",
+        "data", "data.frames", "data.preprocess", "data.stages",
+        "planning", "planning.layout", "planning.spec",
+        "recording", "recording.calibrate", "recording.evidence", "recording.hardware",
+        "recording.provenance", "recording.record", "recording.telemetry",
+        "runners", "runners.docker_api", "runners.docker_runner", "runners.lifeline",
+        "training", "training.backend", "training.train",
+        "workloads", "workloads.paper",
     }  # fmt: skip
     figures = {m.removeprefix("embryo_bench.") for m in module_closure("cli:figures")}
-    assert not figures & {"plan", "hardware", "containers", "codehash", "train", "docker_api"}
+    assert not figures & {
+        "planning.plan", "recording.hardware", "runners.containers", "planning.codehash",
+        "training.train", "runners.docker_api",
+    }  # fmt: skip
     # The figures judge a run by the rules in evidence, not by the sampler and the writer
     # that record it: an edit to those reruns no figures.
-    assert "evidence" in figures and not figures & {"telemetry", "record"}
+    assert "recording.evidence" in figures
+    assert not figures & {"recording.telemetry", "recording.record"}
 
 
 def test_unknown_command_or_module_is_named():
@@ -113,7 +130,7 @@ def test_unknown_command_or_module_is_named():
 
 def test_image_hash_follows_its_build_files_and_code_not_comments(tmp_path):
     """What an image is built from: its build files and the code the container runs."""
-    from embryo_bench.containers import image_content_hash
+    from embryo_bench.runners.containers import image_content_hash
 
     repo = PACKAGE.parents[1]
     assert image_content_hash(repo, "cpu") != image_content_hash(repo, "gpu")
@@ -124,9 +141,11 @@ def test_image_hash_follows_its_build_files_and_code_not_comments(tmp_path):
         shutil.copy(repo / rel, ctx / rel)
     original = image_content_hash(repo, "cpu")
     assert image_content_hash(ctx, "cpu") == original
-    _edit(ctx / "src/embryo_bench/train.py", "import logging\n", "import logging  # note\n")
+    _edit(
+        ctx / "src/embryo_bench/training/train.py", "import logging\n", "import logging  # note\n"
+    )
     assert image_content_hash(ctx, "cpu") == original
-    _edit(ctx / "src/embryo_bench/train.py", "verbose=0", "verbose=2")
+    _edit(ctx / "src/embryo_bench/training/train.py", "verbose=0", "verbose=2")
     changed = image_content_hash(ctx, "cpu")
     assert changed != original
     dockerfile = ctx / "containers/Dockerfile"
@@ -145,11 +164,11 @@ from embryo_bench import io
 def f():
     """f doc"""
     try:
-        from embryo_bench import layout
+        from embryo_bench.planning import layout
     except ImportError:
-        from . import paper
+        from .published import paper
     else:
-        import embryo_bench.spec
+        import embryo_bench.planning.spec
     finally:
         class C:
             """C doc"""
@@ -158,7 +177,7 @@ def f():
                 """g doc"""
                 async with x:
                     async for y in z:
-                        import embryo_bench.hardware
+                        import embryo_bench.recording.hardware
                     else:
                         def h():
                             """h doc"""
@@ -167,7 +186,7 @@ def f():
             if a:
                 pass
             elif b:
-                from .merge import run_dirs
+                from .reporting.merge import run_dirs
             else:
                 for i in r:
                     pass
@@ -177,7 +196,7 @@ def f():
         case 1:
             def k():
                 """k doc"""
-                from embryo_bench import stages
+                from embryo_bench.data import stages
     return lambda: (i for i in [1])
 '''
 
@@ -203,7 +222,7 @@ def test_the_statement_walk_reaches_every_import_and_docstring():
     import ast
 
     holders = (ast.stmt, ast.excepthandler, ast.match_case)
-    sources = {"nested": NESTED} | {p.stem: p.read_text() for p in sorted(PACKAGE.glob("*.py"))}
+    sources = {"nested": NESTED} | {p.stem: p.read_text() for p in sorted(PACKAGE.rglob("*.py"))}
     for name, text in sources.items():
         tree = ast.parse(text)
         reached = {id(n) for n in codehash.statements([tree])}
@@ -212,7 +231,10 @@ def test_the_statement_walk_reaches_every_import_and_docstring():
         assert _walk_defs_with_docstrings(tree) == [], name
     nested = ast.parse(NESTED)
     assert len(_walk_defs_with_docstrings(nested)) == 6
-    modules = ["io", "layout", "paper", "spec", "hardware", "merge", "errors", "stages"]
+    modules = [
+        "io", "planning", "planning.layout", "published", "published.paper", "planning.spec",
+        "recording.hardware", "reporting.merge", "errors", "data", "data.stages",
+    ]  # fmt: skip
     assert codehash.imported_modules(nested.body, "embryo_bench.nested") == {
         "embryo_bench",
         *(f"embryo_bench.{m}" for m in modules),
@@ -238,12 +260,12 @@ def test_hashes_are_read_from_the_cache_until_a_file_changes(pkg, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(codehash, "_code_hash", _no_computing)
         assert _hashes(pkg) == before  # a later process: from the file, nothing parsed
-        _edit(pkg / "preprocess.py", "from __future__ import annotations\n",
+        _edit(pkg / "data/preprocess.py", "from __future__ import annotations\n",
               "from __future__ import annotations  # a comment\n")  # fmt: skip
         with pytest.raises(AssertionError, match="computed again"):
             code_hash("cli:augment", root=pkg)  # any edit is a new key
     assert _hashes(pkg) == before  # ... with the same value for a comment
-    _edit(pkg / "model.py", 'name="paper_cnn"', 'name="paper_cnn_v2"')
+    _edit(pkg / "workloads/paper.py", 'name="paper_cnn"', 'name="paper_cnn_v2"')
     after = _hashes(pkg)
     assert after["train"] != before["train"] and after["augment"] == before["augment"]
     _forget(monkeypatch)

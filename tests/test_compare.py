@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from embryo_bench.compare import (
+from embryo_bench.reporting.compare import (
     compare,
     comparison_table,
     in_planned_order,
@@ -16,7 +16,7 @@ from embryo_bench.compare import (
     noise,
     paired_ratios,
 )
-from embryo_bench.stability import flag_runs
+from embryo_bench.reporting.stability import flag_runs
 
 
 def _runs(order: list[str], truth: dict[str, float], drift: float, sd: float, seed: int = 0):

@@ -7,8 +7,8 @@ import copy
 import json
 from pathlib import Path
 
-from embryo_bench.config import load_schema
-from embryo_bench.configdoc import render
+from embryo_bench.planning.config import load_schema
+from embryo_bench.planning.configdoc import render
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -28,7 +28,7 @@ def test_config_readme_is_the_schema_rendered():
     written = (REPO / "config" / "README.md").read_text()
     assert written == render(load_schema()), (
         "config/README.md differs from config/schema.yaml; regenerate it with "
-        "`python -m embryo_bench.configdoc > config/README.md`"
+        "`python -m embryo_bench.planning.configdoc > config/README.md`"
     )
 
 

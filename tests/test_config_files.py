@@ -16,9 +16,14 @@ from snakemake.utils import update_config
 from workflow_helpers import snakemake_command
 
 from embryo_bench.cli import main
-from embryo_bench.config import apply_defaults, load_schema, merge_config, read_config_files
 from embryo_bench.errors import ConfigError
-from embryo_bench.plan import Plan
+from embryo_bench.planning.config import (
+    apply_defaults,
+    load_schema,
+    merge_config,
+    read_config_files,
+)
+from embryo_bench.planning.plan import Plan
 
 REPO = Path(__file__).resolve().parents[1]
 OFFLINE = REPO / "config" / "offline.yaml"

@@ -13,14 +13,14 @@ import pytest
 import yaml
 from workflow_helpers import offline_config, run_spec_dict, snakemake
 
-from embryo_bench import summary
-from embryo_bench.compare import comparison_table
-from embryo_bench.evidence import divergence
-from embryo_bench.plan import Plan
-from embryo_bench.runs import Run
-from embryo_bench.spec import Preprocessing, RunSpec
-from embryo_bench.stability import FLAGS
-from embryo_bench.train import summarise
+from embryo_bench.planning.plan import Plan
+from embryo_bench.planning.spec import Preprocessing, RunSpec
+from embryo_bench.recording.evidence import divergence
+from embryo_bench.reporting import summary
+from embryo_bench.reporting.compare import comparison_table
+from embryo_bench.reporting.runs import Run
+from embryo_bench.reporting.stability import FLAGS
+from embryo_bench.training.train import summarise
 
 PP = Preprocessing(48, 2 / 3, 128, 90, 16)
 
@@ -65,7 +65,7 @@ def test_float_settings_given_as_integers_are_floats_in_the_spec_and_its_run_jso
 def test_an_integer_learning_rate_reaches_keras_as_a_float():
     # Issue 31, item 7: Keras' Adam refused learning_rate=1 ("should be float"), so every
     # training of a configuration with `learning_rate: 1` crashed after passing every check.
-    from embryo_bench.model import build_model, compile_model
+    from embryo_bench.workloads.paper import build_model, compile_model
 
     spec = RunSpec.from_dict(
         run_spec_dict({"name": "h", "runner": "host", "cpus": 1}, PP, learning_rate=1)

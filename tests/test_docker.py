@@ -57,7 +57,7 @@ from workflow_helpers import (  # noqa: E402
 
 
 def _daemon():
-    from embryo_bench.docker_api import docker_client
+    from embryo_bench.runners.docker_api import docker_client
 
     try:
         return docker_client(timeout=10)
@@ -66,7 +66,7 @@ def _daemon():
 
 
 def _labelled(client):
-    from embryo_bench.docker_runner import containers_with_label
+    from embryo_bench.runners.docker_runner import containers_with_label
 
     return containers_with_label(client)
 
@@ -97,7 +97,7 @@ def test_container_training_outputs_and_telemetry(docker_run):
     packages = metrics["provenance"]["packages"]  # the image's environment, not the host's
     assert "tensorflow-cpu" in {p.split("==")[0] for p in packages}
     assert "pytest" not in {p.split("==")[0] for p in packages}
-    from embryo_bench.containers import requirements_file
+    from embryo_bench.runners.containers import requirements_file
 
     locked = locked_versions(REPO / requirements_file("cpu"))
     installed = dict(p.split("==", 1) for p in packages)
@@ -131,7 +131,7 @@ def test_a_second_invocation_builds_and_trains_nothing(docker_run):
 def test_an_image_with_the_same_labels_is_reused_not_built(docker_run, tmp_path):
     """A second build of the same content on the same base and pip source tags the image
     that has those labels and records it as reused; no build log is streamed."""
-    from embryo_bench.containers import build_image
+    from embryo_bench.runners.containers import build_image
 
     client, _, config, out = docker_run
     built = json.loads((out / "images/cpu.json").read_text())
@@ -192,7 +192,7 @@ python -c "import socket; socket.create_connection(('192.0.2.1', 80), 2)" 2>&1 |
 
 def test_a_training_container_is_created_isolated(tmp_path):
     """Issue 31, item 4: the create arguments of every training container (no daemon)."""
-    from embryo_bench.docker_runner import ISOLATION, container_kwargs
+    from embryo_bench.runners.docker_runner import ISOLATION, container_kwargs
 
     config = docker_config(tmp_path / "out")
     spec = write_spec(tmp_path / "run.json", config, config["targets"][0])
@@ -209,8 +209,8 @@ def test_a_daemon_is_here_on_every_loopback_address():
     """The runner samples this machine's cores around a container only when its daemon runs
     here: the same loopback rule as the one that lets plain TCP through (127.0.0.2 is
     loopback too; a hand-made list said it was another machine)."""
-    from embryo_bench.docker_api import is_loopback
-    from embryo_bench.docker_runner import daemon_is_here
+    from embryo_bench.runners.docker_api import is_loopback
+    from embryo_bench.runners.docker_runner import daemon_is_here
 
     for host in ("127.0.0.1", "127.0.0.2", "localhost", "[::1]", "10.0.0.5", "gpu-box"):
         address = f"tcp://{host}:2375"
@@ -228,7 +228,7 @@ def test_the_training_container_gets_only_what_training_needs(docker_run, tmp_pa
     the trainer: the daemon reports those settings, and inside there is only lo, no
     capability, no route out, and the trainer's user can read its inputs but not change,
     remove or add any, while it can write its outputs."""
-    from embryo_bench import docker_runner
+    from embryo_bench.runners import docker_runner
 
     client, _, config, out = docker_run
     (target,) = config["targets"]
@@ -272,7 +272,7 @@ def test_a_hardware_code_change_reruns_docker_training(docker_run, tmp_path):
     _, work, config, _ = docker_run
     repo = copy_repo(tmp_path / "repo")
     assert "Nothing to be done" in snakemake(work, config, "-n", repo=repo).stdout
-    edit(repo / "src/embryo_bench/hardware.py", '"this host has"', '"this machine has"')
+    edit(repo / "src/embryo_bench/recording/hardware.py", '"this host has"', '"this machine has"')
     jobs = job_counts(snakemake(work, config, "-n", repo=repo).stdout)
     assert jobs == {"image": 1, "train": 1, "figures": 1, "all": 1}
 
@@ -310,7 +310,7 @@ def test_image_missing_on_the_daemon_is_named(docker_run, tmp_path):
 def _run_one_epoch(docker_run, target: dict, image: dict, work: Path):
     """docker_runner.run of ``target`` (a targets: entry) on the docker_run fixture's shards,
     one epoch, into ``work/run``, log discarded."""
-    from embryo_bench import docker_runner
+    from embryo_bench.runners import docker_runner
 
     _, _, config, out = docker_run
     spec = write_spec(work / "run.json", config, target, epochs=1)
@@ -402,8 +402,8 @@ def test_a_sigkilled_runners_container_stops_and_the_next_runner_removes_it(dock
     # Issue 12, item 3: SIGKILL of the runner left its container training on for minutes,
     # then Exited and never removed. Its trainer now ends when the runner's stdin lifeline
     # closes, and the next runner of the same run folder removes the leftover container.
-    from embryo_bench import lifeline
-    from embryo_bench.docker_runner import RUN_DIR_LABEL, run_key
+    from embryo_bench.runners import lifeline
+    from embryo_bench.runners.docker_runner import RUN_DIR_LABEL, run_key
 
     client, _, config, out = docker_run
     target = {**config["targets"][0], "name": "docker-kill"}
@@ -442,7 +442,7 @@ def test_a_sigkilled_runners_container_stops_and_the_next_runner_removes_it(dock
 def test_image_build_failure_shows_the_log_tail(tmp_path):
     import tarfile
 
-    from embryo_bench.containers import build_image
+    from embryo_bench.runners.containers import build_image
 
     client = _daemon()
     # A base image that exists but has no python3: the build's first RUN fails.
@@ -470,7 +470,7 @@ def test_image_build_failure_shows_the_log_tail(tmp_path):
 
 
 def test_a_missing_base_image_is_named(tmp_path):
-    from embryo_bench.containers import build_image
+    from embryo_bench.runners.containers import build_image
 
     client = _daemon()
     with pytest.raises(DockerError, match=r"base image 127.0.0.1:9/none:0: not on the daemon"):
@@ -596,7 +596,7 @@ def second_daemon(pki, tmp_path_factory):
 
 
 def _plan(config: dict):
-    from embryo_bench.plan import Plan
+    from embryo_bench.planning.plan import Plan
 
     return Plan.from_config(config, hardware_check="local")
 
@@ -605,7 +605,7 @@ def _plan(config: dict):
 def test_the_daemon_check_passes_over_tls(second_daemon, pki, tmp_path, no_docker_env):
     """The plan's hardware check reaches the daemon over TLS, with the target's files or the
     Docker environment's; the client it builds is that daemon's."""
-    from embryo_bench.docker_api import docker_client
+    from embryo_bench.runners.docker_api import docker_client
 
     config = tls_config(tmp_path / "out", REMOTE, tls(pki / "client"))
     daemon = _plan(config).targets["docker-tls"].daemon
@@ -688,8 +688,8 @@ def test_a_target_on_another_daemon_trains_there(remote_run, pki):
     and is sampled on the second daemon, and the run records that daemon as its machine and
     TLS as how it was reached; the daemon record holds the certificates' paths, never the
     key."""
-    from embryo_bench.docker_api import Daemon
-    from embryo_bench.plan import Plan
+    from embryo_bench.planning.plan import Plan
+    from embryo_bench.runners.docker_api import Daemon
 
     local, second, _, config, out = remote_run
     assert local.info()["ID"] != second.info()["ID"]  # two daemons, not one
@@ -728,8 +728,8 @@ def test_a_target_on_another_daemon_trains_there(remote_run, pki):
 def test_the_image_is_sent_once(remote_run):
     """Nothing to do on a second invocation; sending again (the workflow's daemon record:
     over TLS) finds the image there."""
-    from embryo_bench.containers import ship_image
-    from embryo_bench.docker_api import Daemon
+    from embryo_bench.runners.containers import ship_image
+    from embryo_bench.runners.docker_api import Daemon
 
     local, _, work, config, out = remote_run
     assert "Nothing to be done" in snakemake(work, config, "-n", env=NO_TLS_ENV).stdout
@@ -845,7 +845,7 @@ def test_a_target_behind_ssh_trains_on_that_daemon(remote_run, ssh_home, tmp_pat
     """docker_host ssh://: the Docker SDK over OpenSSH (paramiko) reaches the second daemon
     (sshd in front of its unix socket), which already has the image; one epoch trains there
     and records that daemon."""
-    from embryo_bench.docker_api import docker_client
+    from embryo_bench.runners.docker_api import docker_client
 
     local, second, work, config, out = remote_run
     home, address = ssh_home
@@ -864,7 +864,7 @@ def test_a_target_behind_ssh_trains_on_that_daemon(remote_run, ssh_home, tmp_pat
 def test_ssh_errors_name_the_host(ssh_home, tmp_path, monkeypatch):
     """A key the server refuses, and a server with no daemon behind it: one error each,
     naming the ssh address."""
-    from embryo_bench.docker_api import docker_client
+    from embryo_bench.runners.docker_api import docker_client
 
     home, address = ssh_home
     monkeypatch.setenv("HOME", str(home))

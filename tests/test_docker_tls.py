@@ -19,8 +19,8 @@ from tls_helpers import in_pki, tls, tls_config
 from workflow_helpers import docker_config
 
 from embryo_bench.cli import main
-from embryo_bench.docker_api import Daemon
-from embryo_bench.plan import Plan
+from embryo_bench.planning.plan import Plan
+from embryo_bench.runners.docker_api import Daemon
 
 
 def check_config(tmp_path: Path, config: dict, capsys) -> tuple[int, str]:
@@ -89,8 +89,8 @@ def test_a_client_of_the_environments_daemon_is_refused_plain_tcp(pki, no_docker
     """Where a client is built (image builds, the runner of a target without docker_host):
     plain TCP to another machine in DOCKER_HOST is refused before anything is sent to it
     (it was tried), and missing TLS files are named."""
-    from embryo_bench.docker_api import docker_client
     from embryo_bench.errors import ConfigError
+    from embryo_bench.runners.docker_api import docker_client
 
     no_docker_env.setenv("DOCKER_HOST", "tcp://10.0.0.5:2376")
     with pytest.raises(ConfigError, match=r"^DOCKER_HOST tcp://10.0.0.5:2376 is plain TCP to"):
@@ -150,8 +150,8 @@ def test_a_plan_made_again_on_a_cluster_node_needs_no_tls_files(tmp_path, no_doc
     """A cluster job parses the workflow again on its node (on_this_machine=False): the TLS
     files are resolved to the same paths but not read there (a preprocessing job needs no
     certificate); where a client of the daemon is built, they are checked."""
-    from embryo_bench.docker_api import docker_client
     from embryo_bench.errors import ConfigError
+    from embryo_bench.runners.docker_api import docker_client
 
     missing = tmp_path / "elsewhere"
     config = tls_config(tmp_path / "out", "tcp://10.0.0.7:2376", tls(missing))

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from embryo_bench.download import download, extract
+from embryo_bench.data.download import download, extract
+from embryo_bench.data.synthetic import zip_tree
 from embryo_bench.errors import DataError, DownloadError
-from embryo_bench.synthetic import zip_tree
 
 
 class RangeHandler(http.server.SimpleHTTPRequestHandler):

@@ -10,7 +10,7 @@ from PIL import Image
 
 from embryo_bench.cli import main
 from embryo_bench.errors import DataError
-from embryo_bench.evaluate import evaluate
+from embryo_bench.training.evaluate import evaluate
 
 SETTINGS = {
     "preprocessing": {"frame_size": 28, "crop_fraction": 0.5, "invert_centre": 128,
@@ -43,7 +43,7 @@ def test_a_file_that_is_not_the_runs_model_is_named_before_any_image_is_read(
         with zipfile.ZipFile(model, "w") as zf:
             zf.writestr("readme.txt", "hello")
     else:
-        from embryo_bench.model import build_model
+        from embryo_bench.workloads.paper import build_model
 
         build_model(24).save(model)
     # The image folder does not exist: the model's error must come first.
@@ -53,7 +53,7 @@ def test_a_file_that_is_not_the_runs_model_is_named_before_any_image_is_read(
 
 
 def test_the_runs_own_model_passes_the_check(tmp_path):
-    from embryo_bench.model import build_model
+    from embryo_bench.workloads.paper import build_model
 
     model = _run_dir(tmp_path) / "model.keras"
     build_model(16).save(model)
@@ -67,7 +67,7 @@ def test_the_runs_own_model_passes_the_check(tmp_path):
 @pytest.fixture(scope="module")
 def model16(tmp_path_factory):
     """A paper CNN for 16 px inputs of 28 px frames, with its run's settings.json."""
-    from embryo_bench.model import build_model
+    from embryo_bench.workloads.paper import build_model
 
     model = _run_dir(tmp_path_factory.mktemp("model")) / "model.keras"
     build_model(16).save(model)

@@ -19,7 +19,7 @@ from workflow_helpers import job_counts, snakemake
 
 from embryo_bench.cli import main
 from embryo_bench.errors import ConfigError
-from embryo_bench.plan import Plan
+from embryo_bench.planning.plan import Plan
 
 RUN = "out/train/host-1cpu/repeat-1"
 

@@ -14,12 +14,12 @@ import yaml
 from conftest import require_gpu
 from workflow_helpers import REPO, train_command, write_spec
 
-from embryo_bench import stages
-from embryo_bench.hardware import gpu_names
+from embryo_bench.data import stages
+from embryo_bench.data.select import assign_shards
+from embryo_bench.data.sources import index_db
+from embryo_bench.data.synthetic import generate_db
 from embryo_bench.io import write_json
-from embryo_bench.select import assign_shards
-from embryo_bench.sources import index_db
-from embryo_bench.synthetic import generate_db
+from embryo_bench.recording.hardware import gpu_names
 
 SEES_GPU = {
     "tensorflow": "import tensorflow as tf; print(bool(tf.config.list_physical_devices('GPU')))",

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from embryo_bench.containers import (
+from embryo_bench.errors import DockerError
+from embryo_bench.runners.containers import (
     WHEELHOUSE_ROOT,
     build_context_files,
     check_cuda_build,
     requirements_file,
     wheelhouse_dir,
 )
-from embryo_bench.errors import DockerError
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
@@ -113,7 +113,7 @@ def test_the_gpu_image_builds_and_trains_on_the_cpu(tmp_path):
     required = os.environ.get("EMBRYO_BENCH_REQUIRE", "").replace(",", " ").split()
     if "gpu-image" not in required:
         pytest.skip("builds the gpu image (6.5 GiB): set EMBRYO_BENCH_REQUIRE=gpu-image")
-    from embryo_bench.docker_api import docker_client
+    from embryo_bench.runners.docker_api import docker_client
 
     try:
         client = docker_client(timeout=30)

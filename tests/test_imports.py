@@ -7,30 +7,38 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from embryo_bench.codehash import PACKAGE, imported_modules
+from embryo_bench.planning.codehash import PACKAGE, imported_modules
 
 SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 #: Package imports that must wait inside a function, and why. cli.py's commands import what
 #: each needs when it runs (the code hashes follow each command's own imports).
 LATE = {
-    ("train", "model"): "the model module imports Keras, which must wait for the backend choice",
+    ("training.train", "workloads.paper"): (
+        "the model module imports Keras, which must wait for the backend choice"
+    ),
 }
+PREFIX = PACKAGE + "."
 
 
 def _modules() -> dict[str, ast.Module]:
-    return {f.stem: ast.parse(f.read_text()) for f in sorted(SRC.glob("*.py"))}
+    """Every module of the package (subpackages included, their ``__init__`` left out) by
+    its dotted name under the package: ``training.train``."""
+    return {
+        ".".join(f.relative_to(SRC).with_suffix("").parts): ast.parse(f.read_text())
+        for f in sorted(SRC.rglob("*.py"))
+        if f.name != "__init__.py"
+    }
+
+
+def _imports(nodes: list[ast.AST], name: str, known) -> set[str]:
+    """The modules of ``known`` that ``nodes`` (statements of module ``name``) import."""
+    found = (m.removeprefix(PREFIX) for m in imported_modules(nodes, PREFIX + name))
+    return {m for m in found if m in known}
 
 
 def _graph(modules: dict[str, ast.Module]) -> dict[str, set[str]]:
     """Module -> the package modules it imports anywhere (top or inside functions)."""
-    return {
-        name: {
-            m.split(".")[1]
-            for m in imported_modules(tree.body, f"{PACKAGE}.{name}")
-            if m.count(".") == 1
-        }
-        for name, tree in modules.items()
-    }
+    return {name: _imports(tree.body, name, modules) for name, tree in modules.items()}
 
 
 def _circle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -63,14 +71,14 @@ def test_the_package_has_no_import_circle():
 
 def test_package_imports_sit_at_the_top_of_each_module():
     late = set()
-    for name, tree in _modules().items():
+    modules = _modules()
+    for name, tree in modules.items():
         if name == "cli":
             continue
         top = {id(n) for n in tree.body}
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level and id(node) not in top:
-                for target in [node.module] if node.module else [a.name for a in node.names]:
-                    late.add((name, target.split(".")[0]))
+                late |= {(name, target) for target in _imports([node], name, modules)}
     assert late == set(LATE), f"imports inside functions: {sorted(late - set(LATE))}"
 
 

@@ -189,10 +189,10 @@ def test_a_cpu_hog_on_the_runs_core_flags_it_interfered_and_it_still_counts(tiny
     machine's speed moves by more than 10 % in seconds on its own); both count in the
     target's statistics. Both carry the probes, efficiency and three timings."""
 
-    from embryo_bench.hardware import run_cores
-    from embryo_bench.runs import load_runs
-    from embryo_bench.stability import assess, thresholds
-    from embryo_bench.summary import run_table, target_summary
+    from embryo_bench.recording.hardware import run_cores
+    from embryo_bench.reporting.runs import load_runs
+    from embryo_bench.reporting.stability import assess, thresholds
+    from embryo_bench.reporting.summary import run_table, target_summary
 
     _, config, out = tiny_run
     target = {"name": "host-1cpu", "runner": "host", "cpus": 1}

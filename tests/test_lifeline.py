@@ -1,4 +1,5 @@
-"""A process tied to its parent (embryo_bench.lifeline) ends when the parent is SIGKILLed and
+"""A process tied to its parent (embryo_bench.runners.lifeline) ends when the parent is SIGKILLed
+and
 writes nothing after (issue 12, item 2), by the kernel's parent-death signal and by the
 watchdog thread alone."""
 
@@ -14,12 +15,12 @@ import time
 import psutil
 import pytest
 
-from embryo_bench import lifeline
+from embryo_bench.runners import lifeline
 
 CHILD = textwrap.dedent(
     """
     import os, sys, time
-    from embryo_bench import lifeline
+    from embryo_bench.runners import lifeline
     if sys.argv[2] == "watchdog-only":
         lifeline._set_pdeathsig = lambda: False
     lifeline.tie_to_parent()
@@ -92,7 +93,7 @@ def test_the_stdin_lifeline_ends_the_process_when_stdin_closes(tmp_path):
     marker = tmp_path / "outputs"
     code = (
         "import sys, time\n"
-        "from embryo_bench import lifeline\n"
+        "from embryo_bench.runners import lifeline\n"
         "lifeline.watch_stdin()\n"
         "print('watching', flush=True)\n"
         "time.sleep(120)\n"
@@ -121,7 +122,7 @@ def test_a_process_watching_its_stdin_still_exits_normally():
     # A daemon thread blocked in sys.stdin.buffer.read made the interpreter abort at exit
     # ("could not acquire lock for <stdin>", status 139) after a finished training.
     # stdin is held open until the process has exited, so the reader is still blocked at exit.
-    code = "from embryo_bench import lifeline\nlifeline.watch_stdin()\nprint('done')\n"
+    code = "from embryo_bench.runners import lifeline\nlifeline.watch_stdin()\nprint('done')\n"
     proc = subprocess.Popen(
         [sys.executable, "-c", code],
         stdin=subprocess.PIPE,

@@ -14,8 +14,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from workflow_helpers import locked_versions
 
-from embryo_bench.containers import requirements_file, requirements_pins
 from embryo_bench.errors import DockerError
+from embryo_bench.runners.containers import requirements_file, requirements_pins
 
 REPO = Path(__file__).resolve().parents[1]
 HOST_LOCK = REPO / "envs" / "host-requirements.lock"
@@ -89,7 +89,7 @@ def test_a_wheelhouse_is_complete_only_with_every_locked_hash(tmp_path):
     lock allows: a missing wheel, or one with other bytes, leaves it incomplete."""
     import hashlib
 
-    from embryo_bench.containers import locked_hashes, wheelhouse_missing
+    from embryo_bench.runners.containers import locked_hashes, wheelhouse_missing
 
     a, b = b"wheel a bytes", b"wheel b bytes"
     sha = {k: hashlib.sha256(v).hexdigest() for k, v in (("a", a), ("b", b))}
@@ -118,7 +118,7 @@ def test_a_wheelhouse_is_complete_only_with_every_locked_hash(tmp_path):
 def test_the_shipped_locks_are_read_whole():
     """Every requirement of each image's lock is found with its hashes (the continuation
     lines joined), as many as locked_versions finds."""
-    from embryo_bench.containers import locked_hashes
+    from embryo_bench.runners.containers import locked_hashes
 
     for image in ("cpu", "gpu"):
         path = REPO / requirements_file(image)

@@ -142,14 +142,14 @@ def test_a_merge_folder_without_runs_is_named_before_any_job(tmp_path):
 
 
 def _run(runner="host", versions=None, packages=None, **prov):
-    from embryo_bench.runs import Run
+    from embryo_bench.reporting.runs import Run
 
     provenance = {"versions": versions or {}, "packages": packages or [], **prov}
     return Run("x", {"runner": runner, "provenance": provenance}, pd.DataFrame())
 
 
 def test_software_differences_name_the_versions_and_count_the_packages():
-    from embryo_bench.merge import difference, software_differences
+    from embryo_bench.reporting.merge import difference, software_differences
 
     ours = [_run(versions={"keras": "3.15.1"}, packages=["keras==3.15.1", "numpy==2.3.0"])]
     same = _run(versions={"keras": "3.15.1"}, packages=["keras==3.15.1", "numpy==2.3.0"])
@@ -168,7 +168,7 @@ def test_software_differences_name_the_versions_and_count_the_packages():
 def test_a_merged_sweep_point_is_drawn_as_a_sweep_point(tmp_path):
     """Issue 24, item 5: the other folder's config lists its targets, never the sweep points
     derived from them; the point is known by its run.json."""
-    from embryo_bench.merge import merge_runs
+    from embryo_bench.reporting.merge import merge_runs
 
     for name, sweep in (("host-1cpu", None), ("host-1cpu.bs120-t1", {"base": "host-1cpu",
                         "batch_size": 120, "threads": 1})):  # fmt: skip
@@ -194,7 +194,7 @@ METRICS = {"target": "host-1cpu", "repeat": 1, "cpus": 1, "gpus": 0, "batch_size
 
 def _spec(preprocessing=None, **changes) -> dict:
     """A valid run.json of host-1cpu repeat 1 (as the plan writes it), with ``changes``."""
-    from embryo_bench.spec import Preprocessing
+    from embryo_bench.planning.spec import Preprocessing
 
     entry = {"name": "host-1cpu", "runner": "host", "cpus": 1}
     return run_spec_dict(entry, Preprocessing.from_dict(PP), preprocessing=preprocessing or PP,
@@ -214,7 +214,7 @@ def test_merge_folders_are_checked_before_any_job(tmp_path):
     """Issue 25, item 1: each of the cases that lost the figures (Snakemake deleted them
     before the figures job failed) is now refused when the plan is made."""
     from embryo_bench.errors import ConfigError
-    from embryo_bench.merge import check_folders
+    from embryo_bench.reporting.merge import check_folders
 
     good = _folder(tmp_path / "good")
     assert check_folders([str(good)], str(tmp_path / "out"), PP) == [
@@ -248,7 +248,7 @@ def test_merge_folders_are_checked_before_any_job(tmp_path):
 def test_a_hand_edited_merged_run_json_is_refused_before_any_job(tmp_path):
     """Issue 25 (silent): a merged run.json edited by hand was merged without complaint."""
     from embryo_bench.errors import ConfigError
-    from embryo_bench.merge import check_folders
+    from embryo_bench.reporting.merge import check_folders
 
     run_json = "train/host-1cpu/repeat-1/run.json"
     cases = {
@@ -280,7 +280,7 @@ def test_a_merged_run_that_never_finished_is_named_in_the_log(tmp_path, capsys):
     was left out without a word; the plan now says so (the workflow logs it as a warning,
     check-config prints it)."""
     from embryo_bench.cli import main
-    from embryo_bench.merge import check_folders
+    from embryo_bench.reporting.merge import check_folders
 
     other = _folder(tmp_path / "other")
     running = other / "train/host-2cpu/repeat-1"

@@ -9,12 +9,12 @@ import pytest
 from conftest import require_or_skip
 
 from embryo_bench.errors import ConfigError
-from embryo_bench.spec import VARIANTS
-from embryo_bench.train import summarise, time_to_accuracy, window_summary
+from embryo_bench.planning.spec import VARIANTS
+from embryo_bench.training.train import summarise, time_to_accuracy, window_summary
 
 
 def test_parameter_count_matches_paper_architecture():
-    from embryo_bench.model import PAPER_PARAMETERS, build_model
+    from embryo_bench.workloads.paper import PAPER_PARAMETERS, build_model
 
     model = build_model(64)
     # conv1 5*5*1*32+32, conv2 5*5*32*64+64, fc1 16*16*64*1024+1024, logits 1024*4+4
@@ -89,7 +89,7 @@ def test_limit_threads_pins_and_sizes_pools(threads, cores, pinned):
 
     code = (
         "import os, json\n"
-        "from embryo_bench.backend import limit_threads\n"
+        "from embryo_bench.training.backend import limit_threads\n"
         f"cores = limit_threads({threads}, cores={cores})\n"
         "import tensorflow as tf\n"
         "print(json.dumps([cores, len(os.sched_getaffinity(0)),\n"
@@ -109,7 +109,7 @@ def test_limit_threads_pins_and_sizes_pools(threads, cores, pinned):
 
 
 def test_limit_threads_rejects_zero():
-    from embryo_bench.backend import limit_threads
+    from embryo_bench.training.backend import limit_threads
 
     with pytest.raises(ValueError, match="threads and cores must be >= 1, got 0 and 0"):
         limit_threads(0)
@@ -133,11 +133,11 @@ def test_every_keras_backend_trains_the_same_model_and_times_it(backend):
         require_or_skip(backend, f"{backend} is not installed (optional Keras backend)")
     code = (
         "import numpy as np\n"
-        "from embryo_bench.backend import limit_threads\n"
+        "from embryo_bench.training.backend import limit_threads\n"
         "limit_threads(1)\n"
         "import keras\n"
-        "from embryo_bench.model import build_model, compile_model\n"
-        "from embryo_bench.train import fit_epochs, seed_everything\n"
+        "from embryo_bench.workloads.paper import build_model, compile_model\n"
+        "from embryo_bench.training.train import fit_epochs, seed_everything\n"
         "seed_everything(0)\n"
         "m = compile_model(build_model(64))\n"
         "x = np.random.default_rng(0).integers(0, 129, (64, 64, 64, 1), dtype=np.uint8)\n"
@@ -173,7 +173,7 @@ def test_both_variants_build_the_paper_model_with_their_own_initial_weights():
     script): truncated normal sd 0.1 weights (none beyond 2 sd), biases 0.1, epsilon 1e-8."""
     import keras
 
-    from embryo_bench.model import PAPER_PARAMETERS, build_model, compile_model
+    from embryo_bench.workloads.paper import PAPER_PARAMETERS, build_model, compile_model
 
     keras.utils.set_random_seed(0)
     models = {v: compile_model(build_model(64, variant=v), variant=v) for v in VARIANTS}
@@ -207,8 +207,8 @@ def test_original_variant_trains_fixed_step_epochs_without_the_holdout(tmp_path)
 
     import keras
 
-    from embryo_bench.spec import Preprocessing, RunSpec
-    from embryo_bench.train import fit_epochs
+    from embryo_bench.planning.spec import Preprocessing, RunSpec
+    from embryo_bench.training.train import fit_epochs
 
     pp = Preprocessing(
         frame_size=48, crop_fraction=0.5, invert_centre=128, rotation_step=90, image_size=16
@@ -238,7 +238,7 @@ def test_original_variant_trains_fixed_step_epochs_without_the_holdout(tmp_path)
     assert RunSpec.from_dict(json.loads(spec.to_json())) == spec
     assert dataclasses.replace(spec, variant="keras").epoch_steps == 5
 
-    from embryo_bench.model import build_model, compile_model
+    from embryo_bench.workloads.paper import build_model, compile_model
 
     m = compile_model(build_model(16, variant="original"), 1e-3, variant="original")
     x = np.random.default_rng(0).integers(0, 129, (20, 16, 16, 1), dtype=np.uint8)

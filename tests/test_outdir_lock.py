@@ -21,11 +21,11 @@ from workflow_helpers import copy_repo, offline_config, snakemake, snakemake_com
 
 from embryo_bench.cli import main
 from embryo_bench.errors import OutdirInUse
-from embryo_bench.outdir_lock import LOCK_FILE, claim, hold, in_use, release
+from embryo_bench.runners.outdir_lock import LOCK_FILE, claim, hold, in_use, release
 
 HOLD = """
 import sys, time
-from embryo_bench.outdir_lock import hold
+from embryo_bench.runners.outdir_lock import hold
 hold(sys.argv[1], sys.argv[2], wait_s=float(sys.argv[3]))
 print("held", flush=True)
 time.sleep(float(sys.argv[4]))

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from embryo_bench import preprocess
+from embryo_bench.data import preprocess
 from embryo_bench.errors import ConfigError, DataError
 
 

@@ -15,18 +15,19 @@ import pandas as pd
 import pytest
 from workflow_helpers import TINY_PARAMETERS, offline_config, snakemake
 
-from embryo_bench import paper, summary
 from embryo_bench.errors import ConfigError
-from embryo_bench.plan import (
+from embryo_bench.planning.plan import (
     cost_base,
     expand_sweeps,
     run_seed,
     sweep_point_name,
     target_from_entry,
 )
-from embryo_bench.runs import Run
-from embryo_bench.telemetry import COLUMNS, ProcessSampler, RaplMeter
-from embryo_bench.telemetry import summarise as summarise_telemetry
+from embryo_bench.published import paper
+from embryo_bench.recording.telemetry import COLUMNS, ProcessSampler, RaplMeter
+from embryo_bench.recording.telemetry import summarise as summarise_telemetry
+from embryo_bench.reporting import summary
+from embryo_bench.reporting.runs import Run
 
 # --- runs: repeats, seeds, sweeps, backends ------------------------------------------------
 

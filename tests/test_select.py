@@ -3,8 +3,8 @@
 import pandas as pd
 import pytest
 
+from embryo_bench.data.select import assign_shards, balance, counts_lines, summary
 from embryo_bench.errors import DataError
-from embryo_bench.select import assign_shards, balance, counts_lines, summary
 
 
 def _manifest(counts):

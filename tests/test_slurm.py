@@ -18,8 +18,8 @@ import yaml
 from conftest import require_or_skip
 from workflow_helpers import REPO, offline_config, snakemake
 
+from embryo_bench.data.synthetic import generate_db
 from embryo_bench.errors import DockerError
-from embryo_bench.synthetic import generate_db
 
 pytestmark = pytest.mark.slow
 SLURM_PROFILE = REPO / "profiles" / "slurm"
@@ -57,7 +57,7 @@ def _test_profile(folder: Path, group: bool = True) -> Path:
 
 
 def _docker_up() -> bool:
-    from embryo_bench.docker_api import docker_client
+    from embryo_bench.runners.docker_api import docker_client
 
     try:
         docker_client(timeout=10)

@@ -12,9 +12,7 @@ import pytest
 from PIL import Image
 
 from embryo_bench.cli import main
-from embryo_bench.errors import ConfigError, DataError
-from embryo_bench.io import tree_stamp
-from embryo_bench.sources import (
+from embryo_bench.data.sources import (
     STRICT,
     TrajectoryRules,
     cell_counts,
@@ -25,7 +23,9 @@ from embryo_bench.sources import (
     read_trajectories,
     skipped_lines,
 )
-from embryo_bench.synthetic import generate_db, stage_counts
+from embryo_bench.data.synthetic import generate_db, stage_counts
+from embryo_bench.errors import ConfigError, DataError
+from embryo_bench.io import tree_stamp
 
 
 def test_parse_trajectories_counts_radius_above_zero(tmp_path):
@@ -238,7 +238,7 @@ def test_index_imagefolder_bad_class_folder(tmp_path):
 def test_imagefolder_skips_hidden_entries_and_matches_png_in_any_case(tmp_path):
     """A hidden folder (.ipynb_checkpoints) is passed over, .PNG counts as .png, and what is
     passed over is counted; a class folder outside 1-4 cells is kept for select to count."""
-    from embryo_bench.evaluate import _index
+    from embryo_bench.training.evaluate import _index
 
     img = Image.fromarray(np.full((28, 28), 90, np.uint8))
     for split, cls, name in [("Train", "0", "a.png"), ("Train", "1", "b.PNG"),

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from workflow_helpers import train_command, write_spec
 
-from embryo_bench.stability import assess, thresholds
-from embryo_bench.telemetry import COLUMNS, interference
+from embryo_bench.recording.telemetry import COLUMNS, interference
+from embryo_bench.reporting.stability import assess, thresholds
 
 
 def _telemetry(times, cpu) -> pd.DataFrame:

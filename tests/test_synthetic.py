@@ -13,13 +13,9 @@ import pytest
 import yaml
 from PIL import Image
 
-from embryo_bench import paper
-from embryo_bench.config import read_config_file
-from embryo_bench.errors import ConfigError
-from embryo_bench.frames import check_image
-from embryo_bench.plan import Plan
-from embryo_bench.sources import index_db
-from embryo_bench.synthetic import (
+from embryo_bench.data.frames import check_image
+from embryo_bench.data.sources import index_db
+from embryo_bench.data.synthetic import (
     _cell_layout,
     allocate_frames,
     apportion,
@@ -28,6 +24,10 @@ from embryo_bench.synthetic import (
     render_frame,
     stage_counts,
 )
+from embryo_bench.errors import ConfigError
+from embryo_bench.planning.config import read_config_file
+from embryo_bench.planning.plan import Plan
+from embryo_bench.published import paper
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER_SYNTHETIC = REPO / "config" / "paper-synthetic.yaml"

@@ -5,8 +5,8 @@ import sys
 import pandas as pd
 import pytest
 
-from embryo_bench import telemetry
-from embryo_bench.docker_runner import container_kwargs
+from embryo_bench.recording import telemetry
+from embryo_bench.runners.docker_runner import container_kwargs
 
 V1 = {  # docker stats on cgroup v1: 0.5 s of CPU in 1 s of system time across 2 cpus
     "cpu_stats": {
@@ -91,8 +91,8 @@ def test_nvml_absent_gives_no_readings(monkeypatch):
 
 
 def _spec(**entry):
-    from embryo_bench.plan import target_from_entry
-    from embryo_bench.spec import Preprocessing
+    from embryo_bench.planning.plan import target_from_entry
+    from embryo_bench.planning.spec import Preprocessing
 
     train = {"epochs": 1, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0, "accuracy_target": 0.8,
              "probe_seconds": 0.2, "variant": "keras"}  # fmt: skip
@@ -114,7 +114,7 @@ def test_container_kwargs_cpu_and_gpu_targets():
 
 
 def test_interference_finds_the_longest_stall_and_other_cpu():
-    from embryo_bench.telemetry import COLUMNS, interference
+    from embryo_bench.recording.telemetry import COLUMNS, interference
 
     cpu = [95, 98, 2, 1, 0.5, 97, 3, 99]  # a 3-sample stall, then a 1-sample dip
     df = pd.DataFrame(
@@ -140,7 +140,7 @@ def test_interference_finds_the_longest_stall_and_other_cpu():
 
 
 def test_stability_verdict_names_each_reason():
-    from embryo_bench.stability import assess, thresholds
+    from embryo_bench.reporting.stability import assess, thresholds
 
     limits = thresholds()
     assert limits == {"probe_change": 0.10, "other_cpu_share": 0.10, "steal_percent": 5,
@@ -196,8 +196,8 @@ def test_stability_verdict_names_each_reason():
 
 
 def test_matmul_probe_and_model_flops():
-    from embryo_bench.calibrate import efficiency, matmul_probe, training_flops_per_image
-    from embryo_bench.model import build_model
+    from embryo_bench.recording.calibrate import efficiency, matmul_probe, training_flops_per_image
+    from embryo_bench.workloads.paper import build_model
 
     flops = training_flops_per_image(build_model(64))
     # conv1 2*5*5*1*32*64*64, conv2 2*5*5*32*64*32*32, fc1 2*16384*1024, logits 2*1024*4

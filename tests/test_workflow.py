@@ -36,7 +36,7 @@ from workflow_helpers import (
     write_spec,
 )
 
-from embryo_bench.synthetic import generate_db, zip_tree
+from embryo_bench.data.synthetic import generate_db, zip_tree
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -150,15 +150,15 @@ def test_code_edits_rerun_the_jobs_that_run_that_code(offline_run, tmp_path):
     pkg = repo / "src" / "embryo_bench"
     proc = snakemake(work, config, "-n", repo=repo)
     assert "Nothing to be done" in proc.stdout + proc.stderr
-    edit(pkg / "preprocess.py", '"""Rotate a uint8', '# a new comment\n    """Turn a uint8')
+    edit(pkg / "data/preprocess.py", '"""Rotate a uint8', '# a new comment\n    """Turn a uint8')
     edit(
-        pkg / "preprocess.py",
+        pkg / "data/preprocess.py",
         "from __future__ import annotations",
         "from __future__ import (annotations)",
     )
     proc = snakemake(work, config, "-n", repo=repo)
     assert "Nothing to be done" in proc.stdout + proc.stderr, proc.stdout[-3000:]
-    edit(pkg / "model.py", 'name="paper_cnn"', 'name="paper_cnn_v2"')
+    edit(pkg / "workloads/paper.py", 'name="paper_cnn"', 'name="paper_cnn_v2"')
     jobs = job_counts(snakemake(work, config, "-n", repo=repo).stdout)
     assert jobs == {"train": 1, "figures": 1, "all": 1}
 
@@ -167,8 +167,8 @@ def test_each_run_records_its_spec_and_the_datas_settings(offline_run):
     """run.json is the run's resolved settings; settings.json holds the preprocessing read
     from the shards the run trained on."""
     _, config, out, _ = offline_run
-    from embryo_bench.spec import Preprocessing, RunSpec
-    from embryo_bench.stages import shard_settings
+    from embryo_bench.data.stages import shard_settings
+    from embryo_bench.planning.spec import Preprocessing, RunSpec
 
     run = out / "train/host-1cpu/repeat-1"
     spec = RunSpec.read(run / "run.json")
@@ -211,7 +211,7 @@ def _class_folder_copy(work: Path, frame_size: int) -> Path:
     """Synthetic frames (other seed) arranged as <class>/<name>.png for evaluate."""
     db = work / "eval-db"
     generate_db(db, embryos=2, frames_per_embryo=24, frame_size=frame_size, seed=99)
-    from embryo_bench.sources import index_db
+    from embryo_bench.data.sources import index_db
 
     manifest, _ = index_db(db, frame_size)
     root = work / "eval-images"

@@ -119,7 +119,7 @@ def docker_config(outdir: Path, epochs: int = 2) -> dict:
 def synthetic_db(tmp_path: Path) -> Path:
     """A synthetic database (10 embryos x 12 frames of 48 px) at ``tmp_path``/db, for a test
     to damage or read in place."""
-    from embryo_bench.synthetic import generate_db
+    from embryo_bench.data.synthetic import generate_db
 
     db = tmp_path / "db"
     generate_db(db, embryos=10, frames_per_embryo=12, frame_size=48, seed=1)
@@ -142,9 +142,9 @@ TRAIN = {"epochs": 1, "batch_size": 480, "learning_rate": 1e-4, "dropout": 0.5, 
 
 def run_spec_dict(entry: dict, pp, **changes) -> dict:
     """run.json (as a dict, as the plan writes it) of repeat 1 of the bare ``targets:``
-    ``entry`` under :data:`TRAIN` and ``pp`` (an :class:`embryo_bench.spec.Preprocessing`),
+    ``entry`` under :data:`TRAIN` and ``pp`` (an :class:`embryo_bench.planning.spec.Preprocessing`),
     with the top-level keys ``changes`` replaced (``preprocessing`` among them)."""
-    from embryo_bench.plan import target_from_entry
+    from embryo_bench.planning.plan import target_from_entry
 
     spec = target_from_entry(entry).spec(1, TRAIN, pp).to_dict()
     return {**spec, **changes}
@@ -163,9 +163,9 @@ def load_benchmark(name: str):
 def write_spec(path: Path, config: dict, target: dict, epochs: int | None = None, repeat=1):
     """Write the run.json of ``target`` (a bare ``targets:`` entry) under ``config``'s train
     and preprocessing settings, as the workflow's run_spec rule would; returns the RunSpec."""
-    from embryo_bench.config import load_config
-    from embryo_bench.plan import target_from_entry
-    from embryo_bench.spec import Preprocessing
+    from embryo_bench.planning.config import load_config
+    from embryo_bench.planning.plan import target_from_entry
+    from embryo_bench.planning.spec import Preprocessing
 
     train = {**load_config(config)["train"], **({"epochs": epochs} if epochs else {})}
     spec = target_from_entry(target, train).spec(repeat, train, Preprocessing.from_config(config))

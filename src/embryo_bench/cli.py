@@ -3,7 +3,8 @@
 Each sub-command runs one pipeline step and is one ``cmd_<name>`` function here: it declares
 the command's arguments and returns the function that runs it, which only converts arguments
 and calls the package (the logic lives in the modules). The workflow hashes a command's code
-as that function, this module's shared code and what they import (:mod:`embryo_bench.codehash`).
+as that function, this module's shared code and what they import
+(:mod:`embryo_bench.planning.codehash`).
 Errors on bad input exit with status 2 and one line ``embryo-bench: error: <message naming
 the file or setting>`` on stderr.
 """
@@ -17,8 +18,8 @@ import os
 import sys
 from pathlib import Path
 
-from . import lifeline
 from .errors import ConfigError, EmbryoBenchError, Interrupted
+from .runners import lifeline
 
 log = logging.getLogger("embryo_bench")
 
@@ -40,8 +41,8 @@ def cmd_synthesize(p):
     p.add_argument("--info")
 
     def run(a):
+        from .data.synthetic import write_db
         from .io import write_json
-        from .synthetic import write_db
 
         info = write_db(
             a.out,
@@ -75,7 +76,7 @@ def cmd_download(p):
     p.add_argument("--no-progress", action="store_true")
 
     def run(a):
-        from .download import download
+        from .data.download import download
         from .io import write_json
 
         info = download(
@@ -98,7 +99,7 @@ def cmd_extract(p):
     p.add_argument("--out", required=True)
 
     def run(a):
-        from .download import extract
+        from .data.download import extract
 
         log.info("extracted %s; embryo folders under %s", a.archive, extract(a.archive, a.out))
 
@@ -126,9 +127,9 @@ def cmd_index(p):
     p.add_argument("--source-info", required=True)
 
     def run(a):
+        from .data.select import CLASSES
+        from .data.sources import TrajectoryRules, check_split, index_source, skipped_lines
         from .io import atomic_path, write_json
-        from .select import CLASSES
-        from .sources import TrajectoryRules, check_split, index_source, skipped_lines
 
         manifest, source = index_source(
             a.layout,
@@ -165,8 +166,8 @@ def cmd_select(p):
     p.add_argument("--summary", required=True)
 
     def run(a):
+        from .data.select import counts_lines, select_frames
         from .io import atomic_path, write_json
-        from .select import counts_lines, select_frames
 
         selected, counts = select_frames(a.manifest, a.seed, a.shards)
         with atomic_path(a.out) as tmp:
@@ -193,7 +194,7 @@ def cmd_crop(p):
     p.add_argument("--out", required=True)
 
     def run(a):
-        from .stages import crop_shard
+        from .data.stages import crop_shard
 
         n = crop_shard(a.selection, a.shard, a.frame_size, a.fraction, a.out)
         log.info("shard %d: cropped %d frames", a.shard, n)
@@ -208,7 +209,7 @@ def cmd_invert(p):
     p.add_argument("--out", required=True)
 
     def run(a):
-        from .stages import invert_shard
+        from .data.stages import invert_shard
 
         log.info("inverted %d images", invert_shard(a.input, a.centre, a.out))
 
@@ -223,7 +224,7 @@ def cmd_augment(p):
     p.add_argument("--out", required=True)
 
     def run(a):
-        from .stages import augment_shard
+        from .data.stages import augment_shard
 
         n = augment_shard(a.input, a.rotation_step, a.image_size, a.out)
         log.info("augmented to %d samples", n)
@@ -238,7 +239,7 @@ def cmd_spec(p):
 
     def run(a):
         from .io import parse_json
-        from .spec import RunSpec
+        from .planning.spec import RunSpec
 
         where = "--json (the run spec)"
         RunSpec.from_dict(parse_json(a.json, where), where).write(a.out)
@@ -263,12 +264,12 @@ def cmd_train(p):
 
     def run(a):
         from .io import read_json
-        from .spec import RunSpec
+        from .planning.spec import RunSpec
 
         spec = RunSpec.read(a.spec)
         if spec.runner == "docker" and not a.in_container:
-            from . import docker_runner
-            from .docker_api import Daemon
+            from .runners import docker_runner
+            from .runners.docker_api import Daemon
 
             if not a.image_record:
                 raise EmbryoBenchError(f"{a.spec}: a docker run needs --image-record")
@@ -288,7 +289,7 @@ def cmd_train(p):
                 out_dir=a.out_dir,
             )
             return
-        from .train import run_training
+        from .training.train import run_training
 
         if not a.in_container and os.environ.get(lifeline.TIE_ENV):
             # A workflow job ends with Snakemake: an orphaned trainer went on and wrote its
@@ -325,14 +326,14 @@ def cmd_figures(p):
     )
 
     def run(a):
-        from . import figures
-        from .baseline import load_baseline
-        from .figspec import FiguresSpec
+        from .data.stages import shard_settings
         from .io import kept_path, read_json, staged_folder
-        from .merge import merge_runs
-        from .runs import load_runs
-        from .spec import Preprocessing
-        from .stages import shard_settings
+        from .planning.figspec import FiguresSpec
+        from .planning.spec import Preprocessing
+        from .recording.baseline import load_baseline
+        from .reporting import figures
+        from .reporting.merge import merge_runs
+        from .reporting.runs import load_runs
 
         spec = FiguresSpec.read(a.spec, current=True)
         runs = load_runs(spec.runs)
@@ -376,7 +377,7 @@ def _write_config(config: dict, path: Path) -> None:
 def cmd_calibrate(p):
     """measure this machine's own probe noise: back-to-back calibration probes on given cores
     and threads, written as a machine baseline (stability.baseline)"""
-    from .calibrate import BASELINE_PROBES, MIN_PAIRS
+    from .recording.calibrate import BASELINE_PROBES, MIN_PAIRS
 
     p.add_argument(
         "--probes",
@@ -395,7 +396,7 @@ def cmd_calibrate(p):
     )
 
     def run(a):
-        from .noise import take_baseline
+        from .recording.noise import take_baseline
 
         # Every argument is checked before the probing (minutes) starts.
         base = take_baseline(a.probes, a.seconds, a.threads, a.cpus, a.backend, a.out)
@@ -428,8 +429,8 @@ def cmd_check_config(p):
     )
 
     def run(a):
-        from .config import apply_defaults, load_schema, read_config_files
-        from .plan import Plan
+        from .planning.config import apply_defaults, load_schema, read_config_files
+        from .planning.plan import Plan
 
         schema = load_schema()
         for files in [[f] for f in a.files] if a.each else [a.files]:
@@ -457,8 +458,8 @@ def cmd_base_image(p):
     p.add_argument("--reuse", action="store_true", help="keep an existing image of --tag")
 
     def run(a):
-        from .containers import build_base_image
         from .io import write_json
+        from .runners.containers import build_base_image
 
         info = build_base_image(a.tag, suite=a.suite, mirror=a.mirror, reuse=a.reuse)
         if a.record:
@@ -478,8 +479,8 @@ def cmd_wheelhouse(p):
     p.add_argument("--record", help="write the wheel list (JSON) here")
 
     def run(a):
-        from .containers import make_wheelhouse, requirements_file, wheelhouse_dir
         from .io import write_json
+        from .runners.containers import make_wheelhouse, requirements_file, wheelhouse_dir
 
         out = a.out or wheelhouse_dir(a.image)
         record = make_wheelhouse(a.requirements or requirements_file(a.image), out)
@@ -504,7 +505,7 @@ def cmd_build_image(p):
     p.add_argument("--record", required=True)
 
     def run(a):
-        from .containers import build_image
+        from .runners.containers import build_image
 
         info = build_image(a.context, a.tag, a.image, a.base_image, a.pip_source, a.record)
         log.info(
@@ -534,9 +535,9 @@ def cmd_ship_image(p):
     p.add_argument("--out", required=True, help="write the record for that daemon here")
 
     def run(a):
-        from .containers import ship_image
-        from .docker_api import Daemon
         from .io import read_json, write_json
+        from .runners.containers import ship_image
+        from .runners.docker_api import Daemon
 
         daemon = Daemon.read(a.daemon) if a.daemon else a.docker_host
         info = ship_image(read_json(a.record), daemon)
@@ -553,8 +554,8 @@ def cmd_daemon(p):
     p.add_argument("--out", required=True)
 
     def run(a):
-        from .docker_api import Daemon
         from .io import parse_json, write_json
+        from .runners.docker_api import Daemon
 
         where = "--json (the daemon)"
         fields = parse_json(a.json, where)
@@ -577,7 +578,7 @@ def cmd_evaluate(p):
     )
 
     def run(a):
-        from .evaluate import evaluate
+        from .training.evaluate import evaluate
 
         print(json.dumps(evaluate(a.model, a.images, all_rotations=a.all_rotations)))
 
@@ -604,7 +605,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-#: Commands that tie themselves to the workflow (:mod:`embryo_bench.lifeline`) or not at
+#: Commands that tie themselves to the workflow (:mod:`embryo_bench.runners.lifeline`) or not at
 #: all: a docker training's runner must outlive nothing but stop its container first.
 SELF_TIED = ("train",)
 

@@ -1,4 +1,4 @@
-# The adapter between Snakemake and embryo_bench.plan: the plan (targets, runs, specs,
+# The adapter between Snakemake and embryo_bench.planning.plan: the plan (targets, runs, specs,
 # names) comes from the package; this file only exposes it to the rules. Input functions sit
 # in the rule files that use them.
 import json
@@ -15,13 +15,13 @@ import sys
 # has a container: directive, so apptainer changes nothing here).
 SRC = os.path.join(workflow.basedir, "src")
 sys.path.insert(0, SRC)
-from embryo_bench import layout
-from embryo_bench.codehash import code_hash
+from embryo_bench.planning import layout
+from embryo_bench.planning.codehash import code_hash
 from embryo_bench.errors import EmbryoBenchError
-from embryo_bench.lifeline import TIE_ENV, forward_sigint_to_jobs
-from embryo_bench.outdir_lock import claim as claim_outdir
-from embryo_bench.config import load_schema, read_config_files
-from embryo_bench.plan import Plan
+from embryo_bench.runners.lifeline import TIE_ENV, forward_sigint_to_jobs
+from embryo_bench.runners.outdir_lock import claim as claim_outdir
+from embryo_bench.planning.config import load_schema, read_config_files
+from embryo_bench.planning.plan import Plan
 
 # `kill -INT <snakemake>` stops the running jobs at once, as Ctrl-C in a terminal does
 # (Snakemake alone would wait for every epoch, then mark the finished outputs incomplete).
@@ -29,7 +29,7 @@ forward_sigint_to_jobs()
 
 # shell.prefix is formatted like the commands: {{ }} in the f-string's result is one brace.
 # TIE_ENV carries Snakemake's pid (the job shell's parent): every job ends with Snakemake,
-# even under a shell that outlives it (embryo_bench.lifeline.tie_to_workflow).
+# even under a shell that outlives it (embryo_bench.runners.lifeline.tie_to_workflow).
 # The checkout's location is a variable, not a params value, so a moved checkout reruns
 # nothing.
 _ENV_DEPLOYED = "CONDA" in {
@@ -100,7 +100,7 @@ PP = CONFIG["preprocess"]
 CONTAINERS = CONFIG["containers"]
 SHARDS = list(range(CONFIG["select"]["shards"]))
 
-# One outdir, one workflow at a time (embryo_bench.outdir_lock; Snakemake's own lock is per
+# One outdir, one workflow at a time (embryo_bench.runners.outdir_lock; Snakemake's own lock is per
 # working directory, so it never saw a second checkout writing the same outdir). Claimed when
 # Snakemake starts to execute jobs, its one entry point that runs any (--lint, --report,
 # --unlock and the listings never get there), by the main process only (not a job's own
@@ -133,7 +133,7 @@ def code(command):
 
 
 def target(wildcards):
-    """The resolved target (embryo_bench.plan.Target) of a job's {target}."""
+    """The resolved target (embryo_bench.planning.plan.Target) of a job's {target}."""
     return PLAN.targets[wildcards.target]
 
 

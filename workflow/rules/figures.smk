@@ -24,7 +24,7 @@ rule figures_spec:
         # Prices, paper systems, sweep points, bases, thresholds: a price edit reruns this
         # rule and the figures, nothing else.
         spec=PLAN.figures_spec().to_dict(),
-        code=code_hash("embryo_bench.figspec"),
+        code=code_hash("embryo_bench.planning.figspec"),
     script:
         "../scripts/figures_spec.py"
 

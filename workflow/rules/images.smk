@@ -1,6 +1,6 @@
 # Container images of the docker targets, built through the Docker SDK. Each rule writes a
 # small JSON record; it reruns only when what the image is built from changes.
-from embryo_bench.containers import (
+from embryo_bench.runners.containers import (
     image_content_hash,
     requirements_file,
     wheelhouse_dir,

@@ -1,5 +1,5 @@
 # Stage 7: train the paper CNN, once per run (target x repeat). A run's settings are resolved
-# by embryo_bench.plan and written as run.json (rule run_spec); one train rule trains from
+# by embryo_bench.planning.plan and written as run.json (rule run_spec); one train rule trains from
 # it, on the host or in a container as its runner says. A run takes every bench slot (the
 # profiles give 100; every other rule takes 1), so nothing runs beside a timed run. `exec`
 # makes the trainer Snakemake's direct child, so signals reach it. Runs go in rounds (issue

@@ -1,0 +1,2 @@
+"""Data: finding and selecting frames, the preprocessing stages, the synthetic database,
+downloads."""

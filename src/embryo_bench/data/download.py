@@ -1,0 +1,290 @@
+"""Fetch and unpack the Mouse Embryo Tracking Database archive.
+
+HTTP with retries (urllib3 ``Retry`` on a ``requests`` session), resume from a ``.part`` file
+with an HTTP ``Range`` request (restarting from zero when the server ignores it), a ``tqdm``
+progress bar, sha256 verification when a checksum is configured, and an atomic rename onto the
+final name only after every check passed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tarfile
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+import requests
+from requests.adapters import HTTPAdapter
+from tqdm import tqdm
+from urllib3.util.retry import Retry
+
+from ..errors import DataError, DownloadError
+from ..io import sha256_file
+from .sources import find_db_root
+
+
+def _session(retries: int, backoff: float) -> requests.Session:
+    # One retry layer for connection and read errors: download()'s own loop (which also
+    # resumes a body cut short). urllib3 retries only the HTTP statuses below.
+    retry = Retry(
+        total=retries,
+        connect=0,
+        read=0,
+        status=retries,
+        backoff_factor=backoff,
+        status_forcelist=(429, 500, 502, 503, 504),
+        allowed_methods=("GET", "HEAD"),
+    )
+    session = requests.Session()
+    session.mount("http://", HTTPAdapter(max_retries=retry))
+    session.mount("https://", HTTPAdapter(max_retries=retry))
+    return session
+
+
+def _check_host(url: str) -> None:
+    """Fail at once, with a hint, when the URL's host name does not resolve (retrying a DNS
+    failure only takes minutes).
+
+    Raises:
+        DownloadError: the host does not resolve.
+    """
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        socket.getaddrinfo(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+    except (socket.gaierror, UnicodeError) as exc:
+        raise DownloadError(
+            f"{url}: host {parts.hostname!r} does not resolve ({exc}); check dataset.url, or "
+            "fetch the archive elsewhere and use dataset.kind: local with dataset.path"
+        ) from exc
+
+
+def _check_archive(url: str, part: Path) -> None:
+    """Check the downloaded bytes open as a zip or tar archive (their member list reads).
+
+    Raises:
+        DownloadError: an HTML/text page (removed: resuming it cannot help) or bytes that are
+            not a complete archive (kept as ``.part``: a rerun resumes from its end).
+    """
+    import tarfile
+    import zipfile
+
+    try:
+        if zipfile.is_zipfile(part):
+            with zipfile.ZipFile(part) as zf:
+                zf.namelist()
+            return
+        if tarfile.is_tarfile(part):
+            with tarfile.open(part) as tf:
+                tf.getmembers()
+            return
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError):
+        pass
+    with open(part, "rb") as fh:
+        head = fh.read(512).lstrip().lower()
+    if head.startswith((b"<!doctype", b"<html", b"<?xml", b"<")):
+        part.unlink()
+        raise DownloadError(
+            f"{url}: the server sent a web page ({head[:40]!r}...), not the archive; "
+            "nothing was kept (check dataset.url)"
+        )
+    raise DownloadError(
+        f"{url}: the {part.stat().st_size} bytes received are not a complete zip or tar "
+        f"archive (cut short?); kept in {part}, a rerun resumes from its end"
+    )
+
+
+class _Restart(Exception):
+    """The server's reply does not continue the partial file: start again from zero."""
+
+
+def _fetch(
+    session: requests.Session, url: str, part: Path, timeout: float, progress: bool, state: dict
+) -> None:
+    """One request: continue ``part`` from its current size (or restart) until the body ends.
+    The first reply's starting offset is recorded as ``state["resumed"]``.
+
+    Raises _Restart, DownloadError, or requests exceptions (retried by :func:`download`).
+    """
+    have = part.stat().st_size if part.exists() else 0
+    headers = {"Range": f"bytes={have}-"} if have else {}
+    with session.get(url, headers=headers, stream=True, timeout=timeout) as resp:
+        if resp.status_code == 416:  # nothing left to send: complete only if sizes agree
+            total = resp.headers.get("Content-Range", "").rpartition("/")[2]
+            if total.isdigit() and int(total) == have:
+                state.setdefault("resumed", have)
+                return
+            part.unlink()
+            raise _Restart(f"HTTP 416 with Content-Range {total!r} for {have} bytes held")
+        if resp.status_code == 206:
+            if not resp.headers.get("Content-Range", "").startswith(f"bytes {have}-"):
+                part.unlink()
+                raise _Restart("HTTP 206 not continuing at the partial file's end")
+            mode = "ab"
+        elif resp.status_code == 200:
+            have, mode = 0, "wb"  # the server ignored Range: restart
+        else:
+            raise DownloadError(f"{url}: HTTP {resp.status_code} {resp.reason}")
+        state.setdefault("resumed", have)
+        length = resp.headers.get("Content-Length")
+        total = have + int(length) if length is not None else None
+        got = 0
+        with (
+            open(part, mode) as fh,
+            tqdm(
+                total=total,
+                initial=have,
+                unit="B",
+                unit_scale=True,
+                disable=not progress,
+                desc=part.name,
+            ) as bar,
+        ):
+            for chunk in resp.iter_content(chunk_size=1 << 20):
+                fh.write(chunk)
+                got += len(chunk)
+                bar.update(len(chunk))
+        if length is not None and got < int(length):
+            raise requests.exceptions.ChunkedEncodingError(
+                f"connection closed after {got} of {length} bytes"
+            )
+
+
+def download(
+    url: str,
+    dest: str | Path,
+    sha256: str | None = None,
+    retries: int = 5,
+    backoff: float = 1.0,
+    timeout: float = 60.0,
+    progress: bool = True,
+) -> dict:
+    """Download ``url`` to ``dest``, resuming a previous partial download.
+
+    Args:
+        url: http(s) URL of the archive.
+        dest: final path; bytes accumulate in ``dest.part`` and are renamed onto ``dest`` only
+            when complete and (if ``sha256`` is given) verified.
+        sha256: expected hex digest, or None to record the observed one without checking.
+        retries: attempts after the first, both for the request (urllib3 ``Retry``: connection
+            errors, HTTP 429/5xx) and for a body cut short (resumed with ``Range``).
+        backoff: exponential backoff factor between attempts (s).
+        timeout: connect/read timeout per request (s).
+        progress: show a tqdm progress bar (on stderr).
+
+    Returns:
+        dict with ``url``, ``path``, ``bytes``, ``sha256`` (observed), ``sha256_verified`` and
+        ``resumed`` (bytes reused from an earlier partial download).
+
+    Raises:
+        DownloadError: a host name that does not resolve (at once, no retries), HTTP error
+            or broken connection after the retries, a checksum mismatch (the partial file is
+            then deleted so the next try starts clean), or a body that is not a zip or tar
+            archive (:func:`_check_archive`): nothing is renamed onto ``dest``.
+    """
+    dest = Path(dest)
+    _check_host(url)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    state: dict = {}
+    session = _session(retries, backoff)
+    session.headers["Accept-Encoding"] = "identity"  # byte ranges of the file itself
+    for attempt in range(retries + 1):
+        try:
+            _fetch(session, url, part, timeout, progress, state)
+            break
+        except (_Restart, requests.RequestException) as exc:
+            if isinstance(exc, _Restart):
+                state["resumed"] = 0
+            if attempt == retries:
+                kept = part.stat().st_size if part.exists() else 0
+                raise DownloadError(
+                    f"{url}: download failed after {retries} retries ({exc}); "
+                    f"{kept} bytes kept in {part} for resume"
+                    if kept
+                    else f"{url}: download failed after {retries} retries ({exc}); nothing received"
+                ) from exc
+            time.sleep(backoff * 2**attempt)
+    observed = sha256_file(part)
+    if sha256 and observed.lower() != sha256.lower():
+        part.unlink()
+        raise DownloadError(
+            f"{url}: sha256 mismatch for {dest.name}: expected {sha256} (setting "
+            f"dataset.sha256), got {observed}; the partial file was removed"
+        )
+    _check_archive(url, part)
+    os.replace(part, dest)
+    return {
+        "url": url,
+        "path": str(dest),
+        "bytes": dest.stat().st_size,
+        "sha256": observed,
+        "sha256_verified": bool(sha256),
+        "resumed": state.get("resumed", 0),
+    }
+
+
+def extract(archive: str | Path, out_dir: str | Path) -> Path:
+    """Unpack a zip or tar archive into ``out_dir`` atomically and check the database layout.
+
+    Members are extracted into a temporary sibling folder, which is renamed onto ``out_dir``
+    only when extraction succeeded and :func:`embryo_bench.data.sources.find_db_root` finds the
+    ``E<NN>`` embryo folders.
+
+    Returns:
+        the folder that holds the embryo folders.
+
+    Raises:
+        DataError: unreadable or truncated archive, unsafe member paths, or no ``E<NN>``
+            folders inside.
+    """
+    archive, out_dir = Path(archive), Path(out_dir)
+    if not archive.is_file():
+        raise DataError(f"{archive}: archive not found")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        try:
+            if zipfile.is_zipfile(archive):
+                with zipfile.ZipFile(archive) as zf:
+                    bad = zf.testzip()
+                    if bad is not None:
+                        raise DataError(f"{archive}: corrupt member {bad!r} (CRC mismatch)")
+                    for name in zf.namelist():
+                        if name.startswith("/") or ".." in Path(name).parts:
+                            raise DataError(f"{archive}: unsafe member path {name!r}")
+                    zf.extractall(tmp)
+            elif tarfile.is_tarfile(archive):
+                with tarfile.open(archive) as tf:
+                    tf.extractall(tmp, filter="data")
+            else:
+                raise DataError(f"{archive}: not a zip or tar archive (truncated or wrong file?)")
+        except tarfile.FilterError as exc:  # a member the "data" filter refuses
+            member = getattr(exc, "tarinfo", None)
+            name = member.name if member is not None else "?"
+            raise DataError(
+                f"{archive}: unsafe member path {name!r} ({exc}); a member must stay inside "
+                "the archive's folder (no absolute paths, '..', or links out)"
+            ) from exc
+        except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as exc:
+            raise DataError(f"{archive}: cannot unpack, truncated or corrupt ({exc})") from exc
+        try:
+            root_rel = find_db_root(tmp).relative_to(tmp)
+        except DataError as exc:
+            raise DataError(
+                f"{archive}: no embryo folders E<NN>/ at the top level or one level down; "
+                "expected the Mouse Embryo Tracking Database layout "
+                "(E<NN>/Frame<NNN>.png + E<NN>/_trajectories.txt)"
+            ) from exc
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(tmp, out_dir)
+        return out_dir / root_rel
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)

@@ -1,0 +1,126 @@
+"""Where every output goes, by name: the one list the workflow's rules and the figures code
+share. Paths are relative to a configuration's ``outdir``.
+"""
+
+from __future__ import annotations
+
+#: Files of one training run, in ``train/<target>/repeat-<k>/``. ``run.json`` (the run's
+#: resolved settings, :class:`embryo_bench.planning.spec.RunSpec`) is written before training, by
+#: its
+#: own rule; the rest by the training.
+RUN_SPEC = "run.json"
+#: Format versions of ``run.json`` and ``metrics.json`` (issue 24): a file records the version
+#: it was written in; readers refuse a newer one and read the older ones (files without a
+#: version are version 0). Raise one when what a file means changes.
+RUN_SPEC_FORMAT = 1
+METRICS_FORMAT = 1
+#: Format version of a machine baseline (`embryo-bench calibrate --out`, `stability.baseline`);
+#: files without one are version 0 (their machine records no CPU flags or host cores).
+BASELINE_FORMAT = 1
+#: The figures job's settings (:mod:`embryo_bench.planning.figspec`), beside ``figures/``, and its
+#: format version (2: the file carries the digest of its content).
+FIGURES_SPEC = "figures-spec.json"
+FIGURES_SPEC_FORMAT = 2
+METRICS = "metrics.json"
+HISTORY = "history.csv"
+MODEL = "model.keras"
+SETTINGS = "settings.json"
+TELEMETRY = "telemetry.csv"
+WINDOWS = "windows.csv"
+RUN_FILES = (METRICS, HISTORY, MODEL, SETTINGS, TELEMETRY, WINDOWS)
+#: Where the data comes from, under ``outdir``: the download's record, the extracted
+#: database, the synthetic database and its record.
+DOWNLOAD_RECORD = "data/download.json"
+DB_DIR = "data/db"
+SYNTHETIC_DB = "data/synthetic"
+SYNTHETIC_RECORD = "data/synthetic.json"
+#: The base image's build record, under ``outdir``.
+BASE_IMAGE_RECORD = "images/base.json"
+
+
+def wheelhouse_record(image: str) -> str:
+    """The record of an image's wheelhouse: ``images/wheelhouse-<image>.json``."""
+    return f"images/wheelhouse-{image}.json"
+
+
+def image_record(image: str, daemon: str = "") -> str:
+    """The record of an image's build (``images/<image>.json``) or, with ``daemon`` (a
+    daemon key), of that image sent to that daemon (``images/<image>@<daemon>.json``)."""
+    return f"images/{image}@{daemon}.json" if daemon else f"images/{image}.json"
+
+
+def daemon_record(daemon: str) -> str:
+    """How the daemon of a ``docker_host`` is reached (address, TLS file paths), by daemon
+    key: ``images/daemon@<daemon>.json``."""
+    return f"images/daemon@{daemon}.json"
+
+
+#: The epochs measured so far, appended after each epoch while a run trains; not a rule
+#: output (a stopped run keeps what it measured without looking complete), removed when the
+#: run finishes.
+PROGRESS = "progress.csv"
+
+#: Figures (PNG and PDF each) of the ``figures`` rule.
+FIGURE_NAMES = (
+    "comparison",
+    "fig1_preprocessing",
+    "fig4_test_accuracy",
+    "fig5_6_training_time",
+    "epoch_times",
+    "throughput",
+    "efficiency",
+    "cost",
+    "backends",
+    "sweeps",
+    "paper_vs_ours",
+)
+FIGURE_FORMATS = ("png", "pdf")
+#: Tables (CSV and Markdown each) of the ``figures`` rule.
+TABLE_NAMES = (
+    "comparison_table",
+    "results_table",
+    "summary_table",
+    "cost_table",
+    "paper_comparison",
+    "provenance",
+)
+TABLE_FORMATS = ("csv", "md")
+
+#: Where each figure and table sits in the ``snakemake --report`` (category, numbered so the
+#: paper's own figures come first) and the words it is listed under.
+COMPARISON = "1. The comparison: each target against the base, round by round"
+PAPER_FIGURES = "2. The paper's figures, reproduced"
+OUR_FIGURES = "3. Speed, efficiency and cost (beyond the paper)"
+TABLES = "4. Tables"
+UTILISATION = "5. Utilisation of each run"
+CONFIGURATION = "6. Configuration"
+REPORT_ENTRIES = {
+    "comparison": (COMPARISON, "Speed relative to the base target, paired within rounds"),
+    "comparison_table": (COMPARISON, "The paired comparison, with intervals and verdicts"),
+    "fig1_preprocessing": (PAPER_FIGURES, "Figure 1: one frame through the preprocessing"),
+    "fig4_test_accuracy": (PAPER_FIGURES, "Figure 4: test accuracy per epoch"),
+    "fig5_6_training_time": (PAPER_FIGURES, "Figures 5 and 6: training time per system"),
+    "paper_vs_ours": (PAPER_FIGURES, "The paper's values beside ours"),
+    "throughput": (OUR_FIGURES, "Training throughput per target"),
+    "efficiency": (OUR_FIGURES, "Achieved FLOP/s against the machine's measured limit"),
+    "epoch_times": (OUR_FIGURES, "First epoch against steady-state epochs"),
+    "cost": (OUR_FIGURES, "Time and cost relative to the base target"),
+    "backends": (OUR_FIGURES, "Keras backends compared"),
+    "sweeps": (OUR_FIGURES, "Batch size and thread sweeps"),
+    "results_table": (TABLES, "Every run, with its stability verdict"),
+    "summary_table": (TABLES, "Per target, every run counted (flags counted beside)"),
+    "cost_table": (TABLES, "Cost per target"),
+    "paper_comparison": (TABLES, "The paper's values beside ours"),
+    "provenance": (TABLES, "Provenance of every run"),
+}
+
+
+def run_dir(target: str, repeat: int) -> str:
+    """Folder of one run: ``train/<target>/repeat-<k>``."""
+    return f"train/{target}/repeat-{repeat}"
+
+
+def utilisation_name(target: str, repeat: int) -> str:
+    """File name (without extension, PNG only) of a run's utilisation figure, under
+    ``figures/``."""
+    return f"utilisation/{target}-repeat-{repeat}"

@@ -1,0 +1,877 @@
+"""Everything decided about a configuration before any job runs.
+
+:meth:`Plan.from_config` validates the configuration against ``config/schema.yaml`` and fills
+in the schema's defaults (once, here), resolves each hardware target into a :class:`Target`
+(the defaults that depend on other settings, such as ``threads`` = ``cpus``, are applied in
+:func:`resolve_target` and nowhere else), checks which targets can run where the jobs will run
+(the hardware policy, ``on_missing_hardware``), expands ``sweeps:`` into derived targets, and
+gives each run (target x repeat) its :class:`embryo_bench.planning.spec.RunSpec`. The Snakemake
+workflow is a thin adapter over a :class:`Plan`; tests use it without Snakemake.
+
+A *run* is one training of the model: a target and a repeat number 1..N. Each run is its own
+cached job writing ``train/<target>/repeat-<k>/``; repeat k trains with seed
+``train.seed + k - 1`` (MLPerf-style repeated runs, reported as median and min-max).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import __version__
+from ..errors import ConfigError
+from ..io import tree_stamp
+from ..published import paper
+from ..recording import hardware
+from ..recording.baseline import SETTING, load_baseline, machine_differences, settings_differences
+from ..recording.calibrate import LAG_REACH, judged_lengths
+from ..reporting.merge import check_folders, check_own_runs, unfinished_runs
+from ..runners import docker_api
+from . import bounds, layout
+from .config import Source, apply_defaults, load_config, load_schema
+from .figspec import FiguresSpec, check_written_spec
+from .spec import Container, Preprocessing, RunSpec
+
+#: Backends whose packages the project's container images install.
+IMAGE_BACKENDS = ("tensorflow",)
+#: How figures name each kind of data on their face, unless ``dataset.label`` says.
+DATASET_LABELS = {
+    "synthetic": "SYNTHETIC frames (generated, not real embryos)",
+    "imagefolder": "real images from {path}",
+    "local": "Mouse Embryo Tracking Database (local copy)",
+    "mouse-embryo-tracking-db": "Mouse Embryo Tracking Database (Cicconet et al. 2014)",
+}
+
+
+# --- configuration -------------------------------------------------------------------------
+
+
+def dataset_label(dataset: dict) -> str:
+    """How figures and tables name the data on their face: ``dataset.label``, else one per
+    kind (:data:`DATASET_LABELS`)."""
+    if dataset.get("label"):
+        return dataset["label"]
+    return DATASET_LABELS[dataset["kind"]].format(path=dataset.get("path", ""))
+
+
+# --- targets -------------------------------------------------------------------------------
+
+
+def daemon_key(docker_host: str) -> str:
+    """A file-name-safe key of a Docker daemon address, e.g. ``tcp://127.0.0.1:23750`` ->
+    ``tcp-127.0.0.1-23750``, ``ssh://bench@gpu-box`` -> ``ssh-bench-gpu-box``."""
+    return re.sub(r"[^A-Za-z0-9._]+", "-", docker_host).strip("-")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A hardware target (an entry of ``targets:``, or a sweep point derived from one) with
+    every default resolved. Field meanings: ``config/README.md``; sizes are Docker sizes
+    ("4g"), prices USD per hour."""
+
+    name: str
+    runner: str
+    cpus: int
+    threads: int
+    gpus: int
+    memory: str
+    backend: str
+    strategy: str
+    batch_size: int
+    repeats: int
+    image: str
+    shm_size: str
+    docker_host: str
+    gpu_model: str
+    runtime_min: int
+    hourly_usd: float | None
+    price_source: str
+    paper_system: str
+    description: str
+    sweep: dict | None = None
+    #: How a docker target's daemon is reached (:func:`target_daemon`); None for host targets.
+    daemon: docker_api.Daemon | None = None
+
+    @property
+    def memory_mib(self) -> int:
+        """``memory`` in MiB (rounded up)."""
+        return hardware.size_mib(self.memory)
+
+    @property
+    def replicas(self) -> int:
+        """Devices of a mirrored strategy: the GPUs, else the cpus as logical devices."""
+        return self.gpus or self.cpus
+
+    def spec(self, repeat: int, train: dict, preprocessing: Preprocessing) -> RunSpec:
+        """The run spec of repeat ``repeat`` of this target under the config's ``train``
+        section.
+
+        Raises:
+            ValueError: repeat < 1.
+        """
+        container = (
+            Container(self.image, self.memory, self.shm_size, self.docker_host)
+            if self.runner == "docker"
+            else None
+        )
+        return RunSpec(
+            target=self.name,
+            repeat=repeat,
+            runner=self.runner,
+            cpus=self.cpus,
+            threads=self.threads,
+            gpus=self.gpus,
+            backend=self.backend,
+            strategy=self.strategy,
+            replicas=self.replicas,
+            epochs=train["epochs"],
+            batch_size=self.batch_size,
+            learning_rate=train["learning_rate"],
+            dropout=train["dropout"],
+            seed=run_seed(train["seed"], repeat),
+            accuracy_target=train["accuracy_target"],
+            probe_seconds=train["probe_seconds"],
+            preprocessing=preprocessing,
+            container=container,
+            sweep=self.sweep,
+            **variant_settings(train),
+        )
+
+    def report_fields(self) -> dict:
+        """What the figures need of a target beyond its runs: price, its source, the paper's
+        system it stands for, description, sweep point."""
+        keys = ("hourly_usd", "price_source", "paper_system", "description", "sweep")
+        return {k: getattr(self, k) for k in keys}
+
+
+def variant_settings(train: dict) -> dict:
+    """The run-spec fields of ``train.variant``: variant, epoch_steps, holdout, test_subset
+    (zeros for the Keras variant; ``train.original``'s for the original one)."""
+    if train["variant"] == "keras":
+        return {"variant": "keras", "epoch_steps": 0, "holdout": 0, "test_subset": 0}
+    return {"variant": "original", **train["original"]}
+
+
+def memory_defaults(schema: dict) -> dict[str, str]:
+    """Runner -> the memory of a training job whose target sets none (a docker target's
+    container limit, what a cluster reserves for a host-runner job): the schema's
+    ``x-default-by-runner`` of ``targets[].memory``."""
+    return schema["properties"]["targets"]["items"]["properties"]["memory"]["x-default-by-runner"]
+
+
+def resolve_target(
+    entry: dict, train: dict, schema: dict | None = None, on_this_machine: bool = True
+) -> Target:
+    """A :class:`Target` from one ``targets:`` entry whose schema defaults are already filled
+    in (:func:`load_config`), applying the defaults that depend on other settings: threads =
+    cpus, memory by runner (:func:`memory_defaults` of ``schema``, default: the checkout's),
+    batch size and repeats from ``train``; ``on_this_machine``: as :func:`target_daemon`'s.
+
+    Raises:
+        ConfigError: a daemon that cannot be reached safely (:func:`target_daemon`), more
+            threads than cpus (they would share the pinned cores), or a docker target on a
+            backend its image does not install.
+    """
+    t = Target(
+        name=entry["name"],
+        runner=entry["runner"],
+        cpus=entry["cpus"],
+        threads=entry.get("threads", entry["cpus"]),
+        gpus=entry["gpus"],
+        memory=entry.get("memory") or memory_defaults(schema or load_schema())[entry["runner"]],
+        backend=entry["backend"],
+        strategy=entry["strategy"],
+        batch_size=train["batch_size"],
+        repeats=entry.get("repeats", train["repeats"]),
+        image=entry["image"],
+        shm_size=entry["shm_size"],
+        docker_host=entry.get("docker_host", ""),
+        gpu_model=entry.get("gpu_model", ""),
+        runtime_min=entry["runtime_min"],
+        hourly_usd=entry.get("hourly_usd"),
+        price_source=entry["price_source"],
+        paper_system=entry.get("paper_system", ""),
+        description=entry["description"],
+        daemon=target_daemon(entry, on_this_machine),
+    )
+    if t.threads > t.cpus:
+        raise ConfigError(
+            f"target {t.name}: threads {t.threads} > cpus {t.cpus}: the run is pinned to "
+            f"{t.cpus} core(s), so its threads (and its calibration probe's) would share "
+            f"them; set cpus: {t.threads} or threads <= {t.cpus}"
+        )
+    if t.runner == "docker" and t.backend not in IMAGE_BACKENDS:
+        raise ConfigError(
+            f"target {t.name}: backend {t.backend} with runner docker: the images "
+            f"install {', '.join(IMAGE_BACKENDS)} only; use runner: host in an "
+            f"environment with {t.backend} installed"
+        )
+    return t
+
+
+def target_daemon(entry: dict, on_this_machine: bool = True) -> docker_api.Daemon | None:
+    """How a docker target's daemon is reached: its ``docker_host``, ``docker_tls`` (else
+    the Docker environment's TLS variables) and ``accept_unauthenticated_daemon``, resolved
+    and checked by :func:`embryo_bench.runners.docker_api.resolve_daemon` (issue 31, item 3); None
+    for
+    a host target. The TLS files are checked only ``on_this_machine`` (where Snakemake plans
+    the jobs): a plan made again in a cluster job on a node does not need them (a preprocessing
+    job), and the docker runner checks them where it uses the daemon.
+
+    Raises:
+        ConfigError: as :func:`embryo_bench.runners.docker_api.resolve_daemon`, prefixed with the
+            target's name: a malformed address, plain TCP to another machine without TLS or
+            ``accept_unauthenticated_daemon``, a TLS file missing, unreadable or not matching.
+    """
+    if entry["runner"] != "docker":
+        return None
+    try:
+        return docker_api.resolve_daemon(
+            entry.get("docker_host", ""),
+            entry.get(docker_api.TLS_SETTING),
+            entry.get(docker_api.UNAUTHENTICATED_SETTING, False),
+            check_files=on_this_machine,
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"target {entry['name']}: {exc}") from None
+
+
+def target_from_entry(entry: dict, train: dict | None = None, schema: dict | None = None):
+    """:func:`resolve_target` for a bare ``targets:`` entry: the schema's target defaults are
+    filled in first; ``train`` defaults to the paper's batch size and the schema's repeats
+    (for tests and tools).
+
+    Raises:
+        ConfigError: the entry does not match the schema, or as :func:`resolve_target`.
+    """
+    schema = schema or load_schema()
+    item = schema["properties"]["targets"]["items"]
+    train = train or {
+        "batch_size": paper.BATCH_SIZE,
+        "repeats": schema["properties"]["train"]["properties"]["repeats"]["default"],
+    }
+    return resolve_target(apply_defaults(entry, item), train, schema)
+
+
+def run_seed(base_seed: int, repeat: int) -> int:
+    """Seed of repeat ``repeat`` (1-based): ``base_seed + repeat - 1``.
+
+    Raises:
+        ValueError: repeat < 1.
+    """
+    if repeat < 1:
+        raise ValueError(f"repeat numbers start at 1, got {repeat}")
+    return base_seed + repeat - 1
+
+
+def sweep_point_name(base: str, batch_size: int, threads: int) -> str:
+    """Name of a sweep point's derived target, e.g. ``host-1cpu.bs64-t2``."""
+    return f"{base}.bs{batch_size}-t{threads}"
+
+
+def expand_sweeps(sweeps: list[dict], targets: dict[str, Target]) -> dict[str, Target]:
+    """The derived targets of every ``sweeps:`` entry (batch size and threads).
+
+    Each entry (schema defaults filled in) names a ``target`` and lists ``batch_size`` and/or
+    ``threads`` values (each defaulting to the target's own); every combination becomes a
+    target named by :func:`sweep_point_name`: a copy of the base target (pinned to its cpus)
+    with that batch size and thread count, the entry's ``repeats``, no ``paper_system``, and
+    ``sweep`` = {base, batch_size, threads}.
+
+    Raises:
+        ConfigError: an entry names a target that is not (or no longer, after the hardware
+            check) among ``targets``, asks for more threads than the target's cpus, makes a
+            point with the name of a target, or two entries produce the same point.
+    """
+    points: dict[str, Target] = {}
+    for i, entry in enumerate(sweeps):
+        base = entry["target"]
+        if base not in targets:
+            raise ConfigError(
+                f"sweeps[{i}].target {base!r}: no such target runs here "
+                f"(running: {', '.join(sorted(targets)) or 'none'})"
+            )
+        t = targets[base]
+        for b, n in itertools.product(
+            entry.get("batch_size", [t.batch_size]), entry.get("threads", [t.threads])
+        ):
+            name = sweep_point_name(base, b, n)
+            if n > t.cpus:
+                raise ConfigError(
+                    f"sweeps[{i}]: threads {n} on target {base}, which has cpus {t.cpus}: "
+                    f"the point's threads would share {t.cpus} pinned core(s); list threads "
+                    f"up to {t.cpus}, or sweep a target with more cpus"
+                )
+            if name in targets:
+                raise ConfigError(
+                    f"sweeps[{i}]: point {name} has the name of a target in targets:; rename "
+                    f"that target (<target>.bs<batch_size>-t<threads> names a sweep point)"
+                )
+            if name in points:
+                raise ConfigError(f"sweeps[{i}]: point {name} is given twice")
+            points[name] = dataclasses.replace(
+                t,
+                name=name,
+                batch_size=int(b),
+                threads=int(n),
+                repeats=int(entry["repeats"]),
+                paper_system="",
+                sweep={"base": base, "batch_size": int(b), "threads": int(n)},
+            )
+    return points
+
+
+def cost_base(cost: dict, targets: list[dict], running: list[str]) -> tuple[str, str]:
+    """The target that time and cost are normalised to (``cost.base_target``), and a note
+    when it cannot be used here.
+
+    Args:
+        cost: the config's ``cost`` section.
+        targets: the config's targets, as written (before the hardware check).
+        running: names of the main targets that run here.
+
+    Returns:
+        (base target name or "", note): the note is non-empty when the base target exists
+        but was skipped on this host, in which case cost is not normalised.
+
+    Raises:
+        ConfigError: the base target is not among the targets, or has no ``hourly_usd``.
+    """
+    base = (cost or {}).get("base_target", "")
+    if not base:
+        return "", ""
+    configured = {t["name"]: t for t in targets}
+    if base not in configured:
+        raise ConfigError(
+            f"cost.base_target {base!r}: no such target (targets: {', '.join(configured)})"
+        )
+    if configured[base].get("hourly_usd") is None:
+        raise ConfigError(f"cost.base_target {base!r} has no hourly_usd")
+    if base not in running:
+        return "", f"cost not normalised: base target {base} does not run here (skipped)"
+    return base, ""
+
+
+def compare_base(
+    compare: dict, cost_base_name: str, targets: dict[str, Target], configured: list[str]
+) -> tuple[str, str]:
+    """The target every other is compared with round by round (``compare.base``), and a note
+    when the configured one cannot be used here.
+
+    Args:
+        compare: the config's ``compare`` section.
+        cost_base_name: the cost base that runs here ("" if none).
+        targets: the targets that run, main targets first (config order), then sweep points.
+        configured: every target name the config gives (before the hardware check), and the
+            sweep points' names.
+
+    Returns:
+        (base, note): ``compare.base`` if it runs; else the cost base if it runs; else the
+        first target; the note is non-empty when ``compare.base`` was skipped here.
+
+    Raises:
+        ConfigError: ``compare.base`` names no target, or a target has more repeats than the
+            base (rounds need the base in every round).
+    """
+    wanted, note = compare.get("base", ""), ""
+    if wanted and wanted not in configured:
+        raise ConfigError(
+            f"compare.base {wanted!r}: no such target (targets: {', '.join(configured)})"
+        )
+    if wanted and wanted not in targets:
+        note = f"compare.base {wanted} does not run here (skipped); comparing with "
+        wanted = ""
+    base = wanted or cost_base_name or next(iter(targets))
+    if note:
+        note += base
+    more = [n for n, t in targets.items() if t.repeats > targets[base].repeats]
+    if more:
+        raise ConfigError(
+            f"compare.base {base}: {targets[base].repeats} repeats, but {', '.join(more)} "
+            f"run more; each round needs the base target, so give it the most repeats"
+        )
+    return base, note
+
+
+def round_order(targets: dict[str, Target], order: str = "alternate", seed: int = 0):
+    """Every run as (target, repeat) in the order rounds run them (issue 23): round k holds
+    repeat k of every target with at least k repeats.
+
+    Args:
+        targets: main targets (config order), then sweep points.
+        order: "alternate": config order in odd rounds, reversed in even ones (ABC CBA ABC:
+            a steady drift of the machine's speed lands on every target alike);
+            "shuffle": a new order each round, :class:`random.Random` seeded with
+            ``seed`` and the round.
+
+    Returns:
+        list of (target, repeat), round 1 first.
+
+    Raises:
+        ValueError: an unknown order.
+    """
+    if order not in ("alternate", "shuffle"):
+        raise ValueError(f"round order must be alternate or shuffle, got {order!r}")
+    rounds = max(t.repeats for t in targets.values())
+    runs = []
+    for k in range(1, rounds + 1):
+        names = [n for n, t in targets.items() if t.repeats >= k]
+        if order == "shuffle":
+            random.Random(f"{seed}/{k}").shuffle(names)
+        elif k % 2 == 0:
+            names.reverse()
+        runs += [(n, k) for n in names]
+    return runs
+
+
+# --- the plan ------------------------------------------------------------------------------
+
+#: Why a target cannot run where the jobs run, or None if it can (see :mod:`hardware`).
+Probe = Callable[[Target], "str | None"]
+
+
+def default_probe(mode: str) -> Probe | None:
+    """The hardware check of ``hardware_check`` mode: "local" (this host and the targets'
+    Docker daemons), "slurm" (the cluster's nodes from sinfo) or "none" (None: no check).
+
+    Raises:
+        ConfigError: the Slurm cluster cannot be asked for its nodes.
+    """
+    if mode == "none":
+        return None
+    if mode == "slurm":
+        try:
+            return hardware.SlurmProbe(hardware.slurm_nodes())
+        except hardware.ClusterError as exc:
+            raise ConfigError(f"hardware_check: slurm: {exc}") from exc
+    return hardware.LocalProbe()
+
+
+@dataclass
+class Plan:
+    """What a configuration asks for, resolved.
+
+    Attributes:
+        config: the validated configuration with every default.
+        targets: every target that runs, main targets (config order) then sweep points.
+        skipped: target name -> why it cannot run here (``on_missing_hardware: skip``).
+        cost_base, cost_note: as :func:`cost_base`.
+        compare_base, compare_note: as :func:`compare_base`.
+        on_this_machine: as :meth:`from_config`'s.
+    """
+
+    config: dict
+    targets: dict[str, Target]
+    skipped: dict[str, str]
+    cost_base: str
+    cost_note: str
+    compare_base: str = ""
+    compare_note: str = ""
+    on_this_machine: bool = True
+
+    @classmethod
+    def from_config(
+        cls,
+        config: dict,
+        *,
+        probe: Probe | None = None,
+        hardware_check: str | None = None,
+        schema: dict | None = None,
+        on_this_machine: bool = True,
+        sources: list[Source] = (),
+    ) -> Plan:
+        """Resolve a configuration.
+
+        Args:
+            config: as loaded from YAML (defaults are filled in here).
+            probe: the hardware check to use (tests); default: the one ``hardware_check``
+                (argument, else the config's) names, :func:`default_probe`.
+            hardware_check: "local", "slurm" or "none"; overrides the config's (a job that
+                a cluster runs on a node passes "none": its allocation holds what it asked
+                for).
+            schema: the schema (default: :func:`load_schema`).
+            on_this_machine: this process runs where Snakemake plans the jobs (False in a
+                job a cluster runs on a node: the plan was checked where Snakemake started,
+                this node is not the machine a ``stability.baseline`` is compared with, and
+                it need not hold a ``docker_host``'s TLS files: :func:`target_daemon`).
+            sources: the configuration files it was merged from (:func:`load_config`): a
+                refused setting is named with the file that set it.
+
+        Raises:
+            ConfigError: an invalid configuration, a target that cannot run here with
+                ``on_missing_hardware: fail``, no target able to run, a sweep of a target
+                that does not run, an unknown or unpriced cost base, a ``merge:`` folder that
+                is missing or holds no finished run, two ``docker_host`` values with the
+                same file key, a ``stability.baseline`` that cannot be used
+                (:attr:`baseline`), or a file the figures job would fail on
+                (:meth:`check_figures_inputs`, only ``on_this_machine``).
+        """
+        schema = schema or load_schema()
+        config = load_config(config, schema, sources)
+        if probe is None:
+            probe = default_probe(hardware_check or config["hardware_check"])
+        targets, skipped = {}, {}
+        for entry in config["targets"]:
+            t = resolve_target(entry, config["train"], schema, on_this_machine)
+            why = probe(t) if probe else None
+            if why is None:
+                targets[t.name] = t
+            elif config["on_missing_hardware"] == "skip":
+                skipped[t.name] = why
+            else:
+                raise ConfigError(
+                    f"target {t.name}: {why}; set on_missing_hardware: skip to leave it out"
+                )
+        if not targets:
+            raise ConfigError(
+                "no target can run on this host: "
+                + "; ".join(f"{n}: {w}" for n, w in skipped.items())
+            )
+        main = list(targets)
+        targets.update(expand_sweeps(config["sweeps"], targets))
+        base, note = cost_base(config["cost"], config["targets"], main)
+        compared, compare_note = compare_base(
+            config["compare"], base, targets, [e["name"] for e in config["targets"]] + list(targets)
+        )
+        plan = cls(config, targets, skipped, base, note, compared, compare_note, on_this_machine)
+        # The checks that a property makes, made now: before any job, and by check-config.
+        plan.merged_run_dirs  # noqa: B018
+        plan.remote_daemons  # noqa: B018
+        bounds.check_plan(plan)  # sizes, memory, disk, generator, split (issue 31, item 9)
+        plan.baseline  # noqa: B018
+        if on_this_machine:  # a cluster job's parse: the workflow that submitted it checked
+            plan.check_figures_inputs()
+        return plan
+
+    @property
+    def runs(self) -> list[tuple[str, int]]:
+        """Every run as (target, repeat), in the order the rounds run them
+        (:func:`round_order`, ``compare.order``)."""
+        c = self.config["compare"]
+        return round_order(self.targets, c["order"], c["seed"])
+
+    def previous_run(self, target: str, repeat: int) -> tuple[str, int] | None:
+        """The run that runs just before this one in :attr:`runs` (None for the first):
+        the workflow makes each run wait for it, so the rounds run in the planned order.
+
+        Raises:
+            KeyError: no such run.
+        """
+        runs = self.runs
+        try:
+            i = runs.index((target, repeat))
+        except ValueError:
+            raise KeyError(f"no run {target} repeat {repeat} in this plan") from None
+        return runs[i - 1] if i else None
+
+    @property
+    def preprocessing(self) -> Preprocessing:
+        """The preprocessing settings the configuration asks for."""
+        return Preprocessing.from_config(self.config)
+
+    def spec(self, target: str, repeat: int) -> RunSpec:
+        """The run spec of one run.
+
+        Raises:
+            KeyError: no such target runs. ValueError: repeat < 1.
+        """
+        return self.targets[target].spec(repeat, self.config["train"], self.preprocessing)
+
+    @property
+    def dataset_label(self) -> str:
+        """How figures name the data (:func:`dataset_label`)."""
+        return dataset_label(self.config["dataset"])
+
+    def image_tag(self, image: str) -> str:
+        """The tag of a project image, e.g. ``embryo-bench/cpu:0.1.0``."""
+        c = self.config["containers"]
+        return f"{c['tag_prefix']}/{image}:{c['tag_version'] or __version__}"
+
+    # --- where the data comes from (rules download, extract, synthesize, index) -----------
+
+    @property
+    def outdir(self) -> str:
+        """The configuration's output folder."""
+        return self.config["outdir"]
+
+    @property
+    def db_dir(self) -> str:
+        """Where an archive (downloaded or local) is extracted."""
+        return f"{self.outdir}/{layout.DB_DIR}"
+
+    @property
+    def download_path(self) -> str:
+        """Where the database archive is downloaded to (named after the URL)."""
+        return f"{self.outdir}/data/{Path(self.config['dataset'].get('url', '')).name or 'db.zip'}"
+
+    @property
+    def archive(self) -> str:
+        """The archive to extract: a local archive's path, else the download's."""
+        ds = self.config["dataset"]
+        return ds["path"] if ds["kind"] == "local" else self.download_path
+
+    @property
+    def reads_in_place(self) -> bool:
+        """The source is read where it is (an image folder, a local database folder), not
+        produced by the workflow."""
+        ds = self.config["dataset"]
+        return ds["kind"] == "imagefolder" or (ds["kind"] == "local" and Path(ds["path"]).is_dir())
+
+    def index_inputs(self) -> dict[str, str]:
+        """Files indexing waits for: the generated or extracted database (and the download
+        record); nothing for a source read in place."""
+        kind = self.config["dataset"]["kind"]
+        if kind == "synthetic":
+            return {"db": f"{self.outdir}/{layout.SYNTHETIC_DB}"}
+        if self.reads_in_place:
+            return {}
+        if kind == "local":
+            return {"db": self.db_dir}
+        return {"db": self.db_dir, "info": f"{self.outdir}/{layout.DOWNLOAD_RECORD}"}
+
+    def index_flags(self) -> list[str]:
+        """Extra ``embryo-bench index`` options: the synthetic marker, the download record
+        (its sha256 identifies the data), or the local archive whose sha256 does."""
+        inputs = self.index_inputs()
+        if self.config["dataset"]["kind"] == "synthetic":
+            return ["--synthetic"]
+        if "info" in inputs:
+            return ["--download-info", inputs["info"]]
+        if "db" in inputs:
+            return ["--checksum-of", self.config["dataset"]["path"]]
+        return []
+
+    def synthetic_flags(self) -> list[str]:
+        """``embryo-bench synthesize`` options for the trajectory-format variants set in
+        ``dataset.synthetic`` and its exact counts (``total_frames``, ``three_cell_frames``:
+        named only when set, so configurations without them keep their flags)."""
+        syn = self.config["dataset"]["synthetic"]
+        flags = ["--separator", syn["separator"]]
+        if syn["trailing_separator"]:
+            flags.append("--trailing-separator")
+        flags += [
+            "--unlabelled-frames",
+            str(syn["unlabelled_frames"]),
+            "--extra-lines",
+            str(syn["extra_lines"]),
+        ]
+        for key in ("total_frames", "three_cell_frames"):
+            if key in syn:
+                flags += [f"--{key.replace('_', '-')}", str(syn[key])]
+        return flags
+
+    def source_stamp(self) -> str:
+        """Identity of a source read in place (names, sizes and times of its files), so that
+        changed images rerun indexing; "" for sources the workflow produces."""
+        return tree_stamp(self.config["dataset"]["path"]) if self.reads_in_place else ""
+
+    # --- images and runs ---------------------------------------------------------------------
+
+    def image_inputs(self, image: str) -> dict[str, str]:
+        """Records an image build waits for: the base image (when built here) and the
+        wheelhouse (when installing from it)."""
+        c, out = self.config["containers"], {}
+        if c["build_base"]:
+            out["base"] = f"{self.outdir}/{layout.BASE_IMAGE_RECORD}"
+        if c["pip_source"] == "wheelhouse":
+            out["wheelhouse"] = f"{self.outdir}/{layout.wheelhouse_record(image)}"
+        return out
+
+    @functools.cached_property
+    def merged_run_dirs(self) -> list[str]:
+        """The finished runs of the result folders under ``merge:`` (their run folders),
+        checked (:func:`embryo_bench.reporting.merge.check_folders`).
+
+        Raises:
+            ConfigError: as :func:`embryo_bench.reporting.merge.check_folders`.
+        """
+        return check_folders(self.config["merge"], self.outdir, self.preprocessing.to_dict())
+
+    def check_figures_inputs(self) -> None:
+        """What the figures job will read that no job of this plan writes, checked before
+        any job (issue 31, item 2; ``merge:`` folders: :attr:`merged_run_dirs`): the runs of
+        this plan already on disk (:func:`embryo_bench.reporting.merge.check_own_runs`) and a
+        ``figures-spec.json`` already written
+        (:func:`embryo_bench.planning.figspec.check_written_spec`). A figures job that fails costs
+        the figures it would have replaced; these fail the plan instead.
+
+        Raises:
+            ConfigError: naming the file (and, for a run, the folder to delete to retrain it).
+        """
+        check_own_runs(self.run_dirs)
+        check_written_spec(f"{self.outdir}/{layout.FIGURES_SPEC}")
+
+    @property
+    def merge_notes(self) -> list[str]:
+        """One line per run of a ``merge:`` folder that started but never finished (no
+        metrics.json): it is left out of the figures, and said so."""
+        return [
+            f"merge: {d} left out: it has no {layout.METRICS} (a run that never finished, "
+            "or is still training)"
+            for outdir in self.config["merge"]
+            for d in unfinished_runs(outdir)
+        ]
+
+    def image_record(self, target: str) -> list[str]:
+        """The image record a docker target's runs need ([] for host targets): the build's
+        record, or for a target with a ``docker_host`` the record of that image on that
+        daemon (``images/<image>@<daemon_key>.json``, written by the rule that sends it)."""
+        t = self.targets[target]
+        if t.runner != "docker":
+            return []
+        if t.docker_host:
+            return [f"{self.outdir}/{layout.image_record(t.image, daemon_key(t.docker_host))}"]
+        return [f"{self.outdir}/{layout.image_record(t.image)}"]
+
+    def daemon_record(self, target: str) -> list[str]:
+        """The daemon record a docker target with a ``docker_host`` needs (how its daemon is
+        reached: :class:`embryo_bench.runners.docker_api.Daemon`, written by the rule ``daemon``);
+        [] for other targets."""
+        t = self.targets[target]
+        if t.runner != "docker" or not t.docker_host:
+            return []
+        return [f"{self.outdir}/{layout.daemon_record(daemon_key(t.docker_host))}"]
+
+    @property
+    def remote_daemons(self) -> dict[str, docker_api.Daemon]:
+        """:func:`daemon_key` -> how the daemon of every ``docker_host`` a running target
+        names is reached (:class:`embryo_bench.runners.docker_api.Daemon`).
+
+        Raises:
+            ConfigError: two addresses have the same key, or targets on one daemon reach it
+                differently (``docker_tls``, ``accept_unauthenticated_daemon``).
+        """
+        out: dict[str, docker_api.Daemon] = {}
+        names: dict[str, str] = {}
+        for t in self.targets.values():
+            if t.runner == "docker" and t.docker_host:
+                key = daemon_key(t.docker_host)
+                seen = out.setdefault(key, t.daemon)
+                first = names.setdefault(key, t.name)
+                if seen.address != t.docker_host:
+                    raise ConfigError(
+                        f"targets: docker_host {t.docker_host} and {seen.address} have the "
+                        f"same file key {key}; write one of them differently"
+                    )
+                if seen != t.daemon:
+                    raise ConfigError(
+                        f"targets {first} and {t.name}: one docker_host {t.docker_host} reached "
+                        f"two ways ({docker_api.TLS_SETTING}, "
+                        f"{docker_api.UNAUTHENTICATED_SETTING}); give them the same settings"
+                    )
+        return out
+
+    # --- the machine baseline (stability.baseline; issue 31, item 6) ----------------------
+
+    @functools.cached_property
+    def baseline(self) -> dict | None:
+        """The machine baseline ``stability.baseline`` names, read and checked before any
+        job (and by ``check-config``); None when the setting is empty.
+
+        Checked here: the file (:func:`embryo_bench.recording.baseline.load_baseline`: missing,
+        not JSON, a newer format, another layout or probe method, too few probes for any
+        lag); with ``hardware_check: local`` (the targets run on this machine) and
+        :attr:`on_this_machine`, that it was taken on this machine (host, CPU, its flags and
+        cores); and that it fits at least one running target (:meth:`baseline_misfits`).
+        The run's length cannot be known yet: the figures judge each run by the baseline's
+        lag nearest its length only when that lag is within
+        :data:`embryo_bench.recording.calibrate.LAG_REACH` of it, and by
+        ``probe_change`` otherwise, saying so (:func:`embryo_bench.reporting.stability.assess`).
+
+        Raises:
+            ConfigError: one line naming ``stability.baseline``, the file, and what was
+                expected and found.
+        """
+        path = self.config["stability"]["baseline"]
+        if not path:
+            return None
+        base = load_baseline(path)
+        if self.on_this_machine and self.config["hardware_check"] == "local":
+            other = machine_differences(base["machine"], hardware.this_machine())
+            if other:
+                raise ConfigError(
+                    f"{SETTING} {path}: taken on another machine than this one ("
+                    + "; ".join(other)
+                    + "), whose probe noise is not this machine's; take one here with "
+                    f"`embryo-bench calibrate --out {path}`, or set {SETTING}: ''"
+                )
+        misfits = self.baseline_misfits(base)
+        if len(misfits) == len(self.targets):
+            remote = all(t.runner == "docker" and t.docker_host for t in self.targets.values())
+            raise ConfigError(
+                f"{SETTING} {path}: fits no running target, so it would judge no run ("
+                + "; ".join(f"{n}: {why}" for n, why in misfits.items())
+                + "); "
+                + (
+                    "a baseline judges no run on a remote daemon; set"
+                    if remote
+                    else "take one with a target's --backend, --threads and --cpus, or set"
+                )
+                + f" {SETTING}: ''"
+            )
+        return base
+
+    def baseline_misfits(self, baseline: dict) -> dict[str, str]:
+        """Running target -> why ``baseline`` cannot judge its runs (they are judged by
+        ``probe_change``): other settings (backend, threads, cpus, GPUs,
+        :func:`embryo_bench.recording.baseline.settings_differences`) or another machine (a docker
+        target on a remote daemon)."""
+        out = {}
+        for name, t in self.targets.items():
+            why = settings_differences(baseline, t.backend, t.threads, t.cpus, t.gpus, "the target")
+            if why is None and t.runner == "docker" and t.docker_host:
+                why = f"runs on the daemon at {t.docker_host}, another machine"
+            if why:
+                out[name] = why
+        return out
+
+    @property
+    def baseline_notes(self) -> list[str]:
+        """One line for each running target ``stability.baseline`` does not judge, and one
+        on the run lengths it judges; [] without a baseline."""
+        base = self.baseline
+        if base is None:
+            return []
+        path = self.config["stability"]["baseline"]
+        lags = [row["lag_s"] for row in base["changes"]]
+        lengths = " and ".join(f"{low:.3g}-{high:.3g} s" for low, high in judged_lengths(base))
+        notes = [
+            f"{SETTING} {path}: judges runs of {lengths} (its lags "
+            f"{', '.join(f'{x:.3g}' for x in lags)} s: a run by the lag nearest its length, "
+            f"within {LAG_REACH:g} x of it); other runs' drift by stability.probe_change"
+        ]
+        for name, why in self.baseline_misfits(base).items():
+            notes.append(
+                f"{SETTING} {path}: not for target {name} ({why}); its drift is judged by "
+                "stability.probe_change"
+            )
+        return notes
+
+    def report_targets(self) -> dict[str, dict]:
+        """Target name -> :meth:`Target.report_fields`, for the figures."""
+        return {n: t.report_fields() for n, t in self.targets.items()}
+
+    @property
+    def run_dirs(self) -> list[str]:
+        """Every run's folder, in the planned order (:attr:`runs`)."""
+        return [f"{self.outdir}/{layout.run_dir(t, k)}" for t, k in self.runs]
+
+    def figures_spec(self) -> FiguresSpec:
+        """What the figures job is given (``figures-spec.json``)."""
+        return FiguresSpec(
+            runs=self.run_dirs,
+            merge=list(self.config["merge"]),
+            targets=self.report_targets(),
+            cost_base=self.cost_base,
+            cost_note=self.cost_note,
+            compare_base=self.compare_base,
+            min_difference=float(self.config["compare"]["min_difference"]),
+            stability=dict(self.config["stability"]),
+            config=self.config,
+        )

@@ -1,0 +1,1 @@
+"""Numbers the studies published, always drawn labelled as theirs."""

@@ -1,0 +1,2 @@
+"""Reading runs back and reporting: flags, paired comparisons, tables, merging other machines'
+runs, figures."""

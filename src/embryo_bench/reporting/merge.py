@@ -1,0 +1,339 @@
+"""Runs made on other machines, brought into this workflow's figures, tables and report.
+
+The paper's six systems were six machines. A user runs the workflow on each (each with its own
+``outdir``) and lists the other result folders under ``merge:`` in one config; the figures job
+reads their finished runs (never writes them), checks that they trained on the same data with
+the same preprocessing, names each by its machine and adds them to every table and figure.
+
+* :func:`run_dirs`: the finished runs of a result folder.
+* :func:`merge_runs`: the merged runs, checked and named ``<target>@<machine>``, and their
+  report fields (prices, paper system) from that folder's ``figures/config.yaml``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from ..errors import ConfigError, DataError
+from ..planning.figspec import FiguresSpec
+from ..planning.layout import (
+    FIGURES_SPEC,
+    HISTORY,
+    METRICS,
+    PROGRESS,
+    RUN_FILES,
+    RUN_SPEC,
+    TELEMETRY,
+    WINDOWS,
+)
+from ..planning.spec import RunSpec
+from .runs import Run, load_runs, machine_of
+
+#: What must be equal for runs to be comparable: the data (source.json, as each run's
+#: provenance carries it) and what the trainer was given (counts per split and class).
+DATASET_KEYS = ("dataset", "synthetic", "sha256", "embryos", "frames", "frames_labelled", "rules")
+RUN_KEYS = ("n_train", "n_test", "label_counts_train", "label_counts_test")
+#: Report fields a merged target takes from its own configuration.
+REPORT_FIELDS = ("hourly_usd", "price_source", "paper_system")
+
+
+def run_dirs(outdir: str | Path) -> list[str]:
+    """The finished runs (folders with metrics.json) under ``outdir/train/*/repeat-*``.
+
+    Raises:
+        ConfigError: ``outdir`` is not a folder, or holds no finished run.
+    """
+    root = Path(outdir)
+    if not root.is_dir():
+        raise ConfigError(f"merge: {outdir} is not a folder (a result folder, an outdir)")
+    found = sorted(str(p.parent) for p in root.glob(f"train/*/repeat-*/{METRICS}"))
+    if not found:
+        raise ConfigError(
+            f"merge: {outdir} holds no finished run (no train/<target>/repeat-<k>/metrics.json)"
+        )
+    return found
+
+
+#: What a run's metrics.json must hold for the tables (issue 25: a metrics.json without
+#: provenance crashed the figures job after the figures were deleted).
+REQUIRED_METRICS = (
+    "target",
+    "repeat",
+    "cpus",
+    "gpus",
+    "batch_size",
+    "n_train",
+    "n_test",
+    "epochs",
+    "training_seconds",
+    "first_epoch_seconds",
+    "mean_images_per_s",
+    "final_test_accuracy",
+    "parameter_count",
+    "provenance",
+)
+#: The columns the figures read of this workflow's runs' tables (figure 4, the utilisation
+#: figures), checked when the file is there.
+OWN_COLUMNS = {
+    HISTORY: ("epoch", "test_accuracy"),
+    TELEMETRY: ("time_s", "cpu_percent", "memory_mib"),
+    WINDOWS: ("ended_unix_s", "images_per_s"),
+}
+
+
+def read_finished_run(d: str, columns: dict[str, tuple[str, ...]] | None = None) -> Run:
+    """A finished run's folder read as the figures read it, checked: its files
+    (:func:`embryo_bench.reporting.runs.load_runs`), the keys of :data:`REQUIRED_METRICS` in its
+    metrics.json, ``columns`` (file name -> the columns it must have, when the file is
+    there) and its run.json a valid run spec of the run its folder names (:func:`check_run`).
+
+    Raises:
+        DataError or ConfigError: naming the file and what is wrong with it.
+    """
+    (run,) = load_runs([d])
+    missing = [k for k in REQUIRED_METRICS if k not in run.metrics]
+    if missing:
+        raise DataError(f"{d}/{METRICS} lacks {missing}")
+    if not isinstance(run.metrics["provenance"], dict):
+        raise DataError(f"{d}/{METRICS}: provenance is not a mapping")
+    tables = {HISTORY: run.history, TELEMETRY: run.telemetry, WINDOWS: run.windows}
+    for name, needed in (columns or {}).items():
+        table = tables[name]
+        if table is not None and (lacking := [c for c in needed if c not in table.columns]):
+            raise DataError(f"{d}/{name} lacks the columns {lacking}")
+    check_run(run)
+    return run
+
+
+def check_own_runs(run_dirs: list[str]) -> None:
+    """Check, before any job, what the figures job will read of this workflow's runs that are
+    already on disk (issue 31, item 2): a run whose every file is there
+    (:data:`embryo_bench.planning.layout.RUN_FILES` and run.json) is read as the figures read it
+    (:func:`read_finished_run`); a run with a file missing will be trained (again) first.
+
+    Raises:
+        ConfigError: naming the file, what is wrong with it, and the run folder to delete
+            to retrain that run.
+    """
+    for d in run_dirs:
+        if not all((Path(d) / f).is_file() for f in (*RUN_FILES, RUN_SPEC)):
+            continue
+        try:
+            read_finished_run(d, OWN_COLUMNS)
+        except (ConfigError, DataError) as exc:
+            raise ConfigError(f"{exc}; delete {d} to retrain that run") from None
+
+
+def unfinished_runs(outdir: str | Path) -> list[str]:
+    """Run folders under ``outdir/train/*/repeat-*`` that a training started (a run.json or
+    a progress.csv) but never finished (no metrics.json): a merge leaves them out."""
+    root = Path(outdir)
+    started = {p.parent for p in root.glob(f"train/*/repeat-*/{RUN_SPEC}")}
+    started |= {p.parent for p in root.glob(f"train/*/repeat-*/{PROGRESS}")}
+    return sorted(str(d) for d in started if not (d / METRICS).is_file())
+
+
+def check_run(run: Run) -> None:
+    """A run's run.json is a valid run spec of the run its folder names
+    (``train/<target>/repeat-<k>``), and its metrics.json is of that run too.
+
+    Raises:
+        ConfigError or DataError: naming the file: a value of the wrong type or range, an
+            unknown or missing key (:meth:`embryo_bench.planning.spec.RunSpec.from_dict`), or a
+            target
+            or repeat other than the folder's.
+    """
+    where = f"{run.dir}/{RUN_SPEC}"
+    spec = RunSpec.from_dict(run.spec or {}, where)
+    folder = Path(run.dir)
+    repeat = folder.name.removeprefix("repeat-")
+    if (spec.target, str(spec.repeat)) != (folder.parent.name, repeat):
+        raise ConfigError(
+            f"{where} is of target {spec.target} repeat {spec.repeat}, but its folder "
+            f"is {folder.parent.name}/{folder.name}"
+        )
+    theirs = (run.metrics.get("target"), str(run.metrics.get("repeat")))
+    if theirs != (spec.target, str(spec.repeat)):
+        raise ConfigError(
+            f"{run.dir}/{METRICS} is of target {theirs[0]} repeat {theirs[1]}, but "
+            f"{RUN_SPEC} says {spec.target} repeat {spec.repeat}"
+        )
+
+
+def check_folders(outdirs: list[str], own_outdir: str, preprocessing: dict) -> list[str]:
+    """Check ``merge:`` before any job runs (issue 25, item 1): a bad folder fails the plan,
+    so Snakemake never deletes the existing figures for a figures job that would fail.
+
+    Args:
+        outdirs: the ``merge:`` folders.
+        own_outdir: this workflow's ``outdir`` (it cannot merge itself).
+        preprocessing: this workflow's preprocessing settings (``Preprocessing.to_dict()``).
+
+    Returns:
+        the finished run folders, in the folders' order.
+
+    Raises:
+        ConfigError: naming the folder or run: not a folder, no finished run, the same folder
+            twice (after normalising the path), this workflow's own outdir, a run the
+            figures could not read (:func:`read_finished_run`: a metrics.json, history.csv or
+            run.json unreadable or of a newer format, a key or column the figures need
+            missing, a run.json that is not a valid run spec of its folder's run), or a run
+            made with other preprocessing.
+    """
+    seen: dict[Path, str] = {}
+    own = Path(own_outdir).resolve()
+    found = []
+    for outdir in outdirs:
+        real = Path(outdir).resolve()
+        if real == own:
+            raise ConfigError(f"merge: {outdir} is this workflow's own outdir")
+        if real in seen:
+            raise ConfigError(f"merge: {seen[real]} and {outdir} are the same folder")
+        seen[real] = outdir
+        for d in run_dirs(outdir):
+            try:
+                run = read_finished_run(d)
+            except (ConfigError, DataError) as exc:
+                raise ConfigError(f"merge: {exc}") from None
+            theirs = (run.spec or {}).get("preprocessing") or {}
+            for key, value in preprocessing.items():
+                if theirs.get(key) != value:
+                    raise ConfigError(
+                        f"merge: {d} was made with preprocessing {key} {theirs.get(key)!r} "
+                        f"(ours {value!r}): runs on other preprocessing cannot share a table"
+                    )
+            found.append(d)
+    return found
+
+
+def identity(run: Run) -> dict:
+    """What makes runs comparable (:data:`DATASET_KEYS` of the data, :data:`RUN_KEYS`, the
+    preprocessing settings), as a flat dict."""
+    data = run.metrics["provenance"].get("dataset", {})
+    out = {f"dataset {k}": data.get(k) for k in DATASET_KEYS}
+    out |= {k: run.metrics.get(k) for k in RUN_KEYS}
+    out |= {
+        f"preprocessing {k}": v for k, v in ((run.spec or {}).get("preprocessing") or {}).items()
+    }
+    return out
+
+
+def difference(ours: dict, theirs: dict) -> str | None:
+    """The first key whose values differ, as ``key: theirs X, ours Y``; None if none."""
+    for key in sorted(set(ours) | set(theirs)):
+        if ours.get(key) != theirs.get(key):
+            return f"{key}: theirs {theirs.get(key)!r}, ours {ours.get(key)!r}"
+    return None
+
+
+def software_differences(run: Run, reference: list[Run]) -> str:
+    """How ``run``'s software differs from ``reference`` runs with the same runner (or any,
+    if none has it): the framework versions that differ, and how many installed packages do;
+    "" when the same."""
+    same = [r for r in reference if r.metrics.get("runner") == run.metrics.get("runner")]
+    if not (same or reference):
+        return ""
+    ref = (same or reference)[0].metrics["provenance"]
+    theirs = run.metrics["provenance"]
+    notes = [
+        f"{name} {version} (here {ref.get('versions', {}).get(name, 'absent')})"
+        for name, version in sorted(theirs.get("versions", {}).items())
+        if ref.get("versions", {}).get(name) != version
+    ]
+    packages = set(theirs.get("packages") or []) ^ set(ref.get("packages") or [])
+    if packages and (theirs.get("packages") and ref.get("packages")):
+        names = {p.split("==")[0] for p in packages}
+        notes.append(f"{len(names)} installed packages differ")
+    return "; ".join(notes)
+
+
+def _report_fields(outdir: Path) -> dict[str, dict]:
+    """Target name -> :data:`REPORT_FIELDS` from ``outdir``'s figures spec
+    (:data:`embryo_bench.planning.layout.FIGURES_SPEC`), or for a folder made before specs were
+    written, from the configuration its figures job recorded (``figures/config.yaml``); {}
+    without either.
+
+    Raises:
+        DataError: the spec is unreadable or newer than this embryo-bench reads.
+    """
+    spec_path = outdir / FIGURES_SPEC
+    if spec_path.is_file():
+        targets = FiguresSpec.read(spec_path).targets
+        return {n: {k: t[k] for k in REPORT_FIELDS if k in t} for n, t in targets.items()}
+    path = outdir / "figures" / "config.yaml"
+    if not path.is_file():
+        return {}
+    config = yaml.safe_load(path.read_text()) or {}
+    return {
+        t["name"]: {k: t[k] for k in REPORT_FIELDS if k in t} for t in config.get("targets", [])
+    }
+
+
+def merge_runs(
+    outdirs: list[str], ours: list[Run], targets: dict[str, dict]
+) -> tuple[list[Run], dict[str, dict]]:
+    """The finished runs of the result folders ``outdirs``, to be shown beside ``ours``.
+
+    Each merged run's target becomes ``<target>@<machine>`` (:func:`machine_of`), so the same
+    target from two machines gives two rows; its metrics gain ``machine``, ``merged_from``
+    (the folder) and ``software_differs`` (:func:`software_differences`). Nothing is written
+    to those folders.
+
+    Args:
+        outdirs: other result folders (the config's ``merge:``).
+        ours: this workflow's runs (the reference for data and software).
+        targets: this workflow's report fields per target; returned with the merged ones.
+
+    Returns:
+        (merged runs, ``targets`` plus each merged target's report fields, with ``sweep``
+        from the run's own run.json: a sweep point stays a sweep point, of ``<base>@<machine>``).
+
+    Raises:
+        ConfigError: a folder without runs, a run on other data or preprocessing than ours
+            (naming the folder, the run and the first difference), a merged name that is
+            already taken, or the same machine, target and repeat twice.
+    """
+    reference = identity(ours[0]) if ours else None
+    merged: list[Run] = []
+    fields = dict(targets)
+    seen: dict[tuple[str, int], str] = {}
+    for outdir in outdirs:
+        report = _report_fields(Path(outdir))
+        for run in load_runs(run_dirs(outdir)):
+            if reference is None:
+                reference = identity(run)
+            diff = difference(reference, identity(run))
+            if diff:
+                raise ConfigError(
+                    f"merge: {run.dir} is not comparable with this workflow's runs ({diff}): "
+                    "runs on other data or preprocessing cannot share a table"
+                )
+            machine = machine_of(run)
+            target = run.metrics["target"]
+            name = f"{target}@{machine}"
+            if name in targets:
+                raise ConfigError(f"merge: {run.dir}: the name {name} is already a target")
+            key = (name, run.metrics.get("repeat", 1))
+            if key in seen:
+                raise ConfigError(
+                    f"merge: {run.dir} and {seen[key]} are both {name} repeat {key[1]}: "
+                    "list each machine's result folder once"
+                )
+            seen[key] = run.dir
+            run.metrics = {
+                **run.metrics,
+                "target": name,
+                "machine": machine,
+                "merged_from": str(outdir),
+                "software_differs": software_differences(run, ours),
+            }
+            # A sweep point is known by its own run.json (the other folder's config lists
+            # targets, not the points derived from them); its base gets the machine too.
+            sweep = (run.spec or {}).get("sweep")
+            if sweep:
+                sweep = {**sweep, "base": f"{sweep['base']}@{machine}"}
+            fields[name] = {**report.get(target, {}), "sweep": sweep}
+            merged.append(run)
+    return merged, fields

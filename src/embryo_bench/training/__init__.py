@@ -1,0 +1,1 @@
+"""Training: Keras backends and threads, the trainer, scoring a model."""

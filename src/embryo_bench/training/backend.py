@@ -1,0 +1,274 @@
+"""Backend-specific runtime setup kept out of the model and training code.
+
+Keras 3 runs the same model on TensorFlow, JAX or PyTorch (``KERAS_BACKEND``); the size of
+each framework's thread pools (:func:`limit_threads`, before the first Keras operation) and
+the way batches are fed to ``fit`` (:func:`input_pipeline`) are set through the framework
+itself, here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..recording.hardware import run_cores
+
+
+def backend_name() -> str:
+    """The Keras backend that ``import keras`` will use, found without importing it:
+    ``KERAS_BACKEND``, else the ``backend`` of ``$KERAS_HOME/keras.json`` (default
+    ``~/.keras``), else tensorflow."""
+    if "KERAS_BACKEND" in os.environ:
+        return os.environ["KERAS_BACKEND"]
+    home = os.environ.get("KERAS_HOME", os.path.join(os.path.expanduser("~"), ".keras"))
+    try:
+        with open(os.path.join(home, "keras.json")) as fh:
+            return json.load(fh).get("backend", "tensorflow")
+    except (OSError, ValueError):
+        return "tensorflow"
+
+
+def limit_threads(threads: int, cores: int | None = None) -> list[int]:
+    """Confine training to ``cores`` CPU cores (default ``threads``) and size the backend's
+    thread pools to ``threads`` (a threads sweep varies them apart).
+
+    The process is pinned to the first ``cores`` cores it may use (scheduler affinity, as
+    a cpuset would), and the backend's intra-op and inter-op pools are set to ``threads``
+    (TensorFlow: ``tf.config.threading``; PyTorch: ``torch.set_num_threads``; JAX has no
+    flag for N threads, so for N = 1 its multi-threaded Eigen is switched off and otherwise
+    the affinity alone bounds it). A CPU quota does not hide the host's cores from a
+    framework; without this a 1-CPU target would oversubscribe and its timings would be
+    false. On JAX the XLA:CPU settings of :func:`jax_xla_flags` are added to ``XLA_FLAGS``
+    as well. Call before the backend runs its first operation.
+
+    Returns:
+        the cores the process is now pinned to.
+
+    Raises:
+        ValueError: threads < 1 or cores < 1.
+    """
+    cores_wanted = threads if cores is None else cores
+    if threads < 1 or cores_wanted < 1:
+        raise ValueError(f"threads and cores must be >= 1, got {threads} and {cores_wanted}")
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = str(threads)
+    pinned = run_cores(cores_wanted)
+    if len(pinned) < len(os.sched_getaffinity(0)):
+        os.sched_setaffinity(0, pinned)
+    backend = backend_name()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+    elif backend == "jax":
+        flags = os.environ.get("XLA_FLAGS", "")
+        os.environ["XLA_FLAGS"] = " ".join([flags, *jax_xla_flags(threads, flags)]).strip()
+    elif backend == "torch":
+        import torch
+
+        torch.set_num_threads(threads)
+        torch.set_num_interop_threads(threads)
+    return pinned
+
+
+#: XLA:CPU's YNNPACK offload of convolutions, off (issue 14). jaxlib 0.10's XLA hands every
+#: convolution to YNNPACK. The filter gradient of the paper CNN's second convolution (a window
+#: the size of the image, the batch contracted) ran there at 2-5 GFLOP/s on one core, 6-8x
+#: slower than its forward pass, while XLA's own (Eigen) convolution runs it at about the
+#: forward pass's speed: without it Keras on JAX trained 2.25x faster at 1 thread and batch
+#: 480 (2 interleaved pairs, 24-26 -> 56 images/s; benchmarks/bench_peers.py).
+XLA_YNN_CONVOLUTION_OFF = "--xla_cpu_experimental_ynn_fusion_type=-individual_convolution"
+#: XLA:CPU's memory-minimising schedule for 1 thread (issue 14). The default schedule orders
+#: a step's operations so that independent ones can run at once, which keeps more of them
+#: alive together; one thread cannot run them at once. For the paper CNN's train step at
+#: batch 480 it cut XLA's temporary buffer from 2,656 to 1,800 MiB and the run's peak RSS
+#: from 3,843 to 2,954 MiB, at the same speed (2 interleaved pairs).
+XLA_MEMORY_SCHEDULE = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
+#: The first jaxlib these flags were verified on; an XLA flag unknown to a jaxlib aborts the
+#: process ("Unknown flag in XLA_FLAGS"), so older ones get neither.
+JAXLIB_VERIFIED = (0, 10)
+
+
+def jax_xla_flags(threads: int, flags: str = "") -> list[str]:
+    """XLA flags for training on JAX's CPU backend with ``threads`` threads, less any that
+    ``flags`` (the ``XLA_FLAGS`` already set) set themselves.
+
+    * ``--xla_cpu_multi_thread_eigen=false`` for 1 thread (XLA's Eigen kernels single
+      threaded; for more, the affinity bounds them);
+    * on jaxlib >= :data:`JAXLIB_VERIFIED`: :data:`XLA_YNN_CONVOLUTION_OFF`, and for 1 thread
+      :data:`XLA_MEMORY_SCHEDULE`.
+    """
+    import importlib.metadata as md
+
+    try:
+        jaxlib = tuple(int(p) for p in md.version("jaxlib").split(".")[:2])
+    except (md.PackageNotFoundError, ValueError):
+        jaxlib = (0, 0)
+    wanted = []
+    if threads == 1:
+        wanted.append("--xla_cpu_multi_thread_eigen=false")
+    if jaxlib >= JAXLIB_VERIFIED:
+        wanted.append(XLA_YNN_CONVOLUTION_OFF)
+        if threads == 1:
+            wanted.append(XLA_MEMORY_SCHEDULE)
+    return [f for f in wanted if f.split("=", 1)[0] not in flags]
+
+
+@dataclass(frozen=True)
+class Feed:
+    """Batches for Keras ``fit``/``evaluate`` (:func:`input_pipeline`).
+
+    Attributes:
+        data: a ``tf.data.Dataset`` of (images, labels) batches, or the arrays ``(x, y)``.
+        batch_size: images per batch for arrays; None for a dataset (it is batched).
+    """
+
+    data: object
+    batch_size: int | None
+
+    def fit_kwargs(self) -> dict:
+        """Keyword arguments of ``fit`` for these batches (a dataset shuffles itself, so
+        ``fit``'s own shuffle is off for it; arrays are shuffled by ``fit``)."""
+        if isinstance(self.data, tuple):
+            return {"x": self.data[0], "y": self.data[1], "batch_size": self.batch_size}
+        return {"x": self.data, "shuffle": False}
+
+    def validation_kwargs(self) -> dict:
+        """Keyword arguments of ``fit`` that score these batches after each epoch."""
+        return {"validation_data": self.data, "validation_batch_size": self.batch_size}
+
+
+def input_pipeline(
+    x: np.ndarray,
+    y: np.ndarray,
+    batch_size: int,
+    *,
+    shuffle: bool,
+    seed: int = 0,
+    endless: bool = False,
+    take: int = 0,
+) -> Feed:
+    """Feed in-memory images and labels to Keras in batches, reshuffled every epoch when
+    ``shuffle``.
+
+    Args:
+        x: images, uint8 (N, S, S, 1). y: labels, int32 (N,).
+        batch_size: images per batch (the last batch may be smaller).
+        shuffle: a new order every epoch (training); the stored order otherwise (scoring).
+        seed: the shuffle's seed (the run's seed).
+        endless: reshuffled passes one after another, each pass's leftover (N mod
+            batch_size) dropped, for ``fit(steps_per_epoch=...)`` (the original script's
+            feeding); TensorFlow only.
+        take: the first ``take`` images of each (shuffled) pass only: a new random subset
+            every time the batches are read (the original script's test batch); TensorFlow
+            only. 0: all.
+
+    TensorFlow: a ``tf.data`` pipeline built once per run (indices shuffled, batched, then
+    the images gathered from one in-memory tensor) with tf.data autotuning switched off.
+    With autotuning on (as in the pipeline Keras builds itself from numpy arrays) every
+    iterator starts a model-optimisation thread that sleeps in doubling timed waits
+    (10 ms, 20 ms, ... 10.24 s, 20.48 s ...); when an iterator is destroyed at the end of an
+    epoch or of an evaluation, the destructor can wait out that sleep, which showed as
+    10-20 s at 0 % CPU per epoch in our runs (issue 10). Nothing here needs autotuning:
+    the batches are gathered from memory. JAX and PyTorch: the arrays themselves (Keras
+    feeds numpy arrays to those backends without tf.data).
+
+    Returns:
+        a :class:`Feed`.
+    """
+    if backend_name() != "tensorflow":
+        if endless or take:
+            raise ConfigError(f"endless or subset batches need TensorFlow, not {backend_name()}")
+        return Feed((x, y), batch_size)
+    import tensorflow as tf
+
+    images, labels = tf.constant(x), tf.constant(y)
+    order = tf.data.Dataset.range(len(y))
+    if shuffle:
+        order = order.shuffle(len(y), seed=seed, reshuffle_each_iteration=True)
+    if take:
+        order = order.take(take)
+    order = order.batch(batch_size, drop_remainder=endless)
+    if endless:
+        order = order.repeat()
+    batches = order.map(lambda i: (tf.gather(images, i), tf.gather(labels, i))).prefetch(1)
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return Feed(batches.with_options(options), None)
+
+
+def distribution_scope(strategy: str, replicas: int):
+    """The context to build and compile the model in, and the number of replicas.
+
+    ``none``: one device, no distribution (the paper's setting: a second GPU does not help by
+    itself). ``mirrored``: ``tf.distribute.MirroredStrategy`` over ``replicas`` GPUs, or, on a
+    host without GPUs, over ``replicas`` logical CPU devices (to test the path on CPUs); the
+    global batch is split across replicas. Call before TensorFlow runs its first operation.
+
+    Returns:
+        (context manager, replicas in sync).
+
+    Raises:
+        ConfigError: mirrored on a backend other than TensorFlow, or more GPUs asked for
+            than visible.
+    """
+    import contextlib
+
+    if strategy == "none":
+        return contextlib.nullcontext(), 1
+    if backend_name() != "tensorflow":
+        raise ConfigError(
+            f"strategy {strategy}: needs KERAS_BACKEND=tensorflow, not {backend_name()}"
+        )
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        if replicas > len(gpus):
+            raise ConfigError(f"strategy mirrored over {replicas} GPUs; {len(gpus)} visible")
+        devices = [f"/gpu:{i}" for i in range(replicas)]
+    else:
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(replicas)]
+        )
+        devices = [f"/cpu:{i}" for i in range(replicas)]
+    mirrored = tf.distribute.MirroredStrategy(devices)
+    return mirrored.scope(), mirrored.num_replicas_in_sync
+
+
+def compute_settings(model=None) -> dict:
+    """The settings that change which kernels run, for provenance: ``jit_compile`` of a
+    compiled Keras ``model`` (Keras 3 compiles train steps with XLA by default where the
+    backend supports it), ``XLA_FLAGS``, ``TF_ENABLE_ONEDNN_OPTS`` ("default": TensorFlow's
+    own default, oneDNN on for x86 Linux builds), and TensorFlow's build info (CUDA/cuDNN
+    versions when a CUDA build) when TensorFlow is loaded."""
+    import sys
+
+    out = {
+        "jit_compile": None if model is None else getattr(model, "jit_compile", None),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "tf_enable_onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default"),
+    }
+    if "tensorflow" in sys.modules:
+        info = dict(sys.modules["tensorflow"].sysconfig.get_build_info())
+        keys = ("is_cuda_build", "is_rocm_build", "cuda_version", "cudnn_version")
+        out["tensorflow_build"] = {k: info[k] for k in keys if k in info}
+    return out
+
+
+def framework_versions() -> dict[str, str]:
+    """Versions of Keras and of whichever backends are importable."""
+    import importlib.metadata as md
+
+    out = {}
+    for dist in ("keras", "tensorflow", "tensorflow-cpu", "jax", "torch", "numpy"):
+        with contextlib.suppress(md.PackageNotFoundError):
+            out[dist] = md.version(dist)
+    return out

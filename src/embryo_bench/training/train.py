@@ -1,0 +1,666 @@
+"""Train the paper CNN on the augmented shards and record timing, accuracy and provenance.
+
+Training uses only the Keras 3 API (any backend). One ``fit`` call per run, with the test
+set scored after every epoch as Keras validation; a callback times each epoch's training
+and scoring apart (:func:`fit_epochs`), so three timings are reported side by side
+(:func:`summarise`): training only, training plus evaluation (the paper's clock), and time
+to accuracy with evaluation (MLPerf). A run has three steps: :func:`setup` (threads, seed,
+provenance, data, model), :func:`train_epochs` (between two calibration probes,
+:mod:`embryo_bench.recording.calibrate`), :func:`write_outputs`; :func:`run_training` does all three
+from a :class:`embryo_bench.planning.spec.RunSpec`. Outputs (all written atomically):
+
+* ``history.csv``: :data:`HISTORY_COLUMNS` (``progress.csv`` holds the same rows while the
+  run trains, one appended per epoch; it is removed when the run finishes);
+* ``metrics.json``: totals, first-epoch vs steady-state times, time to accuracy, telemetry
+  summary (CPU %, memory, GPU, energy), provenance
+  (:func:`embryo_bench.recording.record.finish_run`);
+* ``telemetry.csv``: one sample a second of the training process
+(:mod:`embryo_bench.recording.telemetry`);
+* ``windows.csv``: throughput about :data:`WINDOWS_PER_EPOCH` times an epoch
+  (:data:`WINDOW_COLUMNS`), the run's own probe of the machine's speed (issue 23);
+* ``model.keras`` and ``settings.json`` (the preprocessing the training data was made with,
+  read from the shards, and the classes: what ``embryo-bench evaluate`` needs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..data.stages import load_dataset
+from ..errors import ConfigError
+from ..io import atomic_path, write_json
+from ..planning.layout import HISTORY, MODEL, PROGRESS, SETTINGS, WINDOWS
+from ..planning.spec import Preprocessing, RunSpec
+from ..recording import provenance
+from ..recording.calibrate import PROBE_METHOD, efficiency, matmul_probe, training_flops_per_image
+from ..recording.evidence import divergence
+from ..recording.record import finish_run
+from ..recording.telemetry import Measurement, ProcessSampler
+from ..runners.lifeline import check_parent
+from .backend import compute_settings, distribution_scope, input_pipeline, limit_threads
+
+log = logging.getLogger(__name__)
+
+#: Throughput windows per epoch (issue 23): each window's images/s is the run's own probe of
+#: the machine's speed, many times per run. A window is this fraction of an epoch's steps
+#: (at least one step: the paper's 102 steps an epoch give windows of 10 steps, the offline
+#: demo's 2 give windows of one); an epoch's last window may be shorter.
+WINDOWS_PER_EPOCH = 10
+
+
+def window_steps_for(steps_per_epoch: int) -> int:
+    """Training steps per throughput window: ``steps_per_epoch`` // :data:`WINDOWS_PER_EPOCH`,
+    at least 1."""
+    return max(1, steps_per_epoch // WINDOWS_PER_EPOCH)
+
+
+#: Columns of ``windows.csv``: epoch, window (1.. within the epoch), steps, images, full
+#: (every batch in it full: a partial last batch costs more per image, so such a window is not
+#: compared with the others), seconds (its training time, s), images_per_s, ended_unix_s
+#: (wall clock, s since 1970).
+WINDOW_COLUMNS = [
+    "epoch",
+    "window",
+    "steps",
+    "images",
+    "full",
+    "seconds",
+    "images_per_s",
+    "ended_unix_s",
+]
+
+HISTORY_COLUMNS = [
+    "epoch",
+    "epoch_seconds",
+    "eval_seconds",
+    "wall_seconds",
+    "train_loss",
+    "train_accuracy",
+    "test_loss",
+    "test_accuracy",
+    "images_per_s",
+    "ended_unix_s",
+]
+
+
+def time_to_accuracy(
+    history: pd.DataFrame, target: float, clock: str = "wall_seconds"
+) -> tuple[float | None, int | None]:
+    """Seconds (cumulative ``clock`` column) and epochs until test accuracy first reaches
+    ``target``; (None, None) if it never does. With the default clock, ``wall_seconds``
+    (training plus the per-epoch test scoring), this is MLPerf's/DAWNBench's time to
+    accuracy, which counts evaluation."""
+    reached = history.index[history["test_accuracy"] >= target]
+    if len(reached) == 0:
+        return None, None
+    i = reached[0]
+    return float(history[clock].iloc[: i + 1].sum()), int(history["epoch"].iloc[i])
+
+
+def summarise(history: pd.DataFrame, images_per_epoch: int, target: float) -> dict:
+    """Summary metrics from a history table (see :data:`HISTORY_COLUMNS`).
+
+    Three timings, side by side (issue 10): ``training_seconds``, the ``fit`` time only
+    (sum of epoch_seconds); ``wall_seconds``, training plus the test scoring after every
+    epoch (sum of wall_seconds: the original script's clock, datetime.now around the whole
+    loop); ``time_to_accuracy_seconds``, wall seconds until test accuracy first reaches
+    ``target`` (MLPerf, evaluation included), None for a run that diverged (issue 31, item
+    7: its accuracy is not the model's, even where a number crossed the target).
+
+    Returns a dict: epochs, training_seconds, wall_seconds, eval_seconds_total,
+    first_epoch_seconds, steady_epoch_seconds (mean over epochs 2.., None with one epoch),
+    mean_images_per_s (steady-state images/s; the first epoch's when there is only one),
+    final_test_accuracy, best_test_accuracy, accuracy_target, time_to_accuracy_seconds,
+    epochs_to_accuracy (all times in s), diverged (why the run diverged,
+    :func:`embryo_bench.recording.evidence.divergence`, or None).
+    """
+    epochs = history["epoch_seconds"].to_numpy(float)
+    steady = float(epochs[1:].mean()) if len(epochs) > 1 else None
+    diverged = divergence(history)
+    tta, tta_epochs = (None, None) if diverged else time_to_accuracy(history, target)
+    return {
+        "epochs": int(len(history)),
+        "training_seconds": float(epochs.sum()),
+        "wall_seconds": float(history["wall_seconds"].sum()),
+        "eval_seconds_total": float(history["eval_seconds"].sum()),
+        "first_epoch_seconds": float(epochs[0]),
+        "steady_epoch_seconds": steady,
+        "mean_images_per_s": images_per_epoch / (steady if steady else float(epochs[0])),
+        "final_test_accuracy": float(history["test_accuracy"].iloc[-1]),
+        "best_test_accuracy": float(history["test_accuracy"].max()),
+        "accuracy_target": target,
+        "time_to_accuracy_seconds": tta,
+        "epochs_to_accuracy": tta_epochs,
+        "diverged": diverged,
+    }
+
+
+def window_summary(windows: pd.DataFrame) -> dict:
+    """Steady-state throughput over a run's full windows (:data:`WINDOW_COLUMNS`: no partial
+    batch), leaving out the first window of epoch 1 (tracing and compilation).
+
+    Returns:
+        dict: window_steps (the most steps in a window), windows (counted),
+        median_images_per_s,
+        cv (standard deviation / mean of the windows' images/s, a fraction),
+        worst_images_per_s (the slowest window), worst_ratio (slowest / median); the
+        statistics are None with fewer than two windows.
+    """
+    first = (windows["epoch"] == 1) & (windows["window"] == 1)
+    rates = windows.loc[~first & windows["full"].astype(bool), "images_per_s"].to_numpy(float)
+    steps = int(windows["steps"].max()) if len(windows) else 0
+    out = {"window_steps": steps, "windows": int(len(rates))}
+    if len(rates) < 2:
+        return out | dict.fromkeys(
+            ("median_images_per_s", "cv", "worst_images_per_s", "worst_ratio")
+        )
+    median = float(np.median(rates))
+    return out | {
+        "median_images_per_s": median,
+        "cv": float(rates.std(ddof=1) / rates.mean()),
+        "worst_images_per_s": float(rates.min()),
+        "worst_ratio": float(rates.min() / median),
+    }
+
+
+def progress_line(row: dict, epochs: int, eta_seconds: float | None) -> str:
+    """One log line for a finished epoch: epoch k/N, training and scoring seconds, loss,
+    accuracy, test accuracy, images/s and the estimated time left."""
+    eta = "" if eta_seconds is None else f", ETA {eta_seconds / 60:.1f} min"
+    return (
+        f"epoch {row['epoch']}/{epochs}: {row['epoch_seconds']:.1f} s training + "
+        f"{row['eval_seconds']:.1f} s test, loss {row['train_loss']:.4f}, accuracy "
+        f"{row['train_accuracy']:.4f}, test accuracy {row['test_accuracy']:.4f}, "
+        f"{row['images_per_s']:.0f} images/s{eta}"
+    )
+
+
+def fit_epochs(
+    model,
+    train: tuple[np.ndarray, np.ndarray],
+    test: tuple[np.ndarray, np.ndarray],
+    *,
+    batch_size: int,
+    epochs: int,
+    seed: int = 0,
+    on_epoch=None,
+    epoch_steps: int = 0,
+    test_subset: int = 0,
+    windows: list[dict] | None = None,
+    window_steps: int | None = None,
+) -> list[dict]:
+    """Train ``model`` for ``epochs`` epochs in one ``fit`` call, reshuffled every epoch,
+    scoring ``test`` after each (Keras validation); each epoch timed by a callback.
+
+    Args:
+        model: a compiled Keras model.
+        train, test: (images uint8 (N, S, S, 1), labels int32 (N,)).
+        batch_size: images per batch, for training and scoring.
+        epochs: epochs to train. seed: the shuffle's seed.
+        on_epoch: called with each finished epoch's row (e.g. to log and save progress).
+        epoch_steps: batches per epoch from reshuffled passes, each pass's leftover dropped
+            (the original script); 0: one pass over ``train`` per epoch.
+        test_subset: score a new random subset of this many test images after each epoch
+            (the original script's test batch); 0: the whole test set.
+        windows: if given, one row (:data:`WINDOW_COLUMNS`) is appended per throughput
+            window of ``window_steps`` training steps (default :func:`window_steps_for`;
+            an epoch's last one may be shorter).
+            The clock is read at the start of a batch, after waiting for the previous step
+            (once per window, so asynchronous backends still run ahead between windows);
+            no batch-end callback is used, which would make Keras wait for every step.
+
+    Returns:
+        one row per epoch (:data:`HISTORY_COLUMNS`): epoch_seconds (the epoch's training,
+        s), eval_seconds (its test scoring, s), wall_seconds (both, plus Keras's own work
+        between them, s), losses and accuracies, images_per_s (training images /
+        epoch_seconds), ended_unix_s (when the epoch's scoring ended, wall clock, s since
+        1970: the clock of telemetry.csv's ``unix_s``, to place epochs on its samples).
+
+    The batches come from :func:`embryo_bench.training.backend.input_pipeline`, built once: one
+    ``fit`` call per run, not per epoch, so the input pipelines are not rebuilt and torn
+    down at every epoch boundary (the source of the 0 % CPU stalls of issue 10).
+    """
+    import keras
+
+    images_per_epoch = epoch_steps * batch_size if epoch_steps else len(train[1])
+    feed = input_pipeline(*train, batch_size, shuffle=True, seed=seed, endless=epoch_steps > 0)
+    scoring = input_pipeline(
+        *test, batch_size, shuffle=test_subset > 0, seed=seed + 1, take=test_subset
+    )
+    steps = {"steps_per_epoch": epoch_steps} if epoch_steps else {}
+    rows: list[dict] = []
+    n_steps = epoch_steps or -(-len(train[1]) // batch_size)
+    window_steps = window_steps or window_steps_for(n_steps)
+
+    def images_in(first: int, last: int) -> int:
+        """Images of steps first..last-1 of an epoch (its last batch may be partial)."""
+        if epoch_steps:
+            return (last - first) * batch_size
+        return min(last * batch_size, len(train[1])) - first * batch_size
+
+    class EpochClock(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            self.epoch, self.window_from = epoch + 1, 0
+            self.begin = self.scoring = self.window_start = time.perf_counter()
+
+        def close_window(self, step: int, now: float) -> None:
+            if windows is not None and step > self.window_from:
+                seconds = now - self.window_start
+                images = images_in(self.window_from, step)
+                windows.append(
+                    {
+                        "epoch": self.epoch,
+                        "window": 1 + self.window_from // window_steps,
+                        "steps": step - self.window_from,
+                        "images": images,
+                        "full": images == (step - self.window_from) * batch_size,
+                        "seconds": seconds,
+                        "images_per_s": images / seconds,
+                        "ended_unix_s": time.time(),
+                    }
+                )
+            self.window_from, self.window_start = step, now
+
+        def on_train_batch_begin(self, batch, logs=None):
+            if windows is not None and batch and batch % window_steps == 0:
+                keras.ops.convert_to_numpy(self.model.optimizer.iterations)
+                self.close_window(batch, time.perf_counter())
+
+        def on_test_begin(self, logs=None):
+            # Wait for the epoch's last training step before reading the clock: JAX (and
+            # GPUs) dispatch steps asynchronously, and without this the training time would
+            # be counted as scoring (Keras on JAX showed 0.016 s epochs and 22 s scoring).
+            # The optimizer's step counter is an output of the last step.
+            keras.ops.convert_to_numpy(self.model.optimizer.iterations)
+            self.scoring = time.perf_counter()
+            self.close_window(n_steps, self.scoring)
+
+        def on_epoch_end(self, epoch, logs=None):
+            end = time.perf_counter()
+            seconds = self.scoring - self.begin
+            row = {
+                "epoch": epoch + 1,
+                "epoch_seconds": seconds,
+                "eval_seconds": end - self.scoring,
+                "wall_seconds": end - self.begin,
+                "train_loss": float(logs["loss"]),
+                "train_accuracy": float(logs["accuracy"]),
+                "test_loss": float(logs["val_loss"]),
+                "test_accuracy": float(logs["val_accuracy"]),
+                "images_per_s": images_per_epoch / seconds,
+                "ended_unix_s": time.time(),
+            }
+            rows.append(row)
+            if on_epoch is not None:
+                on_epoch(row)
+
+    model.fit(
+        **feed.fit_kwargs(),
+        **scoring.validation_kwargs(),
+        epochs=epochs,
+        verbose=0,
+        callbacks=[EpochClock()],
+        **steps,
+    )
+    return rows
+
+
+@dataclass
+class Session:
+    """A run ready to train (:func:`setup`).
+
+    Attributes:
+        spec: the run's settings. model: the compiled Keras model.
+        data: x_train, y_train, x_test, y_test (see :func:`embryo_bench.data.stages.load_dataset`).
+        preprocessing: the settings the shards were made with.
+        provenance: :func:`embryo_bench.recording.provenance.collect`, taken before training.
+        cores: the cores the process is pinned to. replicas_in_sync: devices training.
+        backend: the Keras backend loaded. setup_seconds: wall time of the setup (s).
+        windows: the throughput windows measured so far (:data:`WINDOW_COLUMNS`).
+    """
+
+    spec: RunSpec
+    model: object
+    data: dict
+    preprocessing: Preprocessing
+    provenance: dict
+    cores: list[int]
+    replicas_in_sync: int
+    backend: str
+    setup_seconds: float
+    windows: list[dict] = field(default_factory=list)
+
+    @property
+    def n_train(self) -> int:
+        """Training images (after the variant's holdout)."""
+        return len(self.data["y_train"])
+
+    @property
+    def images_per_epoch(self) -> int:
+        """Images trained per epoch: every training image, or the variant's epoch_steps
+        batches."""
+        s = self.spec
+        return s.epoch_steps * s.batch_size if s.epoch_steps else self.n_train
+
+
+def select_backend(backend: str) -> None:
+    """Make ``import keras`` load ``backend`` (``KERAS_BACKEND``); call before Keras is
+    imported.
+
+    Raises:
+        ConfigError: Keras is already loaded on another backend in this process.
+    """
+    if "keras" in sys.modules:
+        loaded = sys.modules["keras"].backend.backend()
+        if loaded != backend:
+            raise ConfigError(f"run asks for Keras backend {backend}; {loaded} is loaded")
+        return
+    os.environ["KERAS_BACKEND"] = backend
+
+
+def seed_everything(seed: int) -> None:
+    """``keras.utils.set_random_seed(seed)`` (Python's, NumPy's, Keras's and the backend's
+    random generators) without importing TensorFlow into a run on another backend.
+
+    Keras seeds TensorFlow whenever it is installed, importing it (issue 14: +460 MiB RSS and
+    TensorFlow's start-up in every JAX or PyTorch run, whose numbers then are not that
+    framework's alone). On a backend other than TensorFlow, TensorFlow is hidden from that one
+    call (``sys.modules`` entry None: Keras finds it not installed, and remembers that for the
+    process); runs on those backends feed Keras numpy arrays, not ``tf.data``. Call after
+    :func:`select_backend`.
+    """
+    import keras
+
+    if keras.backend.backend() == "tensorflow" or "tensorflow" in sys.modules:
+        keras.utils.set_random_seed(seed)
+        return
+    sys.modules["tensorflow"] = None  # type: ignore[assignment]
+    try:
+        keras.utils.set_random_seed(seed)
+    finally:
+        del sys.modules["tensorflow"]
+
+
+def setup(spec: RunSpec, shards: list[str], dataset: dict) -> Session:
+    """Prepare a run: choose the backend, pin to ``spec.cpus`` cores with ``spec.threads``
+    threads, record provenance, seed everything, load the shards (checked against
+    ``spec.preprocessing``), build and compile the model (in the distribution strategy's
+    scope).
+
+    Args:
+        spec: the run.
+        shards: augmented ``.npz`` shards (see :mod:`embryo_bench.data.stages`).
+        dataset: the index stage's source description (provenance).
+
+    Raises:
+        DataError: a shard is missing or malformed, made with other settings than the
+            spec's, or a split is empty.
+        ConfigError: another backend is already loaded, a strategy the backend or the
+            devices cannot give, or a batch size larger than the training set.
+    """
+    t_setup = time.perf_counter()
+    select_backend(spec.backend)
+    cores = limit_threads(spec.threads, spec.cpus)
+    # Provenance before training: the commit and environment the run started from.
+    prov = provenance.collect(spec.seed, dataset)
+    # Keras (and so the model module) only now: the backend is chosen above, and Keras reads
+    # KERAS_BACKEND once, at its first import.
+    import keras
+
+    from ..workloads.paper import build_model, compile_model
+
+    scope, replicas_in_sync = distribution_scope(spec.strategy, spec.replicas)
+    seed_everything(spec.seed)
+    data, pp = load_dataset(shards, spec.preprocessing)
+    if spec.holdout:
+        # The original script's validation slice: the first images, never trained on.
+        if spec.holdout >= len(data["y_train"]):
+            raise ConfigError(
+                f"train.original.holdout {spec.holdout}: the data has only "
+                f"{len(data['y_train'])} training images"
+            )
+        data = {**data, "x_train": data["x_train"][spec.holdout :]}
+        data["y_train"] = data["y_train"][spec.holdout :]
+    if spec.batch_size > len(data["y_train"]):
+        # Issue 25: a batch larger than the training set trained one short batch per epoch
+        # while every table said the batch size asked for.
+        setting = f"sweeps: point {spec.target}'s " if spec.sweep else "train."
+        n = len(data["y_train"])
+        raise ConfigError(
+            f"run {spec.target} repeat {spec.repeat}: {setting}batch_size {spec.batch_size} > "
+            f"the {n:,} training images: every step would train all of them, not a batch of "
+            f"{spec.batch_size}; "
+            f"use a batch size up to {n:,}"
+        )
+    with scope:
+        model = compile_model(
+            build_model(pp.image_size, classes=4, dropout=spec.dropout, variant=spec.variant),
+            spec.learning_rate,
+            variant=spec.variant,
+        )
+    session = Session(
+        spec=spec,
+        model=model,
+        data=data,
+        preprocessing=pp,
+        provenance=prov,
+        cores=cores,
+        replicas_in_sync=replicas_in_sync,
+        backend=keras.backend.backend(),
+        setup_seconds=time.perf_counter() - t_setup,
+    )
+    log.info(
+        "target %s: %d train / %d test images, %d parameters, %d threads, backend %s, variant %s",
+        spec.target,
+        session.n_train,
+        len(data["y_test"]),
+        model.count_params(),
+        spec.threads,
+        session.backend,
+        spec.variant,
+    )
+    return session
+
+
+def train_epochs(session: Session, out_dir: str | Path | None = None) -> pd.DataFrame:
+    """Train ``spec.epochs`` epochs (:func:`fit_epochs`), logging one line per epoch and,
+    with ``out_dir``, appending each epoch to its ``progress.csv`` as soon as it ends (so a
+    run stopped at epoch 19 of 20 still shows what it measured; that file is not an output
+    of the rule, so nothing looks complete).
+
+    Returns:
+        the history (:data:`HISTORY_COLUMNS`, one row per epoch; seconds, images/s).
+    """
+    spec, data = session.spec, session.data
+    progress = Path(out_dir) / PROGRESS if out_dir is not None else None
+    if progress is not None:
+        progress.parent.mkdir(parents=True, exist_ok=True)
+        progress.unlink(missing_ok=True)
+    rows: list[dict] = []
+
+    def on_epoch(row: dict) -> None:
+        rows.append(row)
+        walls = [r["wall_seconds"] for r in rows]
+        per_epoch = sum(walls[1:]) / (len(walls) - 1) if len(walls) > 1 else walls[0]
+        log.info(progress_line(row, spec.epochs, per_epoch * (spec.epochs - row["epoch"])))
+        if progress is not None:
+            pd.DataFrame([row], columns=HISTORY_COLUMNS).to_csv(
+                progress, mode="a", header=not progress.exists(), index=False
+            )
+
+    fit_epochs(
+        session.model,
+        (data["x_train"], data["y_train"]),
+        (data["x_test"], data["y_test"]),
+        batch_size=spec.batch_size,
+        epochs=spec.epochs,
+        seed=spec.seed,
+        on_epoch=on_epoch,
+        epoch_steps=spec.epoch_steps,
+        test_subset=spec.test_subset,
+        windows=session.windows,
+    )
+    return pd.DataFrame(rows, columns=HISTORY_COLUMNS)
+
+
+def saved_model_bytes(model) -> int:
+    """The bytes of ``model``'s variables and its optimizer's (Adam: two moments per weight),
+    the bulk of its ``.keras`` file (16,834,436 parameters: 202,013,232 of 202,055,726 B)."""
+    variables = [*model.weights, *getattr(model.optimizer, "variables", [])]
+    return int(sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in variables))
+
+
+def write_outputs(
+    session: Session,
+    history: pd.DataFrame,
+    out_dir: str | Path,
+    calibration: tuple[dict | None, dict | None] = (None, None),
+) -> dict:
+    """Write ``history.csv``, ``model.keras`` and ``settings.json``; return the run's metrics
+    (without telemetry, which :func:`embryo_bench.recording.record.finish_run` adds and writes).
+
+    Args:
+        calibration: the :func:`embryo_bench.recording.calibrate.matmul_probe` results just before
+        and
+            just after training (None: not probed).
+
+    Returns:
+        dict: target, repeat, seed, backend (as loaded), runner, cpus, gpus, n_train,
+        images_per_epoch, variant (with epoch_steps, holdout, test_subset), n_test,
+        batch_size, parameter_count, setup_seconds, :func:`summarise`'s times (s) and
+        throughput (images/s), throughput_windows (:func:`window_summary`), jit_compile,
+        calibration (the probes: before, after, in GFLOP/s), flops (training FLOPs per image
+        and the run's achieved GFLOP/s and efficiency,
+        :func:`embryo_bench.recording.calibrate.efficiency`), label counts, threads,
+        cpu_affinity, strategy, replicas_in_sync, provenance.
+
+    Raises:
+        StorageError: no space for ``model.keras`` (checked against
+            :func:`saved_model_bytes` first); nothing is written then.
+    """
+    spec, data, out = session.spec, session.data, Path(out_dir)
+    # The model first: by far the largest file, so a full disk stops the run before any
+    # other output is written.
+    with atomic_path(
+        out / MODEL, suffix=".keras", needed_bytes=saved_model_bytes(session.model)
+    ) as tmp:
+        session.model.save(tmp)
+    with atomic_path(out / HISTORY) as tmp:
+        history.to_csv(tmp, index=False)
+    windows = pd.DataFrame(session.windows, columns=WINDOW_COLUMNS)
+    with atomic_path(out / WINDOWS) as tmp:
+        windows.to_csv(tmp, index=False)
+    write_json(
+        out / SETTINGS,
+        {
+            "preprocessing": session.preprocessing.to_dict(),
+            "classes": {str(k): k + 1 for k in range(4)},
+            "backend": session.backend,
+        },
+    )
+    summary = summarise(history, session.images_per_epoch, spec.accuracy_target)
+    flops = training_flops_per_image(session.model)
+    before, after = calibration
+    return {
+        "target": spec.target,
+        "repeat": spec.repeat,
+        "seed": spec.seed,
+        "backend": session.backend,
+        "runner": spec.runner,
+        "cpus": spec.cpus,
+        "gpus": spec.gpus,
+        "n_train": session.n_train,
+        "images_per_epoch": session.images_per_epoch,
+        "variant": spec.variant,
+        "epoch_steps": spec.epoch_steps,
+        "holdout": spec.holdout,
+        "test_subset": spec.test_subset,
+        "n_test": int(len(data["y_test"])),
+        "batch_size": spec.batch_size,
+        "parameter_count": int(session.model.count_params()),
+        "setup_seconds": session.setup_seconds,
+        **summary,
+        "throughput_windows": window_summary(windows),
+        "jit_compile": bool(getattr(session.model, "jit_compile", False)),
+        "calibration": {"before": before, "after": after, "method": PROBE_METHOD},
+        "flops": {
+            "training_flops_per_image": flops["training_flops"],
+            "forward_flops_per_image": flops["forward_flops"],
+            **efficiency(flops["training_flops"], summary["mean_images_per_s"], before, after),
+        },
+        "label_counts_train": np.bincount(data["y_train"], minlength=4).tolist(),
+        "label_counts_test": np.bincount(data["y_test"], minlength=4).tolist(),
+        "threads": spec.threads,
+        "cpu_affinity": session.cores,
+        "strategy": spec.strategy,
+        "replicas_in_sync": session.replicas_in_sync,
+        "provenance": {**session.provenance, "compute": compute_settings(session.model)},
+    }
+
+
+def run_training(
+    spec: RunSpec,
+    shards: list[str],
+    dataset: dict,
+    out_dir: str | Path,
+    *,
+    measure: bool = True,
+) -> dict:
+    """Train one run and write its outputs (:func:`setup`, :func:`train_epochs`,
+    :func:`write_outputs`, :func:`embryo_bench.recording.record.finish_run`).
+
+    Args:
+        spec: the run's settings (``run.json``).
+        shards: augmented ``.npz`` shards.
+        dataset: the index stage's source description (provenance).
+        out_dir: the run folder.
+        measure: sample this process (telemetry.csv, RAPL energy); off inside a container,
+            where the docker runner samples the container from outside and finishes the
+            metrics itself.
+
+    Returns:
+        the metrics written to ``metrics.json`` (times in s, throughput in images/s), with
+        wall_clock: started_unix_s and ended_unix_s (s since 1970) of the timed part (the
+        probes and the training).
+
+    Raises:
+        DataError, ConfigError: as :func:`setup`.
+        Interrupted: the process was tied to its parent (:mod:`embryo_bench.runners.lifeline`) and
+            the parent went away before the outputs were written.
+    """
+    session = setup(spec, shards, dataset)
+    measurement = (
+        Measurement(ProcessSampler(float(spec.cpus), list(range(spec.gpus)), session.cores))
+        if measure
+        else contextlib.nullcontext()
+    )
+    with measurement:
+        started = time.time()
+        before = matmul_probe(spec.probe_seconds)
+        history = train_epochs(session, out_dir)
+        after = matmul_probe(spec.probe_seconds)
+        ended = time.time()
+    check_parent()  # nothing is written for a parent that is gone
+    metrics = write_outputs(session, history, out_dir, calibration=(before, after))
+    if metrics["diverged"]:
+        log.warning(
+            "run %s repeat %d diverged: %s (flagged diverged; no time to accuracy)",
+            spec.target,
+            spec.repeat,
+            metrics["diverged"],
+        )
+    # When the timed part ran, on the wall clock: the evidence that rounds ran in their
+    # planned order and that no two timed runs overlapped (issue 23).
+    metrics["wall_clock"] = {"started_unix_s": started, "ended_unix_s": ended}
+    metrics = finish_run(out_dir, metrics, measurement if measure else None)
+    (Path(out_dir) / PROGRESS).unlink(missing_ok=True)  # history.csv now holds every epoch
+    return metrics

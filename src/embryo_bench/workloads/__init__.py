@@ -1,0 +1,1 @@
+"""Workloads: each model, its data and its training recipe."""
