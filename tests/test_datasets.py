@@ -21,8 +21,8 @@ import yaml
 from PIL import Image
 from test_download import NoRangeHandler, _serve
 
-from embryo_bench.data import arrays, datasets, imagefolder, imdb
-from embryo_bench.data.datasets import DatasetFile
+from embryo_bench.data import arrays, datasets, fetch, imagefolder, imdb, registry
+from embryo_bench.data.registry import DatasetFile
 from embryo_bench.errors import ConfigError, DataError, DownloadError
 
 RNG = np.random.default_rng(0)
@@ -147,10 +147,10 @@ def www(tmp_path):
     server.shutdown()
 
 
-def served(name: str, folder: Path, url: str, *, sha256: str | None = "real") -> datasets.Dataset:
+def served(name: str, folder: Path, url: str, *, sha256: str | None = "real") -> registry.Dataset:
     """Dataset ``name`` with its files' URLs on the local server and their real sha256 and
     size (or the given sha256)."""
-    ds = datasets.get(name)
+    ds = registry.get(name)
     files = []
     for f in ds.files:
         data = (folder / f.name).read_bytes()
@@ -161,7 +161,7 @@ def served(name: str, folder: Path, url: str, *, sha256: str | None = "real") ->
 
 def fetch_and_prepare(name: str, www, tmp_path, **options):
     folder, url = www
-    files = datasets.fetch(served(name, folder, url), tmp_path / "raw", progress=False)
+    files = fetch.fetch(served(name, folder, url), tmp_path / "raw", progress=False)
     for f in files.values():  # the bytes that arrived are the bytes served
         assert f.read_bytes() == (folder / f.name).read_bytes()
     info = datasets.prepare(name, files, tmp_path / "prepared.npz", **options)
@@ -287,7 +287,7 @@ def test_nietzsche_sequences(www, tmp_path):
 
 def test_image_folder_by_path(tmp_path):
     expected = image_folder(tmp_path / "copy")
-    files = datasets.fetch("catsdogs", tmp_path / "unused", offline=tmp_path / "copy")
+    files = fetch.fetch("catsdogs", tmp_path / "unused", offline=tmp_path / "copy")
     info = datasets.prepare("catsdogs", files, tmp_path / "prepared.npz")
     x_train, y_train, x_test, y_test = arrays.read_arrays(
         tmp_path / "prepared.npz", shape=(64, 64, 3), dtype="uint8", classes=2
@@ -301,7 +301,7 @@ def test_image_folder_without_a_local_copy_is_refused(tmp_path):
     with pytest.raises(
         ConfigError, match=r"'catsdogs': no public host .* training_set and test_set"
     ):
-        datasets.fetch("catsdogs", tmp_path)
+        fetch.fetch("catsdogs", tmp_path)
 
 
 # --- damaged files: one line naming the file, nothing written -------------------------------
@@ -404,7 +404,7 @@ DAMAGED = {
 def test_a_damaged_file_is_named_in_one_line_and_nothing_is_written(tmp_path, case):
     name, make, damaged, message = DAMAGED[case]
     make(tmp_path)
-    files = {f.name: tmp_path / f.name for f in datasets.get(name).files}
+    files = {f.name: tmp_path / f.name for f in registry.get(name).files}
     with pytest.raises(DataError, match=message) as exc_info:
         datasets.prepare(name, files, tmp_path / "out" / "prepared.npz")
     one_line(exc_info, tmp_path / damaged)
@@ -447,7 +447,7 @@ def test_a_served_file_with_another_checksum_is_not_kept(www, tmp_path):
     ds = served("mnist", *www, sha256="0" * 64)
     with pytest.raises(DownloadError, match=r"sha256 mismatch for mnist\.npz: expected 0{64} "
                        r"\(dataset mnist in datasets\.yaml\)") as exc:  # fmt: skip
-        datasets.fetch(ds, tmp_path / "raw", progress=False, retries=0)
+        fetch.fetch(ds, tmp_path / "raw", progress=False, retries=0)
     assert "\n" not in str(exc.value) and exc.value.args[0].startswith(www[1])
     assert not list((tmp_path / "raw").iterdir())
 
@@ -457,7 +457,7 @@ def test_a_served_truncated_file_fails_its_checksum(www, tmp_path):
     ds = served("mnist", *www)  # the whole file's sha256 and size
     _truncate(www[0] / "mnist.npz")
     with pytest.raises(DownloadError, match=r"sha256 mismatch for mnist\.npz"):
-        datasets.fetch(ds, tmp_path / "raw", progress=False, retries=0)
+        fetch.fetch(ds, tmp_path / "raw", progress=False, retries=0)
     assert not list((tmp_path / "raw").iterdir())
 
 
@@ -467,7 +467,7 @@ def test_a_text_corpus_of_another_size_is_not_kept(www, tmp_path):
     ds = served("nietzsche", *www, sha256=None)
     ds = dataclasses.replace(ds, files=(dataclasses.replace(ds.files[0], bytes=600901),))
     with pytest.raises(DownloadError, match=r"bytes received for nietzsche\.txt; expected 600,901"):
-        datasets.fetch(ds, tmp_path / "raw", progress=False, retries=0)
+        fetch.fetch(ds, tmp_path / "raw", progress=False, retries=0)
     assert not list((tmp_path / "raw").iterdir())
 
 
@@ -476,14 +476,14 @@ def test_a_web_page_served_for_a_text_file_is_not_kept(www, tmp_path):
     (www[0] / "nietzsche.txt").write_bytes(b"<!DOCTYPE html><html>Please log in</html>")
     ds = served("nietzsche", *www, sha256=None)
     with pytest.raises(DownloadError, match=r"sent a web page .*check the url of nietzsche"):
-        datasets.fetch(ds, tmp_path / "raw", progress=False, retries=0)
+        fetch.fetch(ds, tmp_path / "raw", progress=False, retries=0)
     assert not list((tmp_path / "raw").iterdir())
 
 
 def test_an_offline_copy_is_checked(tmp_path):
     mnist_npz(tmp_path / "mnist.npz")
     with pytest.raises(DataError, match=r"mnist\.npz: [\d,]+ bytes; expected 11,490,434") as exc:
-        datasets.fetch("mnist", tmp_path / "raw", offline=tmp_path)
+        fetch.fetch("mnist", tmp_path / "raw", offline=tmp_path)
     one_line(exc, tmp_path / "mnist.npz")
 
 
@@ -593,23 +593,23 @@ def test_image_folder_resizes_and_converts(tmp_path):
 
 def test_registry_names_the_known_datasets():
     with pytest.raises(ConfigError, match=r"dataset 'mnsit': not in the registry .*known: .*mnist"):
-        datasets.get("mnsit")
-    assert datasets.get("embryo").format is None
+        registry.get("mnsit")
+    assert registry.get("embryo").format is None
     with pytest.raises(ConfigError, match=r"'embryo': prepared by the paper's own pipeline"):
         datasets.prepare("embryo", {}, Path("unused.npz"))
 
 
 def test_a_damaged_registry_entry_is_named(tmp_path):
-    data = yaml.safe_load(datasets.REGISTRY.read_text())
+    data = yaml.safe_load(registry.REGISTRY.read_text())
     del data["datasets"]["cifar10"]["classes"]
     (tmp_path / "r.yaml").write_text(yaml.safe_dump(data))
     with pytest.raises(ConfigError, match=r"r.yaml: datasets.cifar10: 'classes' is a required"):
-        datasets.load_registry(tmp_path / "r.yaml")
-    data = yaml.safe_load(datasets.REGISTRY.read_text())
+        registry.load_registry(tmp_path / "r.yaml")
+    data = yaml.safe_load(registry.REGISTRY.read_text())
     data["datasets"]["imdb"]["files"][0]["sha256"] = "abc"
     (tmp_path / "r.yaml").write_text(yaml.safe_dump(data))
     with pytest.raises(ConfigError, match=r"datasets.imdb.files.0.sha256: 'abc' does not match"):
-        datasets.load_registry(tmp_path / "r.yaml")
+        registry.load_registry(tmp_path / "r.yaml")
 
 
 def test_the_registry_holds_the_published_checksums():
@@ -623,5 +623,5 @@ def test_the_registry_holds_the_published_checksums():
         IDX_IMAGES: "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609",
         "nietzsche.txt": None,
     }  # fmt: skip
-    files = {f.name: f for ds in datasets.registry().values() for f in ds.files}
+    files = {f.name: f for ds in registry.registry().values() for f in ds.files}
     assert {name: files[name].sha256 for name in published} == published

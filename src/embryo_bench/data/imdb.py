@@ -12,7 +12,7 @@ downloaded file is never unpickled with an unrestricted unpickler: :class:`_Arra
 resolves only the globals such a pickle names (numpy's array reconstructor, ``ndarray``,
 ``dtype``, and ``_codecs.encode`` with latin-1, which pickle protocol 2 uses for bytes), and
 every element must then be a list of non-negative ints; anything else is refused as damaged.
-The file's sha256 is checked before it is read (``datasets.fetch``).
+The file's sha256 is checked before it is read (:func:`.fetch.fetch`).
 
 Token ids follow ``load_data``'s defaults: the reviews shuffled with ``RandomState(113)``
 (training, then test, one generator), a start token 1 in front, word ids shifted by 3, ids
