@@ -1,2 +1,2 @@
-"""Data: finding and selecting frames, the preprocessing stages, the synthetic database,
-downloads."""
+"""Data: the paper's frames (finding, selecting, preprocessing, the synthetic database) and the
+datasets of the other workloads (one module per file format), downloads."""

@@ -44,9 +44,18 @@ def _session(retries: int, backoff: float) -> requests.Session:
     return session
 
 
-def _check_host(url: str) -> None:
+#: What a failed download of the database archive names: where its URL and checksum are set
+#: and how to use a copy fetched elsewhere (:func:`download`'s ``settings``).
+DATABASE_SETTINGS = {
+    "url": "dataset.url",
+    "sha256": "setting dataset.sha256",
+    "offline": "fetch the archive elsewhere and use dataset.kind: local with dataset.path",
+}
+
+
+def _check_host(url: str, settings: dict[str, str]) -> None:
     """Fail at once, with a hint, when the URL's host name does not resolve (retrying a DNS
-    failure only takes minutes).
+    failure only takes minutes); ``settings`` as :func:`download`'s.
 
     Raises:
         DownloadError: the host does not resolve.
@@ -59,13 +68,14 @@ def _check_host(url: str) -> None:
         socket.getaddrinfo(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
     except (socket.gaierror, UnicodeError) as exc:
         raise DownloadError(
-            f"{url}: host {parts.hostname!r} does not resolve ({exc}); check dataset.url, or "
-            "fetch the archive elsewhere and use dataset.kind: local with dataset.path"
+            f"{url}: host {parts.hostname!r} does not resolve ({exc}); check "
+            f"{settings['url']}, or {settings['offline']}"
         ) from exc
 
 
-def _check_archive(url: str, part: Path) -> None:
-    """Check the downloaded bytes open as a zip or tar archive (their member list reads).
+def _check_archive(url: str, part: Path, settings: dict[str, str]) -> None:
+    """Check the downloaded bytes open as a zip or tar archive (their member list reads);
+    ``settings`` as :func:`download`'s.
 
     Raises:
         DownloadError: an HTML/text page (removed: resuming it cannot help) or bytes that are
@@ -85,18 +95,28 @@ def _check_archive(url: str, part: Path) -> None:
             return
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError):
         pass
+    _check_not_page(url, part, settings)
+    raise DownloadError(
+        f"{url}: the {part.stat().st_size} bytes received are not a complete zip or tar "
+        f"archive (cut short?); kept in {part}, a rerun resumes from its end"
+    )
+
+
+def _check_not_page(url: str, part: Path, settings: dict[str, str]) -> None:
+    """Refuse bytes that start as an HTML/XML page (a login or error page sent with HTTP 200);
+    ``settings`` as :func:`download`'s.
+
+    Raises:
+        DownloadError: a page (removed: resuming it cannot help).
+    """
     with open(part, "rb") as fh:
         head = fh.read(512).lstrip().lower()
     if head.startswith((b"<!doctype", b"<html", b"<?xml", b"<")):
         part.unlink()
         raise DownloadError(
-            f"{url}: the server sent a web page ({head[:40]!r}...), not the archive; "
-            "nothing was kept (check dataset.url)"
+            f"{url}: the server sent a web page ({head[:40]!r}...), not the file; "
+            f"nothing was kept (check {settings['url']})"
         )
-    raise DownloadError(
-        f"{url}: the {part.stat().st_size} bytes received are not a complete zip or tar "
-        f"archive (cut short?); kept in {part}, a rerun resumes from its end"
-    )
 
 
 class _Restart(Exception):
@@ -163,6 +183,9 @@ def download(
     backoff: float = 1.0,
     timeout: float = 60.0,
     progress: bool = True,
+    *,
+    archive: bool = True,
+    settings: dict[str, str] = DATABASE_SETTINGS,
 ) -> dict:
     """Download ``url`` to ``dest``, resuming a previous partial download.
 
@@ -176,6 +199,11 @@ def download(
         backoff: exponential backoff factor between attempts (s).
         timeout: connect/read timeout per request (s).
         progress: show a tqdm progress bar (on stderr).
+        archive: check that the bytes open as a zip or tar archive; False for other formats
+            (a gzip file, a text corpus), which are only refused when they are a web page.
+        settings: what the errors name: ``url`` and ``sha256``, where the URL and the
+            expected checksum were set, and ``offline``, how to use a copy fetched elsewhere
+            (default: the database archive's, :data:`DATABASE_SETTINGS`).
 
     Returns:
         dict with ``url``, ``path``, ``bytes``, ``sha256`` (observed), ``sha256_verified`` and
@@ -185,10 +213,11 @@ def download(
         DownloadError: a host name that does not resolve (at once, no retries), HTTP error
             or broken connection after the retries, a checksum mismatch (the partial file is
             then deleted so the next try starts clean), or a body that is not a zip or tar
-            archive (:func:`_check_archive`): nothing is renamed onto ``dest``.
+            archive (:func:`_check_archive`; with ``archive=False``, a web page): nothing is
+            renamed onto ``dest``.
     """
     dest = Path(dest)
-    _check_host(url)
+    _check_host(url, settings)
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
     state: dict = {}
@@ -214,10 +243,13 @@ def download(
     if sha256 and observed.lower() != sha256.lower():
         part.unlink()
         raise DownloadError(
-            f"{url}: sha256 mismatch for {dest.name}: expected {sha256} (setting "
-            f"dataset.sha256), got {observed}; the partial file was removed"
+            f"{url}: sha256 mismatch for {dest.name}: expected {sha256} "
+            f"({settings['sha256']}), got {observed}; the partial file was removed"
         )
-    _check_archive(url, part)
+    if archive:
+        _check_archive(url, part, settings)
+    else:
+        _check_not_page(url, part, settings)
     os.replace(part, dest)
     return {
         "url": url,

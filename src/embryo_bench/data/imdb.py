@@ -1,0 +1,191 @@
+"""IMDb reviews as Keras's ``imdb.npz``, turned into the padded token-id arrays that
+minimaxir's ``imdb_fasttext.py`` and ``imdb_bidirectional_lstm.py`` trained on.
+
+Why this file and not the raw ``aclImdb_v1.tar.gz`` text: the scripts trained on exactly the
+ids of ``imdb.npz`` (``keras.datasets.imdb.load_data(num_words=20000)`` then
+``pad_sequences``), so the same file gives the same sequences, lengths and vocabulary, hence
+the same work per step; a tokenizer of our own would give other ids and lengths. The file is
+17 MB against 84 MB, and its sha256 is published by Keras.
+
+Its ``x_train``/``x_test`` are numpy object arrays of Python lists, stored as pickles. A
+downloaded file is never unpickled with an unrestricted unpickler: :class:`_ArrayUnpickler`
+resolves only the globals such a pickle names (numpy's array reconstructor, ``ndarray``,
+``dtype``, and ``_codecs.encode`` with latin-1, which pickle protocol 2 uses for bytes), and
+every element must then be a list of non-negative ints; anything else is refused as damaged.
+The file's sha256 is checked before it is read (:func:`.fetch.fetch`).
+
+Token ids follow ``load_data``'s defaults: the reviews shuffled with ``RandomState(113)``
+(training, then test, one generator), a start token 1 in front, word ids shifted by 3, ids
+not below ``num_words`` replaced by the out-of-vocabulary token 2; then ``pad_sequences``'s
+defaults: the last ``maxlen`` tokens kept, zeros in front.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import pickle
+import zipfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DataError
+
+#: load_data's defaults (keras/src/datasets/imdb.py).
+SEED, START, OOV, INDEX_FROM = 113, 1, 2, 3
+#: The arrays of imdb.npz.
+KEYS = ("x_train", "y_train", "x_test", "y_test")
+#: numpy's reconstructor of a pickled array (its module moved in numpy 2: both names map here).
+_RECONSTRUCT = np.ndarray.__reduce__(np.empty(0))[0]
+
+
+def _latin1(text: str, encoding: str) -> bytes:
+    """``_codecs.encode`` as pickle protocol 2 calls it for bytes, and only that."""
+    if encoding != "latin1":
+        raise pickle.UnpicklingError(f"_codecs.encode with {encoding!r}; expected 'latin1'")
+    return codecs.encode(text, "latin1")
+
+
+class _ArrayUnpickler(pickle.Unpickler):
+    """Unpickles a numpy object array and nothing else: every other global is refused."""
+
+    ALLOWED = {
+        ("numpy.core.multiarray", "_reconstruct"): _RECONSTRUCT,
+        ("numpy._core.multiarray", "_reconstruct"): _RECONSTRUCT,
+        ("numpy", "ndarray"): np.ndarray,
+        ("numpy", "dtype"): np.dtype,
+        ("_codecs", "encode"): _latin1,
+    }
+
+    def find_class(self, module: str, name: str):
+        try:
+            return self.ALLOWED[(module, name)]
+        except KeyError:
+            raise pickle.UnpicklingError(
+                f"global {module}.{name} is not allowed (only a numpy object array)"
+            ) from None
+
+
+def _read_member(path: Path, zf: zipfile.ZipFile, key: str) -> np.ndarray:
+    """One array of the npz: a plain array as numpy reads it (no pickle), an object array
+    through :class:`_ArrayUnpickler`.
+
+    Raises:
+        DataError: naming ``path`` and the array: missing, another .npy version, a pickle
+            that names another global or is not an object array of the header's shape.
+    """
+    name = f"{key}.npy"
+    if name not in zf.namelist():
+        raise DataError(f"{path}: no {name}; expected the arrays {', '.join(KEYS)}")
+    try:
+        with zf.open(name) as fh:
+            version = np.lib.format.read_magic(fh)
+            if version == (1, 0):
+                shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
+            elif version == (2, 0):
+                shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+            else:
+                raise DataError(f"{path}: {name} is .npy version {version}; expected 1.0 or 2.0")
+            array = _ArrayUnpickler(fh, encoding="ASCII").load() if dtype.hasobject else None
+        if array is None:
+            with zf.open(name) as fh:
+                return np.lib.format.read_array(fh, allow_pickle=False)
+    except (pickle.UnpicklingError, ValueError, TypeError, AttributeError, EOFError) as exc:
+        raise DataError(
+            f"{path}: {key} is not a numpy array of token-id lists ({type(exc).__name__}: {exc})"
+        ) from None
+    if not isinstance(array, np.ndarray) or array.dtype != object or array.shape != shape:
+        raise DataError(
+            f"{path}: {key} unpickles as {type(array).__name__}; expected an object array of "
+            f"shape {shape}"
+        )
+    return array
+
+
+def _pad(path: Path, key: str, reviews: np.ndarray, maxlen: int, num_words: int) -> np.ndarray:
+    """``load_data``'s ids, then ``pad_sequences``'s padding and truncation, as int32
+    (N, maxlen); ``reviews`` already in load_data's shuffled order."""
+    out = np.zeros((len(reviews), maxlen), dtype=np.int32)
+    for i, review in enumerate(reviews):
+        if type(review) is not list:
+            raise DataError(
+                f"{path}: {key}[{i}] is {type(review).__name__}; expected a list of word ids"
+            )
+        try:
+            words = np.array(review[-maxlen:]) if review else np.zeros(0, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            words = None
+        if (
+            words is None
+            or words.ndim != 1
+            or words.dtype.kind != "i"
+            or (len(words) and words.min() < 0)
+        ):
+            raise DataError(
+                f"{path}: {key}[{i}] holds {review[:5]!r}...; expected non-negative int word ids"
+            )
+        ids = words + INDEX_FROM
+        ids[ids >= num_words] = OOV
+        out[i, maxlen - len(ids) :] = ids
+        if len(review) < maxlen:  # the start token survives the truncation
+            out[i, maxlen - len(ids) - 1] = START
+    return out
+
+
+def load_npz(
+    path: str | os.PathLike,
+    *,
+    maxlen: int,
+    num_words: int,
+    limit_train: int = 0,
+    limit_test: int = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Read ``imdb.npz`` into padded token ids, as the scripts' ``load_data`` and
+    ``pad_sequences`` made them.
+
+    Args:
+        path: the file (its sha256 checked before, by the caller).
+        maxlen: tokens per review (400 for fastText, 100 for the bidirectional LSTM).
+        num_words: ids from this up become the out-of-vocabulary token 2 (20,000).
+        limit_train, limit_test: keep the first N reviews of each split after the shuffle
+            (0: all).
+
+    Returns:
+        ``(x_train, y_train, x_test, y_test)``: int32 (N, maxlen) ids in 0..num_words-1 (0 is
+        padding), int32 labels 0/1. Memory: the file's lists of one split at a time (a few
+        hundred MB for the full set) and the padded arrays.
+
+    Raises:
+        DataError: naming ``path``: not a readable zip (truncated), an array missing, a pickle
+            naming anything but a numpy object array, a review that is not a list of
+            non-negative ints, labels other than 0/1 or not one per review.
+    """
+    path = Path(path)
+    rng = np.random.RandomState(SEED)
+    out: list[np.ndarray] = []
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for split, limit in (("train", limit_train), ("test", limit_test)):
+                reviews = _read_member(path, zf, f"x_{split}")
+                labels = _read_member(path, zf, f"y_{split}")
+                if labels.ndim != 1 or len(labels) != len(reviews) or labels.dtype.kind not in "iu":
+                    raise DataError(
+                        f"{path}: y_{split} is {labels.dtype} {labels.shape} for "
+                        f"{len(reviews)} reviews; expected one integer label per review"
+                    )
+                if len(labels) and (labels.min() < 0 or labels.max() > 1):
+                    raise DataError(f"{path}: y_{split} holds labels other than 0 and 1")
+                order = np.arange(len(reviews))
+                rng.shuffle(order)
+                if limit > 0:
+                    order = order[:limit]
+                x = _pad(path, f"x_{split}", reviews[order], maxlen, num_words)
+                del reviews
+                out += [x, labels[order].astype(np.int32)]
+    except FileNotFoundError as exc:
+        raise DataError(f"{path}: file not found") from exc
+    except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as exc:
+        raise DataError(f"{path}: not a readable .npz file, truncated or corrupt ({exc})") from exc
+    return tuple(out)
