@@ -95,7 +95,7 @@ def test_the_train_commands_hash_leaves_out_image_building_and_the_figures():
     assert train == {
         "embryo_bench", "cli", "backend", "calibrate", "docker_api", "docker_runner", "errors",
         "evidence", "frames", "hardware", "io", "layout", "lifeline", "model", "preprocess",
-        "provenance", "record", "spec", "stages", "telemetry", "train",
+        "provenance", "record", "spec", "stages", "telemetry", "train", "training.inputs",
     }  # fmt: skip
     figures = {m.removeprefix("embryo_bench.") for m in module_closure("cli:figures")}
     assert not figures & {"plan", "hardware", "containers", "codehash", "train", "docker_api"}
