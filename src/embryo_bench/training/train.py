@@ -47,6 +47,7 @@ from ..recording.record import finish_run
 from ..recording.telemetry import Measurement, ProcessSampler
 from ..runners.lifeline import check_parent
 from .backend import compute_settings, distribution_scope, input_pipeline, limit_threads
+from .inputs import add_input_wait, feed_errors
 
 log = logging.getLogger(__name__)
 
@@ -197,6 +198,7 @@ def fit_epochs(
     test_subset: int = 0,
     windows: list[dict] | None = None,
     window_steps: int | None = None,
+    feed=None,
 ) -> list[dict]:
     """Train ``model`` for ``epochs`` epochs in one ``fit`` call, reshuffled every epoch,
     scoring ``test`` after each (Keras validation); each epoch timed by a callback.
@@ -217,6 +219,12 @@ def fit_epochs(
             The clock is read at the start of a batch, after waiting for the previous step
             (once per window, so asynchronous backends still run ahead between windows);
             no batch-end callback is used, which would make Keras wait for every step.
+        feed: the training batches, ready (files mode:
+            :class:`embryo_bench.training.inputs.TimedFeed`, one pass over ``train`` an
+            epoch; ``train`` then gives only the labels' count); default: the in-memory
+            :func:`embryo_bench.backend.input_pipeline` over ``train``. A feed that times its
+            waits (``waited_seconds``) adds each epoch's wait to its row
+            (:func:`embryo_bench.training.inputs.add_input_wait`).
 
     Returns:
         one row per epoch (:data:`HISTORY_COLUMNS`): epoch_seconds (the epoch's training,
@@ -232,7 +240,14 @@ def fit_epochs(
     import keras
 
     images_per_epoch = epoch_steps * batch_size if epoch_steps else len(train[1])
-    feed = input_pipeline(*train, batch_size, shuffle=True, seed=seed, endless=epoch_steps > 0)
+    if feed is None:
+        feed = input_pipeline(*train, batch_size, shuffle=True, seed=seed, endless=epoch_steps > 0)
+    elif epoch_steps:
+        raise ConfigError(
+            f"train.original.epoch_steps {epoch_steps}: fixed-step epochs need memory input; "
+            "a files feed gives one pass over the images an epoch"
+        )
+    waited = getattr(feed, "waited_seconds", None)
     scoring = input_pipeline(
         *test, batch_size, shuffle=test_subset > 0, seed=seed + 1, take=test_subset
     )
@@ -251,6 +266,7 @@ def fit_epochs(
         def on_epoch_begin(self, epoch, logs=None):
             self.epoch, self.window_from = epoch + 1, 0
             self.begin = self.scoring = self.window_start = time.perf_counter()
+            self.waited = waited() if waited else 0.0
 
         def close_window(self, step: int, now: float) -> None:
             if windows is not None and step > self.window_from:
@@ -283,6 +299,7 @@ def fit_epochs(
             keras.ops.convert_to_numpy(self.model.optimizer.iterations)
             self.scoring = time.perf_counter()
             self.close_window(n_steps, self.scoring)
+            self.waited = waited() - self.waited if waited else 0.0
 
         def on_epoch_end(self, epoch, logs=None):
             end = time.perf_counter()
@@ -299,18 +316,21 @@ def fit_epochs(
                 "images_per_s": images_per_epoch / seconds,
                 "ended_unix_s": time.time(),
             }
+            if waited:
+                add_input_wait(row, self.waited)
             rows.append(row)
             if on_epoch is not None:
                 on_epoch(row)
 
-    model.fit(
-        **feed.fit_kwargs(),
-        **scoring.validation_kwargs(),
-        epochs=epochs,
-        verbose=0,
-        callbacks=[EpochClock()],
-        **steps,
-    )
+    with feed_errors(feed):
+        model.fit(
+            **feed.fit_kwargs(),
+            **scoring.validation_kwargs(),
+            epochs=epochs,
+            verbose=0,
+            callbacks=[EpochClock()],
+            **steps,
+        )
     return rows
 
 
