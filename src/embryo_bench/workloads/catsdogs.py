@@ -32,7 +32,7 @@ def _network(input_shape, classes, filters: tuple[int, ...], dropout: float, nam
     """[conv 3x3 ReLU (valid), max-pool 2] for each of ``filters``, flatten, dense 128 ReLU,
     optional dropout, dense 1 sigmoid."""
     if classes != 2:
-        raise ConfigError("the cats-vs-dogs networks have one sigmoid output; expected classes 2")
+        raise ConfigError(f"classes {classes}: the model has one sigmoid output; expected 2")
     convs = []
     for n in filters:
         convs += [layers.Conv2D(n, 3, activation="relu"), layers.MaxPooling2D(2)]

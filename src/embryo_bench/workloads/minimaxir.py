@@ -40,9 +40,9 @@ def _image_input(input_shape) -> keras.KerasTensor:
     return keras.Input(tuple(input_shape), dtype="uint8", name="image")
 
 
-def _binary(name: str, classes: int) -> None:
+def _binary(classes: int) -> None:
     if classes != 2:
-        raise ConfigError(f"{name} has one sigmoid output (binary); expected classes 2")
+        raise ConfigError(f"classes {classes}: the model has one sigmoid output; expected 2")
 
 
 def mnist_mlp(input_shape, classes) -> keras.Model:
@@ -131,10 +131,10 @@ def imdb_fasttext(input_shape, classes, vocabulary: int | None = None) -> keras.
     Raises:
         ConfigError: no ``vocabulary`` given, or ``classes`` other than 2.
     """
-    _binary("imdb-fasttext", classes)
+    _binary(classes)
     if not vocabulary:
         raise ConfigError(
-            "imdb-fasttext: the embedding's rows come from the data (20,001 + the distinct "
+            "no vocabulary: the embedding's rows come from the data (20,001 + the distinct "
             "bigrams of the training set); expected vocabulary= from the data"
         )
     return keras.Sequential(
@@ -156,7 +156,7 @@ def imdb_bilstm(input_shape, classes, vocabulary: int = IMDB_WORDS) -> keras.Mod
     Raises:
         ConfigError: ``classes`` other than 2.
     """
-    _binary("imdb-bilstm", classes)
+    _binary(classes)
     return keras.Sequential(
         [
             keras.Input(tuple(input_shape), dtype="int32", name="tokens"),

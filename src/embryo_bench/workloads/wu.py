@@ -54,9 +54,7 @@ def tf_mnist_deep(input_shape, classes) -> keras.Model:
     """
     side, width, channels = (tuple(input_shape) + (0, 0, 0))[:3]
     if len(input_shape) != 3 or side != width or channels != 1:
-        raise ConfigError(
-            f"tf-mnist-deep: input shape {tuple(input_shape)}; expected (side, side, 1)"
-        )
+        raise ConfigError(f"input shape {tuple(input_shape)}; expected (side, side, 1)")
     return build_paper_cnn(image_size=side, classes=classes, variant="original")
 
 
@@ -163,7 +161,7 @@ def tf_cifar10(input_shape, classes) -> keras.Model:
     """
     if len(input_shape) != 3 or min(input_shape[:2]) < CIFAR10_CROP:
         raise ConfigError(
-            f"tf-cifar10: input shape {tuple(input_shape)}; expected (H, W, C) with H, W >= "
+            f"input shape {tuple(input_shape)}; expected (H, W, C) with H, W >= "
             f"{CIFAR10_CROP} (the tutorial's crop)"
         )
 
