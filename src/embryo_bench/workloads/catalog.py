@@ -140,10 +140,10 @@ class Recipe:
         steps: >0 where the study counted training steps, not epochs (003: 20,000 on MNIST);
             004's tutorial ran 25 Keras epochs of 8,000 steps each: 200,000.
         loss: one of :data:`LOSSES`.
-        from_logits: the model outputs logits (TensorFlow's scripts), not probabilities
-            (softmax / sigmoid, as the Keras scripts).
         optimizer_options: further optimizer arguments, e.g. ``(("epsilon", 1e-8),)``; see
             :data:`RECIPE_SCHEMA` for the decay entries.
+        from_logits: the model outputs logits (TensorFlow's scripts), not probabilities
+            (softmax / sigmoid, as the Keras scripts).
     """
 
     optimizer: str
@@ -152,8 +152,8 @@ class Recipe:
     epochs: int
     steps: int = 0
     loss: str = LOSSES[0]
-    from_logits: bool = False
     optimizer_options: tuple[tuple[str, float | bool], ...] = ()
+    from_logits: bool = False
 
 
 @dataclass(frozen=True)
