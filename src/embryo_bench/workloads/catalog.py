@@ -1,0 +1,291 @@
+"""The catalog of the studies' workloads (issue 32, item 2): ``catalog.yaml`` read into
+:class:`Workload` and :class:`Recipe`.
+
+``catalog.yaml`` is data: every published fact (shapes, classes, parameter counts, batch
+sizes, epochs, optimizers) with the study, script or table it comes from, and what the source
+leaves open written under ``assumed``. It is validated against :data:`SCHEMA` on load. The
+models themselves are Python (one module per study: ``datamadness`` 001, ``minimaxir`` 002,
+``wu`` 003, ``catsdogs`` 004; the paper's CNN 000), built by :mod:`.build`.
+
+No Keras here: the plan reads the catalog in every Snakemake parse.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..planning.config import apply_defaults, read_config_file
+from .user import BUILDER_PATTERN
+
+#: The catalog file, shipped with the package (pyproject's package-data).
+CATALOG = Path(__file__).with_name("catalog.yaml")
+
+#: Losses a recipe may name (keras.losses names). Sparse categorical cross-entropy takes int
+#: class indices; binary cross-entropy a sigmoid output of shape (batch, 1) and labels 0/1.
+LOSSES = ("sparse_categorical_crossentropy", "binary_crossentropy")
+#: The datasets the workloads train on (the data each is read from is data's business).
+DATASETS = ("mnist", "cifar10", "imdb", "nietzsche", "catsdogs", "datamadness", "embryo")
+#: How one sample is stored: images uint8 (H, W, C), text int32 token ids (T,).
+INPUT_DTYPES = ("uint8", "int32")
+#: The augmenting generators' settings (keras ImageDataGenerator's names), files mode.
+AUGMENTATIONS = (
+    "shear_range",
+    "zoom_range",
+    "rotation_range",
+    "width_shift_range",
+    "height_shift_range",
+    "horizontal_flip",
+)
+#: A workload's name in a configuration.
+NAME_PATTERN = "^[a-z0-9][a-z0-9-]*$"
+
+_NUMBER_OR_FLAG = {"type": ["number", "boolean"]}
+
+#: The recipe of a workload: ``optimizer_options`` are keyword arguments of the Keras
+#: optimizer, plus ``decay`` (Keras 2's per-step inverse-time decay, lr / (1 + decay * step))
+#: and ``exponential_decay_steps`` / ``exponential_decay_rate`` (TensorFlow 1's staircase
+#: ``exponential_decay``), which :func:`embryo_bench.workloads.build.compile_model` turns into
+#: learning-rate schedules.
+RECIPE_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["optimizer", "learning_rate", "batch_size", "epochs"],
+    "properties": {
+        "optimizer": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
+        "learning_rate": {"type": "number", "exclusiveMinimum": 0},
+        "batch_size": {"type": "integer", "minimum": 1},
+        "epochs": {"type": "integer", "minimum": 1},
+        "steps": {"type": "integer", "minimum": 0, "default": 0},
+        "loss": {"enum": list(LOSSES), "default": LOSSES[0]},
+        "from_logits": {"type": "boolean", "default": False},
+        "optimizer_options": {
+            "type": "object",
+            "propertyNames": {"pattern": "^[a-z][a-z0-9_]*$"},
+            "additionalProperties": _NUMBER_OR_FLAG,
+            "default": {},
+        },
+    },
+}
+
+WORKLOAD_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": [
+        "study",
+        "source",
+        "model",
+        "dataset",
+        "input_shape",
+        "input_dtype",
+        "classes",
+        "parameters",
+        "recipe",
+    ],
+    "properties": {
+        "study": {"type": "string", "pattern": "^[0-9]{3}$"},
+        "source": {"type": "string", "minLength": 1},
+        "model": {"type": "string", "pattern": BUILDER_PATTERN},
+        "dataset": {"enum": list(DATASETS)},
+        "input_shape": {
+            "type": "array",
+            "items": {"type": "integer", "minimum": 1},
+            "minItems": 1,
+            "maxItems": 3,
+        },
+        "input_dtype": {"enum": list(INPUT_DTYPES)},
+        "classes": {"type": "integer", "minimum": 2},
+        "parameters": {"type": "integer", "minimum": 0},
+        "vocabulary": {"type": "integer", "minimum": 0, "default": 0},
+        "recipe": RECIPE_SCHEMA,
+        "augmentation": {
+            "type": "object",
+            "propertyNames": {"enum": list(AUGMENTATIONS)},
+            "additionalProperties": _NUMBER_OR_FLAG,
+            "default": {},
+        },
+        "assumed": {"type": "string", "default": ""},
+    },
+}
+
+#: ``catalog.yaml``: a mapping ``workloads`` of name -> workload.
+SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["workloads"],
+    "properties": {
+        "workloads": {
+            "type": "object",
+            "minProperties": 1,
+            "propertyNames": {"pattern": NAME_PATTERN},
+            "additionalProperties": WORKLOAD_SCHEMA,
+        }
+    },
+}
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A study's training recipe.
+
+    Attributes:
+        optimizer: the Keras optimizer's name as ``keras.optimizers.get`` takes it ("adam",
+            "rmsprop", "sgd", "adadelta").
+        learning_rate: its (initial) learning rate.
+        batch_size: images (or sequences) a step.
+        epochs: epochs as the study ran them (Keras's ``epochs``; where the study counted
+            steps, the passes over the training set its steps make, rounded up).
+        steps: >0 where the study counted training steps, not epochs (003: 20,000 on MNIST);
+            004's tutorial ran 25 Keras epochs of 8,000 steps each: 200,000.
+        loss: one of :data:`LOSSES`.
+        optimizer_options: further optimizer arguments, e.g. ``(("epsilon", 1e-8),)``; see
+            :data:`RECIPE_SCHEMA` for the decay entries.
+        from_logits: the model outputs logits (TensorFlow's scripts), not probabilities
+            (softmax / sigmoid, as the Keras scripts).
+    """
+
+    optimizer: str
+    learning_rate: float
+    batch_size: int
+    epochs: int
+    steps: int = 0
+    loss: str = LOSSES[0]
+    optimizer_options: tuple[tuple[str, float | bool], ...] = ()
+    from_logits: bool = False
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A catalog entry: a model, its data and its recipe, each with its source.
+
+    Attributes:
+        name: the configuration's name for it, e.g. "mnist-mlp" (:data:`NAME_PATTERN`).
+        study: "000" (the paper) .. "004", as ``shared/seeds/`` numbers them.
+        source: the study, script or table the model and recipe come from.
+        model: its builder, ``"package.module:function"``, called
+            ``builder(input_shape, classes)`` -> uncompiled ``keras.Model`` (text builders
+            also take ``vocabulary=``).
+        dataset: one of :data:`DATASETS`.
+        input_shape: one sample as stored: images (H, W, C), text (T,).
+        input_dtype: "uint8" (images, rescaled inside the model) or "int32" (token ids).
+        classes: output classes; 2 for the sigmoid (binary cross-entropy) workloads.
+        parameters: the model's parameter count (Keras's ``count_params``: trainable and
+            not) at ``input_shape``, as the source prints it or as its layers give it; 0 where
+            it depends on the data (``vocabulary`` 0 on a text workload).
+        recipe: the study's :class:`Recipe`.
+        vocabulary: text workloads: token ids are below it (the embedding's rows); 0 for
+            images, or where the data decides it (imdb-fasttext: 20,001 + the distinct
+            bigrams of its training set).
+        augmentation: the study's augmenting generator (:data:`AUGMENTATIONS`: shear and
+            zoom ranges, 1.0 for a horizontal flip), for files mode; () where none.
+        assumed: what the source does not pin down and the catalog chose.
+    """
+
+    name: str
+    study: str
+    source: str
+    model: str
+    dataset: str
+    input_shape: tuple[int, ...]
+    input_dtype: str
+    classes: int
+    parameters: int
+    recipe: Recipe
+    augmentation: tuple[tuple[str, float], ...] = ()
+    assumed: str = ""
+    vocabulary: int = 0
+
+
+def _options(mapping: dict) -> tuple[tuple[str, float | bool], ...]:
+    return tuple((k, v if isinstance(v, bool) else float(v)) for k, v in mapping.items())
+
+
+def _workload(name: str, entry: dict, where: str) -> Workload:
+    """One validated ``catalog.yaml`` entry as a :class:`Workload` (``where``: its file)."""
+    if entry["input_dtype"] == "uint8" and len(entry["input_shape"]) != 3:
+        raise ConfigError(
+            f"{where}: workloads.{name}.input_shape: {entry['input_shape']}: an image is "
+            "stored as [height, width, channels]"
+        )
+    if entry["input_dtype"] == "int32" and len(entry["input_shape"]) != 1:
+        raise ConfigError(
+            f"{where}: workloads.{name}.input_shape: {entry['input_shape']}: token ids are "
+            "stored as [length]"
+        )
+    if entry["parameters"] == 0 and (entry["input_dtype"] != "int32" or entry["vocabulary"]):
+        raise ConfigError(
+            f"{where}: workloads.{name}.parameters: 0 is only for a text workload whose "
+            "vocabulary comes from its data (vocabulary 0); expected the model's count"
+        )
+    recipe = entry["recipe"]
+    if recipe["loss"] == "binary_crossentropy" and entry["classes"] != 2:
+        raise ConfigError(
+            f"{where}: workloads.{name}.recipe.loss: binary_crossentropy (a sigmoid output) "
+            f"goes with classes 2, found classes {entry['classes']}"
+        )
+    return Workload(
+        name=name,
+        study=entry["study"],
+        source=entry["source"].strip(),
+        model=entry["model"],
+        dataset=entry["dataset"],
+        input_shape=tuple(entry["input_shape"]),
+        input_dtype=entry["input_dtype"],
+        classes=entry["classes"],
+        parameters=entry["parameters"],
+        recipe=Recipe(
+            optimizer=recipe["optimizer"],
+            learning_rate=float(recipe["learning_rate"]),
+            batch_size=recipe["batch_size"],
+            epochs=recipe["epochs"],
+            steps=recipe["steps"],
+            loss=recipe["loss"],
+            from_logits=recipe["from_logits"],
+            optimizer_options=_options(recipe["optimizer_options"]),
+        ),
+        augmentation=_options(entry["augmentation"]),
+        assumed=" ".join(entry["assumed"].split()),
+        vocabulary=entry["vocabulary"],
+    )
+
+
+def load_catalog(path: str | Path = CATALOG) -> dict[str, Workload]:
+    """Read and validate a catalog file.
+
+    Args:
+        path: the YAML file (``catalog.yaml`` beside this module by default).
+
+    Returns:
+        name -> :class:`Workload`, in the file's order.
+
+    Raises:
+        ConfigError: one line naming the file and the entry: unreadable or not YAML, a
+            field missing or of the wrong type or range (:data:`SCHEMA`), or facts that
+            contradict each other (an image shape that is not H x W x C, binary
+            cross-entropy with other than 2 classes, a parameter count of 0 where the model
+            is fixed).
+    """
+    where = str(path)
+    raw = read_config_file(path)
+    data = apply_defaults(raw, SCHEMA, sources=[(where, raw)])
+    return {name: _workload(name, entry, where) for name, entry in data["workloads"].items()}
+
+
+@functools.cache
+def catalog() -> dict[str, Workload]:
+    """The package's catalog (:data:`CATALOG`), read once. See :func:`load_catalog`."""
+    return load_catalog(CATALOG)
+
+
+def get(name: str) -> Workload:
+    """The catalog's workload ``name``.
+
+    Raises:
+        ConfigError: ``name`` is not in the catalog (the message lists the known names).
+    """
+    known = catalog()
+    if name not in known:
+        raise ConfigError(f"workload {name!r}: not in the catalog; known: {', '.join(known)}")
+    return known[name]

@@ -1,0 +1,62 @@
+"""A model builder named by a setting: ``"package.module:function"`` (issue 32, item 2).
+
+Every workload's model is built by such a function, called ``builder(input_shape, classes)``
+and returning an uncompiled ``keras.Model``: the catalog's own (``catalog.yaml``'s ``model``)
+and the user's, so people measure their own workload. No Keras here: :func:`load_builder`
+imports only the module the setting names.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable
+
+from ..errors import ConfigError
+
+#: A builder's path: dotted module names, a colon, the function's name.
+BUILDER_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
+BUILDER_FORM = "'package.module:function'"
+
+
+def _first_line(exc: BaseException) -> str:
+    """``Type: message`` of ``exc`` on one line (a SyntaxError with its file and line)."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"SyntaxError: {exc.msg} ({exc.filename}, line {exc.lineno})"
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def load_builder(path: str, setting: str = "model") -> Callable:
+    """The function ``path`` names, imported.
+
+    Args:
+        path: ``"package.module:function"``, e.g. ``"embryo_bench.workloads.minimaxir:mnist_mlp"``
+            or a module of the user's on ``PYTHONPATH``.
+        setting: the setting ``path`` came from, named in errors (e.g. ``workloads.mine.model``).
+
+    Returns:
+        the callable; called ``builder(input_shape, classes)`` it must return a ``keras.Model``.
+
+    Raises:
+        ConfigError: one line naming ``setting`` and ``path``: ``path`` is not of the form
+            ``package.module:function``; the module does not import (the exception's first
+            line); it has no such attribute; or the attribute is not callable.
+    """
+    if not isinstance(path, str) or not re.match(BUILDER_PATTERN, path):
+        raise ConfigError(f"{setting}: {path!r}: expected a builder of the form {BUILDER_FORM}")
+    module_name, function = path.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # any failure of the user's module is a bad setting
+        raise ConfigError(
+            f"{setting}: {path!r}: module {module_name!r} does not import ({_first_line(exc)})"
+        ) from None
+    builder = getattr(module, function, None)
+    if builder is None:
+        raise ConfigError(f"{setting}: {path!r}: module {module_name!r} has no {function!r}")
+    if not callable(builder):
+        raise ConfigError(
+            f"{setting}: {path!r}: {function!r} is a {type(builder).__name__}, not a function"
+        )
+    return builder
