@@ -33,6 +33,7 @@ include: "workflow/rules/invert.smk"
 include: "workflow/rules/augment.smk"
 include: "workflow/rules/images.smk"
 include: "workflow/rules/train.smk"
+include: "workflow/rules/workloads.smk"
 include: "workflow/rules/figures.smk"
 
 
@@ -48,6 +49,10 @@ localrules:
     figures,
     figures_spec,
     run_spec,
+    dataset_file,
+    workload_figures,
+    workload_figures_spec,
+    workload_run_spec,
 
 
 rule all:
@@ -55,3 +60,4 @@ rule all:
     input:
         FIGURES,
         RUN_OUTPUTS,
+        WORKLOAD_OUTPUTS,

@@ -16,6 +16,7 @@ LATE = {
     ("training.train", "workloads.paper"): (
         "the model module imports Keras, which must wait for the backend choice"
     ),
+    ("training.train", "workloads.build"): "the same: it imports Keras",
 }
 PREFIX = PACKAGE + "."
 

@@ -122,11 +122,13 @@ def test_run_and_metrics_files_carry_a_format_and_newer_ones_are_refused(tmp_pat
 
     spec = plan().spec("host-1cpu", 1)
     d = spec.to_dict()
-    assert d["format"] == RUN_SPEC_FORMAT == 1
+    # The paper's runs are written as format 1 (as before workloads: not run again); 2 is
+    # a run of another workload (issue 32).
+    assert d["format"] == 1 and RUN_SPEC_FORMAT == 2
     older = {k: v for k, v in d.items() if k != "format"}  # before versions were written
     assert RunSpec.from_dict(older, "x") == spec
-    with pytest.raises(DataError, match="x: format 2 is newer than this embryo-bench reads"):
-        RunSpec.from_dict({**d, "format": 2}, "x")
+    with pytest.raises(DataError, match="x: format 3 is newer than this embryo-bench reads"):
+        RunSpec.from_dict({**d, "format": 3}, "x")
     with pytest.raises(DataError, match="x: format 'one' is not a version number"):
         RunSpec.from_dict({**d, "format": "one"}, "x")
     run = tmp_path / "run"
@@ -234,7 +236,7 @@ def test_repeats_run_as_alternating_rounds_and_each_waits_for_the_one_before():
     abcd = [(a, 1), (b, 1), (c, 1), (d, 1)]
     assert p.runs == abcd + [(d, 2), (c, 2), (b, 2), (a, 2)] + [(t, 3) for t, _ in abcd]
     assert p.previous_run(a, 1) is None
-    assert p.previous_run(d, 2) == (d, 1) and p.previous_run(a, 3) == (a, 2)
+    assert p.previous_run(d, 2) == (d, 1, "paper") and p.previous_run(a, 3) == (a, 2, "paper")
     with pytest.raises(KeyError, match="no run host-1cpu repeat 4"):
         p.previous_run(a, 4)
 

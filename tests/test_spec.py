@@ -161,7 +161,7 @@ def test_run_json_allows_what_the_configuration_allows(key):
 
 def test_every_run_spec_field_is_in_the_schema_and_compared_or_its_own():
     own = {"repeat", "replicas", "container", "sweep", "epoch_steps", "holdout", "test_subset"}
-    own |= {"preprocessing", "container.docker_host"}
+    own |= {"preprocessing", "container.docker_host", "workload"}
     keys = set(RUN_SPEC_SCHEMA["properties"]) | {
         f"{parent}.{k}"
         for parent in ("preprocessing", "container")

@@ -232,6 +232,98 @@ def cmd_augment(p):
     return run
 
 
+def cmd_workloads(p):
+    """list the workloads of the catalog (the studies' models) and the datasets they use"""
+
+    def run(a):
+        from .workloads import catalog
+
+        for w in catalog.catalog().values():
+            r = w.recipe
+            print(
+                f"{w.name:<24} study {w.study}  {w.dataset:<12} "
+                f"{'x'.join(map(str, w.input_shape))} {w.input_dtype}, {w.classes} classes, "
+                f"{w.parameters:,} parameters; {r.optimizer} {r.learning_rate:g}, batch "
+                f"{r.batch_size}, {r.epochs} epochs\n    {w.source}"
+            )
+
+    return run
+
+
+def cmd_workload_data(p):
+    """make a workload's arrays: its dataset's files parsed, or synthetic arrays of its shape"""
+    p.add_argument("--workload", required=True, help="the workload's name (for the info)")
+    p.add_argument(
+        "--data",
+        required=True,
+        help="how, as JSON (the plan's embryo_bench.planning.workloads.WorkloadData)",
+    )
+    p.add_argument("--files", nargs="*", default=[], help="the dataset's files (real data)")
+    p.add_argument("--out", required=True, help="the arrays (.npz)")
+    p.add_argument("--info", required=True, help="what they are (JSON, for the figures)")
+
+    def run(a):
+        from .data import datasets
+        from .io import parse_json, write_json
+
+        d = parse_json(a.data, "--data")
+        ds = datasets.get(d["dataset"])
+        shape = tuple(d["input_shape"])
+        if d["synthetic"]:
+            n_train = d["train_samples"] or ds.train
+            n_test = d["test_samples"] or ds.test
+            if not n_train or n_test is None:  # the plan checks it first
+                raise ConfigError(
+                    f"workload {a.workload}: dataset {ds.name} gives no sample counts; set "
+                    "train_samples and test_samples for its synthetic data"
+                )
+            info = datasets.prepare_synthetic(
+                ds.name, a.out, n_train=n_train, n_test=n_test, seed=d["seed"], shape=shape
+            )
+        else:
+            if ds.files:
+                files = {Path(f).name: Path(f) for f in a.files}
+            else:  # an image folder: read in place
+                files = {datasets.FOLDER: Path(d["path"])}
+            info = datasets.prepare(
+                ds.name,
+                files,
+                a.out,
+                limit_train=d["train_samples"],
+                limit_test=d["test_samples"],
+                shape=shape,
+            )
+        label = f"{ds.name}" + (" (SYNTHETIC)" if d["synthetic"] else "")
+        write_json(a.info, {**info, "workload": a.workload, "label": label})
+        log.info(
+            "workload %s: %s, %d train / %d test samples", a.workload, label,
+            info["train"], info["test"],
+        )  # fmt: skip
+
+    return run
+
+
+def cmd_workload_files(p):
+    """write a workload's training images as JPEG files, train/<class>/<n>.jpg (its files
+    input mode reads them)"""
+    p.add_argument("--arrays", required=True, help="the workload's arrays (.npz)")
+    p.add_argument("--out", required=True, help="the folder to write (train/ and test/)")
+
+    def run(a):
+        from .data.arrays import read_arrays, read_info
+        from .data.imagefolder import write_image_folder
+
+        x_train, y_train, _, _ = read_arrays(a.arrays)
+        info = read_info(a.arrays)
+        names = info.get("class_names") or [f"class-{k}" for k in range(info["classes"])]
+        # The training images only (the test set is scored from memory); the folder appears
+        # only when all its files are written.
+        write_image_folder(x_train, y_train, Path(a.out) / "train", [str(n) for n in names])
+        log.info("wrote %d training images under %s/train", len(y_train), a.out)
+
+    return run
+
+
 def cmd_spec(p):
     """write a run's settings (run.json), checked"""
     p.add_argument("--json", required=True, help="the run spec as JSON")
@@ -248,10 +340,19 @@ def cmd_spec(p):
 
 
 def cmd_train(p):
-    """train the paper CNN for one run (its run.json) on augmented shards"""
+    """train one run (its run.json): the paper's CNN on augmented shards, or another workload
+    on its arrays"""
     p.add_argument("--spec", required=True, help="the run's run.json (runner, limits, settings)")
-    p.add_argument("--shards", nargs="+", required=True)
-    p.add_argument("--source-info", required=True)
+    p.add_argument(
+        "--shards", nargs="+", default=[], help="augmented shards (the paper's workload)"
+    )
+    p.add_argument("--arrays", help="a workload's prepared arrays (another workload's runs)")
+    p.add_argument("--files", help="a workload's image files (its files input mode)")
+    p.add_argument(
+        "--source-info",
+        required=True,
+        help="the index stage's source.json, or a workload's data info.json",
+    )
     p.add_argument("--out-dir", required=True)
     p.add_argument("--image-record", help="image JSON from the image build (docker runs)")
     p.add_argument(
@@ -267,6 +368,16 @@ def cmd_train(p):
         from .planning.spec import RunSpec
 
         spec = RunSpec.read(a.spec)
+        if spec.workload is None and not a.shards:
+            raise EmbryoBenchError(f"{a.spec}: a run of the paper's workload needs --shards")
+        if spec.workload is not None and not a.arrays:
+            raise EmbryoBenchError(
+                f"{a.spec}: a run of workload {spec.workload.name} needs --arrays"
+            )
+        if spec.workload is not None and spec.workload.input_mode == "files" and not a.files:
+            raise EmbryoBenchError(
+                f"{a.spec}: workload {spec.workload.name} reads files: it needs --files"
+            )
         if spec.runner == "docker" and not a.in_container:
             from .runners import docker_runner
             from .runners.docker_api import Daemon
@@ -287,6 +398,8 @@ def cmd_train(p):
                 shards=a.shards,
                 source_info=a.source_info,
                 out_dir=a.out_dir,
+                arrays=a.arrays,
+                files=a.files,
             )
             return
         from .training.train import run_training
@@ -299,7 +412,15 @@ def cmd_train(p):
         elif os.environ.get(lifeline.LIFELINE_ENV) == "stdin":
             lifeline.watch_stdin()  # ends with the docker runner (issue 12, item 3)
         dataset = read_json(a.source_info)
-        run_training(spec, a.shards, dataset, a.out_dir, measure=not a.in_container)
+        run_training(
+            spec,
+            a.shards,
+            dataset,
+            a.out_dir,
+            measure=not a.in_container,
+            arrays=a.arrays,
+            files=a.files,
+        )
 
     return run
 
@@ -312,12 +433,22 @@ def cmd_figures(p):
         help="figures-spec.json: runs (in the planned order), merged folders, targets' prices, "
         "cost and comparison bases, stability thresholds, the effective configuration",
     )
-    p.add_argument("--selection", required=True)
+    p.add_argument(
+        "--selection", default="", help="the select stage's selected.csv (the paper's workload)"
+    )
     p.add_argument(
         "--select-summary", default="", help="the select stage's summary.json (data counts)"
     )
-    p.add_argument("--source-info", required=True)
-    p.add_argument("--shard", required=True, help="an augment shard (its preprocessing settings)")
+    p.add_argument(
+        "--source-info",
+        required=True,
+        help="the index stage's source.json, or a workload's data info.json",
+    )
+    p.add_argument(
+        "--shard",
+        default="",
+        help="an augment shard (its preprocessing settings; the paper's workload)",
+    )
     p.add_argument(
         "--out-dir",
         required=True,
@@ -347,8 +478,12 @@ def cmd_figures(p):
                 runs,
                 targets,
                 read_json(a.source_info),
-                Preprocessing.from_dict(shard_settings(a.shard)["preprocessing"], a.shard),
-                a.selection,
+                (
+                    Preprocessing.from_dict(shard_settings(a.shard)["preprocessing"], a.shard)
+                    if a.shard
+                    else None
+                ),
+                a.selection or None,
                 out_dir,
                 cost_base=spec.cost_base,
                 cost_note=spec.cost_note,

@@ -138,11 +138,18 @@ def target(wildcards):
 
 
 def previous_run(wildcards):
-    """The metrics of the run planned just before this one ([] for the first), ancient()."""
-    before = PLAN.previous_run(wildcards.target, int(wildcards.repeat))
+    """The metrics of the run planned just before this one, of any workload ([] for the
+    first), ancient()."""
+    workload = getattr(wildcards, "workload", layout.PAPER_WORKLOAD)
+    before = PLAN.previous_run(wildcards.target, int(wildcards.repeat), workload)
     return (
         ancient(f"{OUT}/{layout.run_dir(*before)}/{layout.METRICS}") if before else []
     )
+
+
+# The workloads other than the paper's (whose rules are the stages above and train.smk).
+WORKLOADS = [w for w in PLAN.workloads if w != layout.PAPER_WORKLOAD]
+PAPER_RUNS = layout.PAPER_WORKLOAD in PLAN.workloads
 
 
 wildcard_constraints:
@@ -151,6 +158,9 @@ wildcard_constraints:
     image="cpu|gpu",
     daemon=r"[A-Za-z0-9._-]+",
     target="|".join(re.escape(n) for n in PLAN.targets),
+    workload="|".join(re.escape(w) for w in WORKLOADS) or "(?!)",
+    dataset=r"[a-z0-9][a-z0-9-]*",
+    file=r"[A-Za-z0-9][A-Za-z0-9._-]*",
 
 
 RUN_DIRS = PLAN.run_dirs
@@ -175,4 +185,13 @@ FIGURES = (
     ]
     + UTILISATION
     + [f"{OUT}/figures/config.yaml"]
+    if PAPER_RUNS
+    else []
 )
+# Each other workload's runs and figures (workflow/rules/workloads.smk).
+WORKLOAD_OUTPUTS = [
+    f"{d}/{f}"
+    for w in WORKLOADS
+    for d in PLAN.workload_run_dirs(w)
+    for f in layout.RUN_FILES
+] + [f"{OUT}/workloads/{w}/figures/results_table.csv" for w in WORKLOADS]

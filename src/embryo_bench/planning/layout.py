@@ -11,8 +11,10 @@ from __future__ import annotations
 RUN_SPEC = "run.json"
 #: Format versions of ``run.json`` and ``metrics.json`` (issue 24): a file records the version
 #: it was written in; readers refuse a newer one and read the older ones (files without a
-#: version are version 0). Raise one when what a file means changes.
-RUN_SPEC_FORMAT = 1
+#: version are version 0). Raise one when what a file means changes. ``run.json`` 2 (issue
+#: 32): a run of a workload other than the paper's (its ``workload``); the paper's runs are
+#: still written as 1, unchanged, so they are not run again.
+RUN_SPEC_FORMAT = 2
 METRICS_FORMAT = 1
 #: Format version of a machine baseline (`embryo-bench calibrate --out`, `stability.baseline`);
 #: files without one are version 0 (their machine records no CPU flags or host cores).
@@ -115,9 +117,32 @@ REPORT_ENTRIES = {
 }
 
 
-def run_dir(target: str, repeat: int) -> str:
-    """Folder of one run: ``train/<target>/repeat-<k>``."""
-    return f"train/{target}/repeat-{repeat}"
+#: The paper's workload (issue 32): the default, and the one whose outputs sit at the top of
+#: an outdir (``train/``, ``figures/``) as they did before workloads; every other workload's
+#: under ``workloads/<name>/`` (:func:`workload_dir`), in the same layout.
+PAPER_WORKLOAD = "paper"
+#: A workload's prepared data, under its folder: the arrays (``.npz``), what they are, and
+#: the image files its ``files`` input mode reads.
+WORKLOAD_ARRAYS = "data/arrays.npz"
+WORKLOAD_DATA_INFO = "data/info.json"
+WORKLOAD_FILES = "data/files"
+
+
+def workload_dir(workload: str = PAPER_WORKLOAD) -> str:
+    """Where a workload's outputs go, relative to ``outdir``: "" for the paper's,
+    ``workloads/<name>/`` for another (ending in ``/``)."""
+    return "" if workload == PAPER_WORKLOAD else f"workloads/{workload}/"
+
+
+def dataset_dir(dataset: str) -> str:
+    """Where a dataset's downloaded files go: ``data/datasets/<name>``."""
+    return f"data/datasets/{dataset}"
+
+
+def run_dir(target: str, repeat: int, workload: str = PAPER_WORKLOAD) -> str:
+    """Folder of one run: ``train/<target>/repeat-<k>`` for the paper's workload,
+    ``workloads/<workload>/train/<target>/repeat-<k>`` for another."""
+    return f"{workload_dir(workload)}train/{target}/repeat-{repeat}"
 
 
 def utilisation_name(target: str, repeat: int) -> str:

@@ -18,13 +18,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import os
 import random
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
+from ..data import registry
 from ..errors import ConfigError
 from ..io import tree_stamp
 from ..published import paper
@@ -36,7 +38,9 @@ from ..runners import docker_api
 from . import bounds, layout
 from .config import Source, apply_defaults, load_config, load_schema
 from .figspec import FiguresSpec, check_written_spec
+from .layout import PAPER_WORKLOAD
 from .spec import Container, Preprocessing, RunSpec
+from .workloads import Workload, resolve_workloads
 
 #: Backends whose packages the project's container images install.
 IMAGE_BACKENDS = ("tensorflow",)
@@ -474,6 +478,8 @@ class Plan:
     compare_base: str = ""
     compare_note: str = ""
     on_this_machine: bool = True
+    #: Every workload, by name, in the configuration's order (:mod:`.workloads`).
+    workloads: dict[str, Workload] = field(default_factory=dict)
 
     @classmethod
     def from_config(
@@ -539,7 +545,17 @@ class Plan:
         compared, compare_note = compare_base(
             config["compare"], base, targets, [e["name"] for e in config["targets"]] + list(targets)
         )
-        plan = cls(config, targets, skipped, base, note, compared, compare_note, on_this_machine)
+        plan = cls(
+            config,
+            targets,
+            skipped,
+            base,
+            note,
+            compared,
+            compare_note,
+            on_this_machine,
+            resolve_workloads(config),
+        )
         # The checks that a property makes, made now: before any job, and by check-config.
         plan.merged_run_dirs  # noqa: B018
         plan.remote_daemons  # noqa: B018
@@ -549,39 +565,116 @@ class Plan:
             plan.check_figures_inputs()
         return plan
 
+    def workload_targets(self, workload: str) -> dict[str, Target]:
+        """The targets a workload's runs train on: every target for the paper's workload,
+        the main targets (not the sweep points, which vary the paper's batch size) for
+        another."""
+        if workload == PAPER_WORKLOAD:
+            return self.targets
+        return {n: t for n, t in self.targets.items() if not t.sweep}
+
+    @functools.cached_property
+    def all_runs(self) -> list[tuple[str, str, int]]:
+        """Every run of every workload as (workload, target, repeat), in the order the
+        rounds run them (issue 23; :func:`round_order`, ``compare.order``): round k holds
+        repeat k of every workload on every target, so a drift of the machine's speed lands
+        on every workload alike."""
+        c = self.config["compare"]
+        keyed = {(w, n): t for w in self.workloads for n, t in self.workload_targets(w).items()}
+        return [(w, n, k) for (w, n), k in round_order(keyed, c["order"], c["seed"])]
+
+    def workload_runs(self, workload: str) -> list[tuple[str, int]]:
+        """A workload's runs as (target, repeat), in the planned order."""
+        return [(t, k) for w, t, k in self.all_runs if w == workload]
+
     @property
     def runs(self) -> list[tuple[str, int]]:
-        """Every run as (target, repeat), in the order the rounds run them
-        (:func:`round_order`, ``compare.order``)."""
-        c = self.config["compare"]
-        return round_order(self.targets, c["order"], c["seed"])
+        """Every run of the paper's workload as (target, repeat), in the order the rounds
+        run them (:attr:`all_runs`); none when the configuration leaves that workload out."""
+        return self.workload_runs(PAPER_WORKLOAD)
 
-    def previous_run(self, target: str, repeat: int) -> tuple[str, int] | None:
-        """The run that runs just before this one in :attr:`runs` (None for the first):
-        the workflow makes each run wait for it, so the rounds run in the planned order.
+    def previous_run(
+        self, target: str, repeat: int, workload: str = PAPER_WORKLOAD
+    ) -> tuple[str, int, str] | None:
+        """The run that runs just before this one in :attr:`all_runs`, as (target, repeat,
+        workload) (None for the first): the workflow makes each run wait for it, so the
+        rounds run in the planned order.
 
         Raises:
             KeyError: no such run.
         """
-        runs = self.runs
+        runs = self.all_runs
         try:
-            i = runs.index((target, repeat))
+            i = runs.index((workload, target, repeat))
         except ValueError:
-            raise KeyError(f"no run {target} repeat {repeat} in this plan") from None
-        return runs[i - 1] if i else None
+            raise KeyError(f"no run {target} repeat {repeat} of {workload} in this plan") from None
+        if not i:
+            return None
+        w, t, k = runs[i - 1]
+        return t, k, w
 
     @property
     def preprocessing(self) -> Preprocessing:
         """The preprocessing settings the configuration asks for."""
         return Preprocessing.from_config(self.config)
 
-    def spec(self, target: str, repeat: int) -> RunSpec:
-        """The run spec of one run.
+    def spec(self, target: str, repeat: int, workload: str = PAPER_WORKLOAD) -> RunSpec:
+        """The run spec of one run: the paper's workload's from ``train:`` and the target;
+        another's with its recipe (batch size, epochs, learning rate) and its
+        :class:`embryo_bench.planning.spec.WorkloadSpec`, on the same target (cores, threads,
+        backend, runner), with Keras's defaults (no ``train.variant``).
 
         Raises:
-            KeyError: no such target runs. ValueError: repeat < 1.
+            KeyError: no such target or workload runs. ValueError: repeat < 1.
         """
-        return self.targets[target].spec(repeat, self.config["train"], self.preprocessing)
+        base = self.targets[target].spec(repeat, self.config["train"], self.preprocessing)
+        w = self.workloads[workload]
+        if w.is_paper:
+            return base
+        return dataclasses.replace(
+            base,
+            epochs=w.epochs,
+            batch_size=w.batch_size,
+            learning_rate=w.learning_rate,
+            preprocessing=None,
+            workload=w.spec,
+            **variant_settings({"variant": "keras"}),
+        )
+
+    def data_params(self, workload: str) -> dict:
+        """How a workload's arrays are made (the ``workload_data`` rule's params).
+
+        Raises:
+            KeyError: no such workload, or the paper's (whose data is the shards).
+        """
+        data = self.workloads[workload].data
+        if data is None:
+            raise KeyError(f"workload {workload}: its data is the paper's shards")
+        # The dataset's registry entry too (files, checksums, format, shape): an edit to
+        # datasets.yaml remakes the arrays of the workloads that use that dataset.
+        return {**data.to_dict(), "registry": dataclasses.asdict(registry.get(data.dataset))}
+
+    def dataset_files(self, workload: str) -> list[str]:
+        """The files a workload's arrays are made from: none for synthetic data, the files
+        of its ``path`` (an offline copy), or the downloads under ``data/datasets/``."""
+        data = self.workloads[workload].data
+        if data is None or data.synthetic:
+            return []
+        files = [f.name for f in registry.get(data.dataset).files]
+        if data.path:
+            return [os.path.join(data.path, f) for f in files]
+        return [f"{self.outdir}/{layout.dataset_dir(data.dataset)}/{f}" for f in files]
+
+    def dataset_file(self, dataset: str, name: str) -> registry.DatasetFile:
+        """A downloadable file of a dataset (the ``dataset_file`` rule's URL and checksum).
+
+        Raises:
+            KeyError: the dataset has no such file.
+        """
+        for f in registry.get(dataset).files:
+            if f.name == name:
+                return f
+        raise KeyError(f"dataset {dataset} has no file {name}")
 
     @property
     def dataset_label(self) -> str:
@@ -704,8 +797,9 @@ class Plan:
         Raises:
             ConfigError: naming the file (and, for a run, the folder to delete to retrain it).
         """
-        check_own_runs(self.run_dirs)
-        check_written_spec(f"{self.outdir}/{layout.FIGURES_SPEC}")
+        for w in self.workloads:
+            check_own_runs(self.workload_run_dirs(w))
+            check_written_spec(f"{self.outdir}/{layout.workload_dir(w)}{layout.FIGURES_SPEC}")
 
     @property
     def merge_notes(self) -> list[str]:
@@ -859,15 +953,25 @@ class Plan:
 
     @property
     def run_dirs(self) -> list[str]:
-        """Every run's folder, in the planned order (:attr:`runs`)."""
-        return [f"{self.outdir}/{layout.run_dir(t, k)}" for t, k in self.runs]
+        """Every run's folder of the paper's workload, in the planned order (:attr:`runs`)."""
+        return self.workload_run_dirs(PAPER_WORKLOAD)
 
-    def figures_spec(self) -> FiguresSpec:
-        """What the figures job is given (``figures-spec.json``)."""
+    def workload_run_dirs(self, workload: str) -> list[str]:
+        """Every run's folder of a workload, in the planned order."""
+        return [
+            f"{self.outdir}/{layout.run_dir(t, k, workload)}"
+            for t, k in self.workload_runs(workload)
+        ]
+
+    def figures_spec(self, workload: str = PAPER_WORKLOAD) -> FiguresSpec:
+        """What a workload's figures job is given (its ``figures-spec.json``). Other
+        machines' folders (``merge:``) are merged into the paper's workload's figures only."""
+        paper = workload == PAPER_WORKLOAD
+        targets = self.workload_targets(workload)
         return FiguresSpec(
-            runs=self.run_dirs,
-            merge=list(self.config["merge"]),
-            targets=self.report_targets(),
+            runs=self.workload_run_dirs(workload),
+            merge=list(self.config["merge"]) if paper else [],
+            targets={n: t.report_fields() for n, t in targets.items()},
             cost_base=self.cost_base,
             cost_note=self.cost_note,
             compare_base=self.compare_base,

@@ -25,7 +25,7 @@ from jsonschema import Draft202012Validator
 from ..data.preprocess import preprocess_frame, rotation_angles
 from ..errors import ConfigError, DataError
 from ..io import check_format, read_json, write_json
-from .layout import RUN_SPEC_FORMAT
+from .layout import PAPER_WORKLOAD, RUN_SPEC_FORMAT
 
 
 def as_floats(obj) -> None:
@@ -156,6 +156,59 @@ class Container:
     docker_host: str = ""
 
 
+#: How a workload's batches reach the model (issue 32, item 4): arrays in RAM, or image files
+#: decoded (and augmented) per batch by input workers.
+INPUT_MODES = ("memory", "files")
+#: The dtypes a workload's samples are stored in: images, token ids.
+INPUT_DTYPES = ("uint8", "int32")
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """What a run of a workload other than the paper's trains, and on what (issue 32). A run
+    of the paper's workload has none (``RunSpec.workload`` None): its model, data and recipe
+    are the paper's (:mod:`embryo_bench.workloads.paper`, the augmented shards).
+
+    Attributes:
+        name: the workload's name (``workloads[].name``).
+        model: its builder, ``package.module:function`` (called with the input shape and
+            the class count; :mod:`embryo_bench.workloads.build`).
+        dataset: the dataset the arrays hold (:mod:`embryo_bench.data.datasets`), or the
+            one whose shape synthetic arrays take.
+        synthetic: the arrays are synthetic (speed valid, accuracy meaningless).
+        input_shape: one sample as stored, e.g. (28, 28, 1) images or (400,) token ids.
+        input_dtype: "uint8" (images) or "int32" (token ids).
+        classes: output classes (2 for a sigmoid output).
+        optimizer: Keras optimizer name; optimizer_options: its other arguments.
+        loss: Keras loss name.
+        input_mode: "memory" or "files" (:data:`INPUT_MODES`).
+        workers: input workers decoding files (files mode).
+        augmentation: the files mode's augmentation (shear_range, zoom_range,
+            horizontal_flip), as the study's generator.
+        vocabulary: token ids are below it (text workloads; 0 for images).
+        from_logits: the model outputs logits (its loss is computed from them).
+    """
+
+    name: str
+    model: str
+    dataset: str
+    synthetic: bool
+    input_shape: tuple
+    input_dtype: str
+    classes: int
+    optimizer: str
+    loss: str
+    input_mode: str = "memory"
+    workers: int = 1
+    optimizer_options: dict = field(default_factory=dict)
+    augmentation: dict = field(default_factory=dict)
+    vocabulary: int = 0
+    from_logits: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "input_shape", tuple(int(n) for n in self.input_shape))
+
+
 VARIANTS = ("keras", "original")
 """Training variants: Keras 3 defaults, or the authors' original script's procedure."""
 
@@ -187,6 +240,9 @@ class RunSpec:
             dropped; 0: an epoch is one pass over the training images.
         holdout: first training images never trained on (original: 500).
         test_subset: random test images scored after each epoch, new each epoch; 0: all.
+        workload: a workload other than the paper's (:class:`WorkloadSpec`); None: the
+            paper's (then ``preprocessing`` is the settings its shards must have; a
+            workload's run has none).
     """
 
     target: str
@@ -205,16 +261,27 @@ class RunSpec:
     seed: int
     accuracy_target: float
     probe_seconds: float
-    preprocessing: Preprocessing
+    preprocessing: Preprocessing | None
     container: Container | None = None
     sweep: dict | None = field(default=None)
     variant: str = "keras"
     epoch_steps: int = 0
     holdout: int = 0
     test_subset: int = 0
+    workload: WorkloadSpec | None = None
 
     def __post_init__(self):
         as_floats(self)  # learning_rate: 1 reaches Keras as 1.0
+        if (self.workload is None) == (self.preprocessing is None):
+            raise ConfigError(
+                f"run {self.target}: a run of the paper's workload has preprocessing settings, "
+                "a run of another workload has a workload and none"
+            )
+        if self.workload is not None and self.variant != "keras":
+            raise ConfigError(
+                f"run {self.target}: train.variant {self.variant} is the paper's script; "
+                f"workload {self.workload.name} trains with Keras defaults"
+            )
         if self.variant not in VARIANTS:
             raise ConfigError(f"run {self.target}: variant {self.variant!r}; expected {VARIANTS}")
         if self.variant == "original" and self.backend != "tensorflow":
@@ -237,10 +304,24 @@ class RunSpec:
         """The container's daemon address, "" for the environment's (or a host run)."""
         return self.container.docker_host if self.container else ""
 
+    @property
+    def workload_name(self) -> str:
+        """The workload's name: :data:`PAPER_WORKLOAD` for the paper's."""
+        return self.workload.name if self.workload else PAPER_WORKLOAD
+
     def to_dict(self) -> dict:
         """Plain, JSON-ready dict (nested dataclasses as dicts), with the file's ``format``
-        (:data:`embryo_bench.planning.layout.RUN_SPEC_FORMAT`)."""
-        return {"format": RUN_SPEC_FORMAT, **dataclasses.asdict(self)}
+        (:data:`embryo_bench.planning.layout.RUN_SPEC_FORMAT`). A run of the paper's workload
+        is written as before workloads existed (format 1, no ``workload`` and its
+        ``preprocessing``), so its ``run.json`` and its cached run stay as they were; another
+        workload's run is format 2 with its ``workload`` and no ``preprocessing``."""
+        d = dataclasses.asdict(self)
+        if self.workload is None:
+            del d["workload"]
+            return {"format": 1, **d}
+        del d["preprocessing"]
+        d["workload"]["input_shape"] = list(self.workload.input_shape)
+        return {"format": RUN_SPEC_FORMAT, **d}
 
     def to_json(self) -> str:
         """Canonical JSON (sorted keys, no spaces): equal specs give equal text."""
@@ -262,7 +343,17 @@ class RunSpec:
         d = check_format(d, RUN_SPEC_FORMAT, where)
         check_run_spec(d, where)
         values = dict(d)
-        values["preprocessing"] = Preprocessing.from_dict(d["preprocessing"], where)
+        # The paper's runs have preprocessing settings, another workload's runs a workload.
+        if ("workload" in d) == ("preprocessing" in d):
+            keys = "both" if "workload" in d else "neither"
+            raise ConfigError(
+                f"{where}: {keys} of the keys preprocessing and workload; expected one"
+            )
+        if "workload" in d:
+            values["workload"] = WorkloadSpec(**d["workload"])
+            values["preprocessing"] = None
+        else:
+            values["preprocessing"] = Preprocessing.from_dict(d["preprocessing"], where)
         if d.get("container") is not None:
             values["container"] = Container(**d["container"])
         return cls(**values)
@@ -286,6 +377,7 @@ class RunSpec:
 _INT = {"type": "integer"}
 _NAME = {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"}
 _SIZE = {"type": "string", "pattern": "^[0-9]+[kmg]$"}
+_OPTION = {"type": ["number", "boolean"]}
 
 #: The JSON schema of ``run.json`` (issue 25, item 2). It lives here, not in
 #: ``config/schema.yaml``, because the trainer inside a container reads run.json without the
@@ -297,7 +389,9 @@ RUN_SPEC_SCHEMA: dict = {
     "required": [
         f.name
         for f in dataclasses.fields(RunSpec)
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        if f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+        and f.name != "preprocessing"
     ],
     "properties": {
         "target": _NAME,
@@ -358,6 +452,37 @@ RUN_SPEC_SCHEMA: dict = {
                     },
                 },
             ]
+        },
+        "workload": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": [
+                f.name
+                for f in dataclasses.fields(WorkloadSpec)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            ],
+            "properties": {
+                "name": _NAME,
+                "model": {"type": "string", "pattern": r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"},
+                "dataset": _NAME,
+                "synthetic": {"type": "boolean"},
+                "input_shape": {
+                    "type": "array",
+                    "items": {**_INT, "minimum": 1},
+                    "minItems": 1,
+                    "maxItems": 4,
+                },
+                "input_dtype": {"enum": list(INPUT_DTYPES)},
+                "classes": {**_INT, "minimum": 2},
+                "optimizer": _NAME,
+                "loss": _NAME,
+                "input_mode": {"enum": list(INPUT_MODES)},
+                "workers": {**_INT, "minimum": 1},
+                "optimizer_options": {"type": "object", "additionalProperties": _OPTION},
+                "augmentation": {"type": "object", "additionalProperties": _OPTION},
+                "vocabulary": {**_INT, "minimum": 0},
+                "from_logits": {"type": "boolean"},
+            },
         },
         "variant": {"enum": list(VARIANTS)},
         "epoch_steps": {**_INT, "minimum": 0},

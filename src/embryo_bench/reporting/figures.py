@@ -647,10 +647,18 @@ def fig_utilisation(run: Run, out_dir: Path, name: str, footer: str) -> None:
         if len(ax.get_legend_handles_labels()[0]) > 1:
             ax.legend(fontsize=6)
         ax.set_xlabel("time (s)", fontsize=7)
+    # Issue 32: how its batches were fed; a run whose steps mostly waited for them says so.
+    wait = m.get("input_wait", {})
+    feeding = f"{m.get('input_mode', 'memory')} input"
+    if wait.get("share") is not None:
+        feeding += f", steps waited {wait['share']:.0%} of training for data"
+    if wait.get("input_bound"):
+        feeding = f"INPUT-BOUND: {feeding}"
     fig.suptitle(
-        f"{m['target']} repeat {m.get('repeat', 1)} ({m.get('runner', 'host')} runner)",
+        f"{m['target']} repeat {m.get('repeat', 1)} ({m.get('runner', 'host')} runner; {feeding})",
         fontsize=9,
         y=1.04,
+        color="tab:red" if wait.get("input_bound") else "black",
     )
     _save(fig, out_dir, name, footer, exts=("png",))
 
@@ -679,12 +687,20 @@ def _write_table(
         tmp.write_text(f"{head}{text}\n")
 
 
+def _not_this_workload(out_dir: Path, name: str, what: str, workload: str, footer: str) -> None:
+    """A figure of the paper's workload only, drawn for another workload as one panel that
+    says so (the figures job's outputs are the same set for every workload)."""
+    fig, ax = plt.subplots(figsize=(6, 2))
+    _empty(ax, f"{what} belongs to the paper's workload; workload {workload} has none")
+    _save(fig, out_dir, name, footer)
+
+
 def make_all(
     runs: list[Run],
     targets: dict[str, dict],
     source: dict,
-    preprocessing: Preprocessing,
-    selection: str,
+    preprocessing: Preprocessing | None,
+    selection: str | None,
     out_dir: str | Path,
     cost_base: str = "",
     cost_note: str = "",
@@ -700,9 +716,12 @@ def make_all(
     Args:
         runs: every run (:func:`embryo_bench.reporting.runs.load_runs`).
         targets: target name -> report fields (price, paper system, sweep point).
-        source: the index stage's ``source.json`` (the data's label, synthetic or not).
-        preprocessing: the settings the training data was made with (figure 1).
-        selection: ``selected.csv`` (figure 1's frame).
+        source: the index stage's ``source.json``, or a workload's data info (the data's
+            ``label``, ``synthetic`` or not, and for a workload its ``workload``).
+        preprocessing: the settings the training data was made with (figure 1); None for
+            a workload other than the paper's (figure 1 and the paper's values then say
+            they are the paper's workload's).
+        selection: ``selected.csv`` (figure 1's frame); None with ``preprocessing``.
         out_dir: the figures folder.
         cost_base, cost_note: as :func:`embryo_bench.planning.plan.cost_base`.
         stability: the config's stability thresholds (default: the schema's).
@@ -731,7 +750,13 @@ def make_all(
     summ = summary.target_summary(table)
     main_names = [n for n, t in targets.items() if not t.get("sweep")]
     main = summ[summ["sweep"] == ""]
-    fig_preprocessing(selection, preprocessing, out_dir, footer)
+    workload = source.get("workload", "")
+    if workload:
+        footer = f"workload {workload}; {footer}"
+    if preprocessing is None or selection is None:
+        _not_this_workload(out_dir, "fig1_preprocessing", "Figure 1", workload, footer)
+    else:
+        fig_preprocessing(selection, preprocessing, out_dir, footer)
     fig_accuracy(runs, main_names, out_dir, footer)
     fig_training_time(main, out_dir, footer)
     fig_epoch_times(main, out_dir, footer)
@@ -748,8 +773,14 @@ def make_all(
     )
     order_note = ("NOT IN PLANNED ORDER: " if ordered is False else "") + order_note
     fig_comparison(paired, order_note, out_dir, footer)
-    comparison = summary.paper_comparison(main, table, targets, counts)
-    fig_paper_vs_ours(comparison, out_dir, footer)
+    if workload:
+        comparison = pd.DataFrame(
+            {"quantity": [f"the paper's values are its workload's, not {workload}'s"]}
+        )
+        _not_this_workload(out_dir, "paper_vs_ours", "The paper's values", workload, footer)
+    else:
+        comparison = summary.paper_comparison(main, table, targets, counts)
+        fig_paper_vs_ours(comparison, out_dir, footer)
     for r in own:
         fig_utilisation(r, out_dir, utilisation_name(r.name, r.metrics["repeat"]), footer)
     paired_note = (

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
+from ..planning.layout import PAPER_WORKLOAD
 from ..published import paper
 from .runs import NOT_MEASURED, Run, as_number, machine_of
 from .stability import FLAGS, assess, flag_runs, thresholds
@@ -90,6 +91,12 @@ def run_table(
                 "runner": m.get("runner", "host"),
                 "backend": m.get("backend", m["provenance"].get("keras_backend")),
                 "variant": m.get("variant", "keras"),
+                # Issue 32: the workload, how its batches were fed, and how long its steps
+                # waited for them (runs made before: the paper's, from memory).
+                "workload": m.get("workload", PAPER_WORKLOAD),
+                "input": m.get("input_mode", "memory"),
+                "input_wait_share": as_number(m.get("input_wait", {}).get("share")),
+                "input_bound": m.get("input_wait", {}).get("input_bound") or "",
                 "cpus": m["cpus"],
                 "threads": m.get("threads"),
                 "gpus": gpus,
@@ -559,8 +566,9 @@ def readable_summary(summ: pd.DataFrame, paired: pd.DataFrame | None = None) -> 
 
 
 def readable_runs(table: pd.DataFrame) -> pd.DataFrame:
-    """The per-run table as a person reads it: target, round, started (UTC), flags,
-    images/s, training (s), final test accuracy, probe (GFLOP/s), flag reasons."""
+    """The per-run table as a person reads it: target, round, started (UTC), flags, input
+    (memory or files, and input-bound with its share), images/s, training (s), final test
+    accuracy, probe (GFLOP/s), flag reasons."""
     started = pd.to_datetime(pd.to_numeric(table["started_unix_s"]), unit="s", utc=True)
     return pd.DataFrame(
         {
@@ -568,6 +576,13 @@ def readable_runs(table: pd.DataFrame) -> pd.DataFrame:
             "round": table["repeat"],
             "started (UTC)": started.dt.strftime("%Y-%m-%d %H:%M:%S").fillna("not recorded"),
             "flags": table["flags"].fillna(""),
+            # Every table says how a run was fed (issue 32): memory, files, input-bound.
+            "input": [
+                f"{mode}, INPUT-BOUND ({share:.0%} waiting)" if bound else mode
+                for mode, bound, share in zip(
+                    table["input"], table["input_bound"], table["input_wait_share"], strict=True
+                )
+            ],
             "images/s": table["images_per_s"].map(_g),
             "training (s)": table["training_s"].map(lambda v: _g(v, ".1f")),
             "final test accuracy": table["final_test_accuracy"].map(lambda v: _g(v, ".3f")),

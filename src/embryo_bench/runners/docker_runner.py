@@ -95,12 +95,24 @@ def _tar_inputs(files: dict[str, Path], fh) -> None:
         d.type, d.mode, d.uid, d.gid = tarfile.DIRTYPE, INPUT_DIR_MODE, INPUT_UID, INPUT_UID
         tar.addfile(d)
         for name, path in files.items():
-            info = tar.gettarinfo(str(path), arcname=f"in/{name}")
-            info.uid = info.gid = INPUT_UID
-            info.mode = INPUT_FILE_MODE
-            info.uname = info.gname = ""
-            with open(path, "rb") as src:
-                tar.addfile(info, src)
+            path = Path(path)
+            # A folder (a workload's image files) goes in whole, in the same modes.
+            entries = [(name, path)]
+            if path.is_dir():
+                entries += [
+                    (f"{name}/{p.relative_to(path).as_posix()}", p) for p in sorted(path.rglob("*"))
+                ]
+            for arcname, item in entries:
+                info = tar.gettarinfo(str(item), arcname=f"in/{arcname}")
+                info.uid = info.gid = INPUT_UID
+                info.uname = info.gname = ""
+                if item.is_dir():
+                    info.mode = INPUT_DIR_MODE
+                    tar.addfile(info)
+                    continue
+                info.mode = INPUT_FILE_MODE
+                with open(item, "rb") as src:
+                    tar.addfile(info, src)
 
 
 def daemon_is_here(address: str) -> bool:
@@ -373,6 +385,8 @@ def run(
     log=None,
     stop_after_s: float | None = None,
     daemon: Daemon | None = None,
+    arrays: str | Path | None = None,
+    files: str | Path | None = None,
 ) -> dict:
     """Train one run in a container of ``image`` with the run's limits.
 
@@ -382,8 +396,10 @@ def run(
             record); default: the address alone (with the Docker environment's TLS,
             :func:`embryo_bench.runners.docker_api.resolve_daemon`), or the environment's daemon.
         image: the image record written by the image build (``tag``, ``image_id``).
-        shards: augmented ``.npz`` shards on this host.
-        source_info: the index stage's ``source.json``.
+        shards: augmented ``.npz`` shards on this host (the paper's workload).
+        source_info: the index stage's ``source.json``, or a workload's data info.
+        arrays: a workload's prepared arrays (another workload's runs: no shards).
+        files: a workload's image folder (its files input mode), shipped in whole.
         out_dir: run folder on this host; receives history.csv, windows.csv, model.keras,
             settings.json (from the container), telemetry.csv and metrics.json (written
             here).
@@ -410,7 +426,15 @@ def run(
     if why:
         raise DockerError(f"target {spec.target}: {why}")
     check_image(client, spec, image)
-    inputs = {f"shard-{i}.npz": Path(p) for i, p in enumerate(shards)}
+    if arrays:  # a workload other than the paper's: its arrays (and image files)
+        inputs = {"arrays.npz": Path(arrays)}
+        data = ["--arrays", f"{WORK}/in/arrays.npz"]
+        if files:
+            inputs["files"] = Path(files)
+            data += ["--files", f"{WORK}/in/files"]
+    else:
+        inputs = {f"shard-{i}.npz": Path(p) for i, p in enumerate(shards)}
+        data = ["--shards", *[f"{WORK}/in/{n}" for n in inputs]]
     command = [
         "python",
         "-m",
@@ -418,8 +442,7 @@ def run(
         "train",
         "--spec",
         f"{WORK}/in/{RUN_SPEC}",
-        "--shards",
-        *[f"{WORK}/in/{n}" for n in inputs],
+        *data,
         "--source-info",
         f"{WORK}/in/source.json",
         "--out-dir",

@@ -25,6 +25,7 @@ from a :class:`embryo_bench.planning.spec.RunSpec`. Outputs (all written atomica
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import sys
@@ -35,8 +36,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..data.arrays import read_arrays
+from ..data.imagefolder import list_image_folder
 from ..data.stages import load_dataset
-from ..errors import ConfigError
+from ..errors import ConfigError, DataError
 from ..io import atomic_path, write_json
 from ..planning.layout import HISTORY, MODEL, PROGRESS, SETTINGS, WINDOWS
 from ..planning.spec import Preprocessing, RunSpec
@@ -47,7 +50,15 @@ from ..recording.record import finish_run
 from ..recording.telemetry import Measurement, ProcessSampler
 from ..runners.lifeline import check_parent
 from .backend import compute_settings, distribution_scope, input_pipeline, limit_threads
-from .inputs import add_input_wait, feed_errors
+from .inputs import (
+    INPUT_WAIT_COLUMNS,
+    Augment,
+    ImageFiles,
+    TimedFeed,
+    add_input_wait,
+    feed_errors,
+    input_bound,
+)
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +101,7 @@ HISTORY_COLUMNS = [
     "test_accuracy",
     "images_per_s",
     "ended_unix_s",
+    *INPUT_WAIT_COLUMNS,
 ]
 
 
@@ -248,8 +260,13 @@ def fit_epochs(
             "a files feed gives one pass over the images an epoch"
         )
     waited = getattr(feed, "waited_seconds", None)
-    scoring = input_pipeline(
-        *test, batch_size, shuffle=test_subset > 0, seed=seed + 1, take=test_subset
+    # A workload without a test split (the text-generation scripts held none out): no
+    # scoring, the test columns NaN.
+    scored = len(test[1]) > 0
+    scoring = (
+        input_pipeline(*test, batch_size, shuffle=test_subset > 0, seed=seed + 1, take=test_subset)
+        if scored
+        else None
     )
     steps = {"steps_per_epoch": epoch_steps} if epoch_steps else {}
     rows: list[dict] = []
@@ -302,6 +319,8 @@ def fit_epochs(
             self.waited = waited() - self.waited if waited else 0.0
 
         def on_epoch_end(self, epoch, logs=None):
+            if not scored:  # no scoring: the epoch's training ends here
+                self.on_test_begin()
             end = time.perf_counter()
             seconds = self.scoring - self.begin
             row = {
@@ -311,8 +330,8 @@ def fit_epochs(
                 "wall_seconds": end - self.begin,
                 "train_loss": float(logs["loss"]),
                 "train_accuracy": float(logs["accuracy"]),
-                "test_loss": float(logs["val_loss"]),
-                "test_accuracy": float(logs["val_accuracy"]),
+                "test_loss": float(logs["val_loss"]) if scored else float("nan"),
+                "test_accuracy": float(logs["val_accuracy"]) if scored else float("nan"),
                 "images_per_s": images_per_epoch / seconds,
                 "ended_unix_s": time.time(),
             }
@@ -325,7 +344,7 @@ def fit_epochs(
     with feed_errors(feed):
         model.fit(
             **feed.fit_kwargs(),
-            **scoring.validation_kwargs(),
+            **(scoring.validation_kwargs() if scored else {}),
             epochs=epochs,
             verbose=0,
             callbacks=[EpochClock()],
@@ -358,6 +377,8 @@ class Session:
     backend: str
     setup_seconds: float
     windows: list[dict] = field(default_factory=list)
+    #: A workload's image files, for its ``files`` input mode (None: memory).
+    files: Path | None = None
 
     @property
     def n_train(self) -> int:
@@ -410,16 +431,22 @@ def seed_everything(seed: int) -> None:
         del sys.modules["tensorflow"]
 
 
-def setup(spec: RunSpec, shards: list[str], dataset: dict) -> Session:
+def setup(
+    spec: RunSpec, shards: list[str], dataset: dict, arrays: str | Path | None = None
+) -> Session:
     """Prepare a run: choose the backend, pin to ``spec.cpus`` cores with ``spec.threads``
     threads, record provenance, seed everything, load the shards (checked against
-    ``spec.preprocessing``), build and compile the model (in the distribution strategy's
-    scope).
+    ``spec.preprocessing``) or, for a workload other than the paper's, its arrays, build and
+    compile the model (in the distribution strategy's scope).
 
     Args:
         spec: the run.
-        shards: augmented ``.npz`` shards (see :mod:`embryo_bench.data.stages`).
-        dataset: the index stage's source description (provenance).
+        shards: augmented ``.npz`` shards (see :mod:`embryo_bench.data.stages`); the paper's
+            workload only.
+        dataset: the index stage's source description, or a workload's data info
+            (provenance).
+        arrays: a workload's prepared arrays (:mod:`embryo_bench.data.arrays`); another
+            workload's runs only.
 
     Raises:
         DataError: a shard is missing or malformed, made with other settings than the
@@ -440,6 +467,10 @@ def setup(spec: RunSpec, shards: list[str], dataset: dict) -> Session:
 
     scope, replicas_in_sync = distribution_scope(spec.strategy, spec.replicas)
     seed_everything(spec.seed)
+    if spec.workload is not None:
+        return _setup_workload(
+            spec, arrays, dataset, prov, cores, scope, replicas_in_sync, t_setup, keras
+        )
     data, pp = load_dataset(shards, spec.preprocessing)
     if spec.holdout:
         # The original script's validation slice: the first images, never trained on.
@@ -450,17 +481,7 @@ def setup(spec: RunSpec, shards: list[str], dataset: dict) -> Session:
             )
         data = {**data, "x_train": data["x_train"][spec.holdout :]}
         data["y_train"] = data["y_train"][spec.holdout :]
-    if spec.batch_size > len(data["y_train"]):
-        # Issue 25: a batch larger than the training set trained one short batch per epoch
-        # while every table said the batch size asked for.
-        setting = f"sweeps: point {spec.target}'s " if spec.sweep else "train."
-        n = len(data["y_train"])
-        raise ConfigError(
-            f"run {spec.target} repeat {spec.repeat}: {setting}batch_size {spec.batch_size} > "
-            f"the {n:,} training images: every step would train all of them, not a batch of "
-            f"{spec.batch_size}; "
-            f"use a batch size up to {n:,}"
-        )
+    _check_batch(spec, len(data["y_train"]))
     with scope:
         model = compile_model(
             build_model(pp.image_size, classes=4, dropout=spec.dropout, variant=spec.variant),
@@ -489,6 +510,117 @@ def setup(spec: RunSpec, shards: list[str], dataset: dict) -> Session:
         spec.variant,
     )
     return session
+
+
+def _check_batch(spec: RunSpec, n: int) -> None:
+    """Refuse a batch larger than the ``n`` training samples (issue 25: such a run trained
+    one short batch per epoch while every table said the batch size asked for).
+
+    Raises:
+        ConfigError: naming the setting.
+    """
+    if spec.batch_size <= n:
+        return
+    if spec.sweep:
+        setting = f"sweeps: point {spec.target}'s "
+    elif spec.workload is not None:
+        setting = f"workloads: {spec.workload.name}'s "
+    else:
+        setting = "train."
+    raise ConfigError(
+        f"run {spec.target} repeat {spec.repeat}: {setting}batch_size {spec.batch_size} > "
+        f"the {n:,} training images: every step would train all of them, not a batch of "
+        f"{spec.batch_size}; use a batch size up to {n:,}"
+    )
+
+
+def _setup_workload(
+    spec, arrays, dataset, prov, cores, scope, replicas_in_sync, t_setup, keras
+) -> Session:
+    """:func:`setup`'s part for a workload other than the paper's: its arrays (checked
+    against the spec's input shape, dtype and classes), its model built by its builder and
+    compiled with its recipe (:mod:`embryo_bench.workloads.build`).
+
+    Raises:
+        DataError: the arrays are missing, damaged or not the workload's shape.
+        ConfigError: the builder cannot be imported; a batch larger than the training set.
+    """
+    from ..workloads.build import build_for_spec
+
+    w = spec.workload
+    if arrays is None:
+        raise ConfigError(f"run {spec.target}: workload {w.name} needs its arrays (--arrays)")
+    x_train, y_train, x_test, y_test = read_arrays(arrays)
+    for name, x in (("x_train", x_train), ("x_test", x_test)):
+        if x.shape[1:] != w.input_shape or x.dtype != np.dtype(w.input_dtype):
+            raise DataError(
+                f"{arrays}: {name} holds {x.dtype} samples of shape {x.shape[1:]}; workload "
+                f"{w.name} expects {w.input_dtype} samples of shape {w.input_shape}"
+            )
+    for name, y in (("y_train", y_train), ("y_test", y_test)):
+        if len(y) and (int(y.min()) < 0 or int(y.max()) >= w.classes):
+            raise DataError(
+                f"{arrays}: {name} holds labels {int(y.min())}..{int(y.max())}; workload "
+                f"{w.name} has {w.classes} classes (labels 0..{w.classes - 1})"
+            )
+    if w.input_mode == "files":
+        # The training images come from files (:func:`files_feed`): not held in memory as
+        # well; the test set is scored from memory.
+        x_train = x_train[:0]
+    data = {"x_train": x_train, "y_train": y_train, "x_test": x_test, "y_test": y_test}
+    _check_batch(spec, len(y_train))
+    with scope:
+        model = build_for_spec(w, spec.learning_rate)
+    session = Session(
+        spec=spec,
+        model=model,
+        data=data,
+        preprocessing=None,
+        provenance=prov,
+        cores=cores,
+        replicas_in_sync=replicas_in_sync,
+        backend=keras.backend.backend(),
+        setup_seconds=time.perf_counter() - t_setup,
+    )
+    log.info(
+        "target %s, workload %s%s: %d train / %d test samples, %d parameters, %d threads, "
+        "backend %s, %s input",
+        spec.target,
+        w.name,
+        " (SYNTHETIC data)" if w.synthetic else "",
+        session.n_train,
+        len(y_test),
+        model.count_params(),
+        spec.threads,
+        session.backend,
+        w.input_mode,
+    )
+    return session
+
+
+def files_feed(session: Session) -> TimedFeed | None:
+    """The training batches of a workload's ``files`` input mode: its ``train/`` image files
+    (``embryo-bench workload-files``) decoded, and augmented as its study's generator did,
+    by ``workers`` threads (:class:`embryo_bench.training.inputs.TimedFeed`, which times how
+    long the steps wait); None for memory input.
+
+    Raises:
+        DataError: the folder is missing, or holds other labels than the arrays.
+    """
+    w = session.spec.workload
+    if w is None or w.input_mode != "files":
+        return None
+    if session.files is None:
+        raise DataError(f"run {session.spec.target}: workload {w.name} reads files: no folder")
+    paths, labels, _ = list_image_folder(session.files / "train")
+    if len(labels) != len(session.data["y_train"]):
+        raise DataError(
+            f"{session.files / 'train'}: {len(labels)} images; the workload's arrays hold "
+            f"{len(session.data['y_train'])} training samples"
+        )
+    augment = Augment(**w.augmentation) if w.augmentation else None
+    source = ImageFiles([str(p) for p in paths], labels, w.input_shape, augment)
+    return TimedFeed(source, session.spec.batch_size, seed=session.spec.seed, workers=w.workers)
 
 
 def train_epochs(session: Session, out_dir: str | Path | None = None) -> pd.DataFrame:
@@ -528,6 +660,7 @@ def train_epochs(session: Session, out_dir: str | Path | None = None) -> pd.Data
         epoch_steps=spec.epoch_steps,
         test_subset=spec.test_subset,
         windows=session.windows,
+        feed=files_feed(session),
     )
     return pd.DataFrame(rows, columns=HISTORY_COLUMNS)
 
@@ -537,6 +670,24 @@ def saved_model_bytes(model) -> int:
     the bulk of its ``.keras`` file (16,834,436 parameters: 202,013,232 of 202,055,726 B)."""
     variables = [*model.weights, *getattr(model.optimizer, "variables", [])]
     return int(sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in variables))
+
+
+def input_wait_summary(history: pd.DataFrame) -> dict:
+    """How long a run's training steps waited for their batches (files input: the feed's
+    own timing, :mod:`embryo_bench.training.inputs`): seconds over every epoch, the share of
+    training time, and the input-bound verdict
+    (:func:`embryo_bench.training.inputs.input_bound`). Memory input is not timed: every
+    value None.
+
+    Returns:
+        dict: seconds (s), share (0-1), input_bound (a sentence, or None).
+    """
+    waits = history.get("input_wait_seconds")
+    if waits is None or waits.isna().all():
+        return {"seconds": None, "share": None, "input_bound": None}
+    seconds = float(waits.sum())
+    share = seconds / float(history["epoch_seconds"].sum())
+    return {"seconds": seconds, "share": share, "input_bound": input_bound(share)}
 
 
 def write_outputs(
@@ -579,20 +730,24 @@ def write_outputs(
     windows = pd.DataFrame(session.windows, columns=WINDOW_COLUMNS)
     with atomic_path(out / WINDOWS) as tmp:
         windows.to_csv(tmp, index=False)
-    write_json(
-        out / SETTINGS,
-        {
+    if spec.workload is None:
+        settings = {
             "preprocessing": session.preprocessing.to_dict(),
             "classes": {str(k): k + 1 for k in range(4)},
-            "backend": session.backend,
-        },
-    )
+        }
+    else:
+        settings = {"workload": dataclasses.asdict(spec.workload)}
+    write_json(out / SETTINGS, {**settings, "backend": session.backend})
     summary = summarise(history, session.images_per_epoch, spec.accuracy_target)
+    classes = spec.workload.classes if spec.workload else 4
     flops = training_flops_per_image(session.model)
     before, after = calibration
     return {
         "target": spec.target,
         "repeat": spec.repeat,
+        "workload": spec.workload_name,
+        "input_mode": spec.workload.input_mode if spec.workload else "memory",
+        "input_wait": input_wait_summary(history),
         "seed": spec.seed,
         "backend": session.backend,
         "runner": spec.runner,
@@ -617,8 +772,8 @@ def write_outputs(
             "forward_flops_per_image": flops["forward_flops"],
             **efficiency(flops["training_flops"], summary["mean_images_per_s"], before, after),
         },
-        "label_counts_train": np.bincount(data["y_train"], minlength=4).tolist(),
-        "label_counts_test": np.bincount(data["y_test"], minlength=4).tolist(),
+        "label_counts_train": np.bincount(data["y_train"], minlength=classes).tolist(),
+        "label_counts_test": np.bincount(data["y_test"], minlength=classes).tolist(),
         "threads": spec.threads,
         "cpu_affinity": session.cores,
         "strategy": spec.strategy,
@@ -634,15 +789,21 @@ def run_training(
     out_dir: str | Path,
     *,
     measure: bool = True,
+    arrays: str | Path | None = None,
+    files: str | Path | None = None,
 ) -> dict:
     """Train one run and write its outputs (:func:`setup`, :func:`train_epochs`,
     :func:`write_outputs`, :func:`embryo_bench.recording.record.finish_run`).
 
     Args:
         spec: the run's settings (``run.json``).
-        shards: augmented ``.npz`` shards.
-        dataset: the index stage's source description (provenance).
+        shards: augmented ``.npz`` shards (the paper's workload).
+        dataset: the index stage's source description, or a workload's data info
+            (provenance).
         out_dir: the run folder.
+        arrays: a workload's prepared arrays (another workload than the paper's).
+        files: a workload's image files (``embryo-bench workload-files``), read by its
+            ``files`` input mode.
         measure: sample this process (telemetry.csv, RAPL energy); off inside a container,
             where the docker runner samples the container from outside and finishes the
             metrics itself.
@@ -657,7 +818,8 @@ def run_training(
         Interrupted: the process was tied to its parent (:mod:`embryo_bench.runners.lifeline`) and
             the parent went away before the outputs were written.
     """
-    session = setup(spec, shards, dataset)
+    session = setup(spec, shards, dataset, arrays)
+    session.files = Path(files) if files else None
     measurement = (
         Measurement(ProcessSampler(float(spec.cpus), list(range(spec.gpus)), session.cores))
         if measure

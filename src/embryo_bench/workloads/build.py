@@ -6,6 +6,7 @@ from __future__ import annotations
 import keras
 
 from ..errors import ConfigError
+from ..planning.spec import WorkloadSpec
 from .catalog import Recipe, Workload
 from .user import load_builder
 
@@ -103,3 +104,35 @@ def compile_model(model: keras.Model, recipe: Recipe) -> keras.Model:
         metrics=["accuracy"],
     )
     return model
+
+
+def build_for_spec(spec: WorkloadSpec, learning_rate: float) -> keras.Model:
+    """A run's model (:mod:`embryo_bench.training.train`): built by the builder its spec
+    names at its input shape, class count and vocabulary, compiled with its optimizer (at
+    ``learning_rate``, the run's), options, loss and ``from_logits``.
+
+    Raises:
+        ConfigError: as :func:`build_model` and :func:`make_optimizer`.
+    """
+    workload = Workload(
+        name=spec.name,
+        study="",
+        source="",
+        model=spec.model,
+        dataset=spec.dataset,
+        input_shape=spec.input_shape,
+        input_dtype=spec.input_dtype,
+        classes=spec.classes,
+        parameters=0,
+        recipe=Recipe(
+            optimizer=spec.optimizer,
+            learning_rate=learning_rate,
+            batch_size=1,
+            epochs=1,
+            loss=spec.loss,
+            optimizer_options=tuple(spec.optimizer_options.items()),
+            from_logits=spec.from_logits,
+        ),
+        vocabulary=spec.vocabulary,
+    )
+    return compile_model(build_model(workload), workload.recipe)

@@ -93,3 +93,17 @@ def compile_model(
         metrics=["accuracy"],
     )
     return model
+
+
+def build_catalog_model(input_shape: tuple[int, ...], classes: int) -> keras.Model:
+    """The paper CNN as the catalog's builders are called (``embryo_bench.workloads.catalog``:
+    an input shape and a class count; square single-channel frames), Keras variant, dropout
+    0.5; outputs logits.
+
+    Raises:
+        ValueError: frames that are not square with one channel.
+    """
+    side, width, channels = input_shape
+    if side != width or channels != 1:
+        raise ValueError(f"the paper CNN takes square 1-channel frames, not {input_shape}")
+    return build_model(side, classes=classes)

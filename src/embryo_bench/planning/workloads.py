@@ -1,0 +1,272 @@
+"""The workloads a configuration asks for (``workloads:``, issue 32), resolved and checked
+before any job.
+
+A workload is a model, its data, its training recipe and an input mode. ``paper`` is the
+paper's pipeline (the ``dataset``, ``preprocess`` and ``train`` sections: the augmented shards
+and the paper's CNN); every other entry names a workload of the catalog of the studies' models
+(:mod:`embryo_bench.workloads.catalog`) or a model of the user's own (``model:
+package.module:function``), and trains on a dataset of :mod:`embryo_bench.data.datasets`,
+real or synthetic. Nothing here imports Keras or the user's module: a model path is checked
+by finding its module and the function's definition in its source
+(:func:`check_model_path`), so a parse of the workflow stays quick and runs no user code.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..data import registry
+from ..errors import ConfigError
+from ..workloads import catalog
+from .layout import PAPER_WORKLOAD
+from .spec import WorkloadSpec
+
+#: Where a user's model comes from, for tables (the catalog's workloads name their study).
+OWN_MODEL = "your model"
+
+
+@dataclass(frozen=True)
+class WorkloadData:
+    """How a workload's arrays are made (the ``workload_data`` rule's settings).
+
+    Attributes:
+        dataset: the dataset's name (:func:`embryo_bench.data.datasets.get`).
+        synthetic: synthetic arrays of the dataset's shape and class count, not its files.
+        path: a folder holding the dataset's files (an offline copy); "" to download them.
+        input_shape, input_dtype, classes: one sample as the model takes it.
+        train_samples, test_samples: samples kept (the first ones); 0: all.
+        seed: the synthetic arrays' seed.
+    """
+
+    dataset: str
+    synthetic: bool
+    path: str
+    input_shape: tuple
+    input_dtype: str
+    classes: int
+    train_samples: int
+    test_samples: int
+    seed: int
+
+    def to_dict(self) -> dict:
+        """JSON-ready (the rule's ``params``: a change reruns the workload's data and runs)."""
+        return {
+            "dataset": self.dataset,
+            "synthetic": self.synthetic,
+            "path": self.path,
+            "input_shape": list(self.input_shape),
+            "input_dtype": self.input_dtype,
+            "classes": self.classes,
+            "train_samples": self.train_samples,
+            "test_samples": self.test_samples,
+            "seed": self.seed,
+        }
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One workload of a plan, resolved.
+
+    Attributes:
+        name: its name (``workloads[].name``); :data:`PAPER_WORKLOAD` for the paper's.
+        spec: what its runs train (:class:`embryo_bench.planning.spec.WorkloadSpec`); None
+            for the paper's workload (its runs are made from ``train:`` as before).
+        data: how its arrays are made; None for the paper's.
+        epochs, batch_size, learning_rate: its recipe, with the entry's overrides; None for
+            the paper's (the targets' and ``train:``'s).
+        source: where the model and recipe come from (study, script), or :data:`OWN_MODEL`.
+        parameters: the trainable parameter count its source gives (None: not given).
+    """
+
+    name: str
+    spec: WorkloadSpec | None = None
+    data: WorkloadData | None = None
+    epochs: int | None = None
+    batch_size: int | None = None
+    learning_rate: float | None = None
+    source: str = ""
+    parameters: int | None = None
+
+    @property
+    def is_paper(self) -> bool:
+        """The paper's pipeline (no spec of its own)."""
+        return self.spec is None
+
+
+def check_model_path(path: str, where: str) -> None:
+    """Check that ``package.module:function`` names a module that can be found and a function
+    (or other name) defined at its top level, without importing it.
+
+    Raises:
+        ConfigError: one line naming ``where``, the value and what was expected.
+    """
+    module, _, func = path.partition(":")
+    if not module or not func:
+        raise ConfigError(f"{where} {path!r}: expected package.module:function")
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError) as exc:  # a parent package missing, or a bad name
+        found, why = None, str(exc)
+    else:
+        why = "no such module"
+    if found is None:
+        raise ConfigError(
+            f"{where} {path!r}: module {module} cannot be imported ({why}); expected a module "
+            "importable where the runs train"
+        )
+    origin = found.origin or ""
+    if not origin.endswith(".py"):
+        return  # a compiled or namespace module: checked when the run imports it
+    try:
+        tree = ast.parse(Path(origin).read_text(encoding="utf-8"), filename=origin)
+    except (OSError, SyntaxError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{where} {path!r}: {origin} cannot be read: {exc}") from None
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    if func not in names:
+        raise ConfigError(
+            f"{where} {path!r}: {origin} defines no {func}; expected a function returning a "
+            "Keras model for (input_shape, classes)"
+        )
+
+
+def resolve_workload(entry: dict, index: int, seed: int) -> Workload:
+    """One ``workloads[]`` entry (schema defaults filled in), resolved.
+
+    Args:
+        entry: the entry. index: its position (for messages). seed: ``train.seed`` (the
+            synthetic arrays').
+
+    Raises:
+        ConfigError: naming the setting: settings given to the paper's workload, an unknown
+            catalog workload or dataset, a model path that does not import, a user model
+            without its data's shape, files input for a workload whose samples are not
+            images, a test or train sample count the data cannot have.
+    """
+    where = f"workloads[{index}] ({entry['name']})"
+    name = entry["name"]
+    if name == PAPER_WORKLOAD:
+        extra = sorted(set(entry) - {"name", "data", "input", "workers", "train_samples",
+                                     "test_samples"})  # fmt: skip
+        defaults = {"data": "real", "input": "memory", "workers": 2, "train_samples": 0,
+                    "test_samples": 0}  # fmt: skip
+        changed = sorted(k for k, v in defaults.items() if entry.get(k, v) != v)
+        if extra or changed:
+            raise ConfigError(
+                f"{where}: {', '.join(extra + changed)} set for the paper's workload, whose "
+                "settings are dataset, preprocess and train; expected name only"
+            )
+        return Workload(PAPER_WORKLOAD, source="the paper (Lawrence et al. 2017)")
+    base = None
+    if entry.get("model") is None or entry.get("catalog"):
+        base_name = entry.get("catalog") or name
+        try:
+            base = catalog.get(base_name)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    if entry.get("model"):
+        check_model_path(entry["model"], f"{where}: model")
+    dataset_name = entry.get("dataset") or (base.dataset if base else None)
+    if dataset_name is None:
+        raise ConfigError(f"{where}: a model of your own needs dataset: (and input_shape, classes)")
+    try:
+        ds = registry.get(dataset_name)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: dataset: {exc}") from None
+    if ds.format is None:
+        raise ConfigError(
+            f"{where}: dataset {dataset_name} is the paper's own pipeline; expected a dataset "
+            "of the catalog (embryo-bench workloads lists them)"
+        )
+    shape = tuple(entry.get("input_shape") or (base.input_shape if base else ds.shape))
+    dtype = base.input_dtype if base and not entry.get("input_shape") else ds.dtype
+    classes = entry.get("classes") or (base.classes if base else ds.classes)
+    images = ds.kind == "images" and len(shape) == 3
+    if entry["input"] == "files" and not images:
+        raise ConfigError(
+            f"{where}: input files: {dataset_name} holds {ds.kind}, not images; expected "
+            "input: memory"
+        )
+    if entry["data"] == "real" and not entry.get("path") and not ds.files:
+        raise ConfigError(
+            f"{where}: dataset {dataset_name} cannot be downloaded (no public copy); set "
+            "path: to a folder holding it, or data: synthetic"
+        )
+    if entry["data"] == "synthetic" and (
+        not (entry["train_samples"] or ds.train) or (ds.test is None and not entry["test_samples"])
+    ):
+        raise ConfigError(
+            f"{where}: dataset {dataset_name} gives no sample counts for synthetic data; set "
+            "train_samples and test_samples"
+        )
+    recipe = base.recipe if base else None
+    epochs = entry.get("epochs") or (recipe.epochs if recipe else None)
+    batch_size = entry.get("batch_size") or (recipe.batch_size if recipe else None)
+    learning_rate = entry.get("learning_rate") or (recipe.learning_rate if recipe else None)
+    missing = [k for k, v in (("epochs", epochs), ("batch_size", batch_size),
+                              ("learning_rate", learning_rate)) if v is None]  # fmt: skip
+    if missing:
+        raise ConfigError(f"{where}: a model of your own needs {', '.join(missing)}")
+    spec = WorkloadSpec(
+        name=name,
+        model=entry.get("model") or base.model,
+        dataset=dataset_name,
+        synthetic=entry["data"] == "synthetic",
+        input_shape=shape,
+        input_dtype=dtype,
+        classes=classes,
+        optimizer=recipe.optimizer if recipe else "adam",
+        loss=recipe.loss if recipe else "sparse_categorical_crossentropy",
+        input_mode=entry["input"],
+        workers=entry["workers"],
+        optimizer_options=dict(recipe.optimizer_options) if recipe else {},
+        augmentation=dict(base.augmentation) if base and entry["input"] == "files" else {},
+        # Token ids are below it: the workload's, else the dataset's (imdb-fasttext's
+        # embedding is sized by its data: the dataset's 20,000 words, no bigrams).
+        vocabulary=(base.vocabulary if base else 0) or ds.vocabulary,
+        from_logits=recipe.from_logits if recipe else False,
+    )
+    data = WorkloadData(
+        dataset=dataset_name,
+        synthetic=spec.synthetic,
+        path=entry.get("path") or "",
+        input_shape=shape,
+        input_dtype=dtype,
+        classes=classes,
+        train_samples=entry["train_samples"],
+        test_samples=entry["test_samples"],
+        seed=seed,
+    )
+    return Workload(
+        name=name,
+        spec=spec,
+        data=data,
+        epochs=epochs,
+        batch_size=batch_size,
+        learning_rate=float(learning_rate),
+        source=base.source if base and not entry.get("model") else OWN_MODEL,
+        parameters=base.parameters if base and not entry.get("model") else None,
+    )
+
+
+def resolve_workloads(config: dict) -> dict[str, Workload]:
+    """Every workload of a validated configuration, by name, in its order.
+
+    Raises:
+        ConfigError: a name given twice, or as :func:`resolve_workload`.
+    """
+    out: dict[str, Workload] = {}
+    for i, entry in enumerate(config["workloads"]):
+        if entry["name"] in out:
+            raise ConfigError(f"workloads[{i}]: {entry['name']} is listed twice")
+        out[entry["name"]] = resolve_workload(entry, i, config["train"]["seed"])
+    return out
