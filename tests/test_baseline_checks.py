@@ -169,7 +169,7 @@ def test_a_baseline_that_fits_says_which_runs_it_judges(tmp_path, capsys):
         f"{config}: stability.baseline {baseline}: not for target host-2cpu (taken with "
         "tensorflow, 1 thread on 1 cpu, the target with tensorflow, 2 threads on 2 cpus); its "
         "drift is judged by stability.probe_change",
-        f"{config}: valid (2 targets, outdir {tmp_path / 'out'})",
+        f"{config}: valid (2 targets, 1 workloads, outdir {tmp_path / 'out'})",
     ]
     # A baseline of format 0 (written before versions, flags and cores were recorded).
     old = _baseline(machine={k: this_machine()[k] for k in ("hostname", "cpu_model")})
@@ -376,5 +376,5 @@ def test_a_baseline_calibrate_writes_is_used_here(tmp_path, capsys):
     assert written["probes"] == len(written["gflops"]) == 12
     assert written["changes"][0]["pairs"] >= 10
     code, lines, err = _check_config(_config(tmp_path, str(out)), capsys)
-    assert (code, err) == (0, []) and lines[-1].endswith("valid (1 targets, outdir "
+    assert (code, err) == (0, []) and lines[-1].endswith("valid (1 targets, 1 workloads, outdir "
                                                          f"{tmp_path / 'out'})")  # fmt: skip

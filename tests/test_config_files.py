@@ -89,7 +89,7 @@ def test_snakemake_names_the_second_configfile_and_its_unknown_key_in_one_line(t
 def test_check_config_reads_the_readmes_two_file_form(tmp_path, capsys):
     short = _write(tmp_path / "short.yaml", "train: {epochs: 1, repeats: 1}\n")
     assert main(["check-config", str(PAPER_SYNTHETIC), str(short)]) == 0
-    valid = "valid (7 targets, outdir results/paper-synthetic)"
+    valid = "valid (7 targets, 1 workloads, outdir results/paper-synthetic)"
     assert capsys.readouterr().out == f"{PAPER_SYNTHETIC} + {short}: {valid}\n"
     # Merged as Snakemake merges them: the second file's epochs over the first's.
     config, _ = read_config_files([PAPER_SYNTHETIC, short])

@@ -396,9 +396,9 @@ def test_check_config_accepts_the_shipped_configs_and_names_a_bad_setting(tmp_pa
 
     repo = Path(__file__).resolve().parents[1]
     shipped = sorted(str(p) for p in (repo / "config").glob("*.yaml") if p.name != "schema.yaml")
-    assert len(shipped) == 5
+    assert len(shipped) == 6
     assert main(["check-config", "--each", *shipped]) == 0
-    assert capsys.readouterr().out.count(": valid (") == 5
+    assert capsys.readouterr().out.count(": valid (") == 6
     bad = tmp_path / "bad.yaml"
     config = yaml.safe_load((repo / "config" / "offline.yaml").read_text())
     config["train"]["epochs"] = 0

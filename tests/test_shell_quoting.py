@@ -61,6 +61,10 @@ SCHEMA_REFUSES = {
     "targets[].shm_size": "1g|touch MARKER",
     "targets[].gpu_model": "a100 #",
     "targets[].docker_host": "ssh://bench@box;touch MARKER",
+    "workloads[].name": "mnist-mlp;touch MARKER",
+    "workloads[].catalog": "mnist-mlp$(touch MARKER)",
+    "workloads[].dataset": "mnist`touch MARKER`",
+    "workloads[].model": "mymodels:small;touch MARKER",
 }
 #: Must name a target: the plan refuses any other value, naming the setting.
 PLAN_REFUSES = {"cost.base_target", "compare.base", "sweeps[].target"}
@@ -75,6 +79,7 @@ QUOTED = {
     "targets[].docker_tls.ca_cert",
     "targets[].docker_tls.client_cert",
     "targets[].docker_tls.client_key",
+    "workloads[].path",
 }
 #: Reaches no command line: an input file of the figures job, named in figures-spec.json
 #: (written by a script rule) and never on a command (checked in the rules' text).
@@ -84,9 +89,10 @@ NO_COMMAND = {"stability.baseline"}
 #: setting reaching a new command is noticed here.
 CARRIED_BY = {
     "outdir": {
-        "augment", "base_image", "crop", "daemon", "download", "extract", "figures", "image",
-        "index", "invert", "run_spec", "select", "ship_image", "synthesize", "train",
-        "wheelhouse",
+        "augment", "base_image", "crop", "daemon", "dataset_file", "download", "extract",
+        "figures", "image", "index", "invert", "run_spec", "select", "ship_image", "synthesize",
+        "train", "wheelhouse", "workload_data", "workload_figures", "workload_files",
+        "workload_run_spec", "workload_train",
     },
     "dataset.path": {"extract", "index"},
     "dataset.label": {"index"},
@@ -102,6 +108,11 @@ CARRIED_BY = {
     "containers.tag_version": {"image"},
     "targets[].docker_host": {"daemon", "run_spec"},
     "targets[].name": {"run_spec", "train"},
+    "workloads[].name": {
+        "workload_data", "workload_figures", "workload_files", "workload_run_spec",
+        "workload_train",
+    },
+    "workloads[].path": {"workload_data"},
 }  # fmt: skip
 
 
@@ -178,6 +189,8 @@ def test_the_schema_refuses_metacharacters_in_a_setting_of_known_form(setting, t
                              "frame_size": 48}  # fmt: skip
     if setting == "targets[].docker_host":
         config["targets"] = [t for t in config["targets"] if t["runner"] == "docker"]
+    if setting.startswith("workloads[]"):
+        config["workloads"] = [{"name": "mnist-mlp", "data": "synthetic"}]
     _set(config, setting, SCHEMA_REFUSES[setting])
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
     assert main(["check-config", str(tmp_path / "c.yaml")]) == 2
@@ -339,6 +352,23 @@ def _scenarios(tmp_path: Path) -> dict[str, tuple[dict, dict[str, str]]]:
     config["outdir"] = values["outdir"]
     config["dataset"] = {"kind": "local", "path": str(archive), "frame_size": 48}
     scenarios["local"] = (config, values)
+
+    # Workloads (issue 32): a name of one's own on a catalog model from image files, a
+    # download of a dataset's file, and an offline copy by path.
+    config = json.loads(json.dumps(base))
+    copy = tmp_path / marked("workloads[].path")
+    copy.mkdir()
+    (copy / "mnist.npz").write_bytes(b"")  # a dry run only needs it to exist
+    values = {"outdir": str(tmp_path / marked("outdir")) + "-workloads",
+              "workloads[].name": f"w{PAYLOAD}", "workloads[].path": str(copy)}  # fmt: skip
+    config["outdir"] = values["outdir"]
+    config["workloads"] = [
+        {"name": values["workloads[].name"], "catalog": "catsdogs-cnn", "data": "synthetic",
+         "input": "files", "train_samples": 8, "test_samples": 4},
+        {"name": "mnist-mlp"},
+        {"name": "mnist-offline", "catalog": "mnist-mlp", "path": values["workloads[].path"]},
+    ]  # fmt: skip
+    scenarios["workloads"] = (config, values)
     return scenarios
 
 

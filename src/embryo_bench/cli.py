@@ -579,7 +579,10 @@ def cmd_check_config(p):
                 raise ConfigError(f"{name}: {exc}") from None
             for note in (*plan.merge_notes, *plan.baseline_notes):
                 print(f"{name}: {note}")
-            print(f"{name}: valid ({len(plan.targets)} targets, outdir {plan.config['outdir']})")
+            print(
+                f"{name}: valid ({len(plan.targets)} targets, {len(plan.workloads)} workloads, "
+                f"outdir {plan.config['outdir']})"
+            )
 
     return run
 

@@ -4,6 +4,7 @@
 # under workloads/<name>/ in the paper's layout. Settings are resolved by
 # embryo_bench.planning.workloads; a change to one workload's settings reruns its data, runs
 # and figures only.
+from embryo_bench.planning.workloads import model_code
 
 
 rule dataset_file:
@@ -124,6 +125,8 @@ rule workload_train:
         ),
         daemon=lambda wc, input: ["--daemon", input.daemon[0]] if input.daemon else [],
         code=code("train"),
+        # The model's builder is imported by name: its own code, hashed here.
+        model_code=lambda wc: model_code(PLAN.workloads[wc.workload].spec.model),
     shell:
         "exec python3 -m embryo_bench.cli train --spec {input.spec:q} "
         "--arrays {input.arrays:q} --source-info {input.info:q} {params.files:q} "

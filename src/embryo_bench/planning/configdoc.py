@@ -22,10 +22,9 @@ Every configuration is validated against [`schema.yaml`](schema.yaml) before any
 unknown keys, wrong types and impossible values are rejected with the key's name. The schema
 is also where defaults come from (`embryo_bench.planning.plan` fills them in once); defaults that
 depend on other settings (a target's `threads` = its `cpus`, say) are resolved in
-`embryo_bench.planning.plan.resolve_target` and are written as "default: ..." in the meaning column.
-This file is rendered from the schema (`python -m embryo_bench.planning.configdoc >
-config/README.md`);
-a test fails when the two differ.
+`embryo_bench.planning.plan.resolve_target` and are written as "default: ..." in the meaning
+column. This file is rendered from the schema (`python -m embryo_bench.planning.configdoc >
+config/README.md`); a test fails when the two differ.
 
 The shipped configurations:
 
@@ -39,6 +38,9 @@ The shipped configurations:
   paper's size (100 embryos of 480 px, 34,133 labelled frames, 766 with 3 cells).
 - [`offline-rounds.yaml`](offline-rounds.yaml): the offline demo's targets in 5 interleaved
   rounds, with an A/A pair: the check of the paired comparison.
+- [`studies-synthetic.yaml`](studies-synthetic.yaml): every workload of the studies' catalog
+  (`embryo-bench workloads`) on synthetic arrays of its dataset's shape, the image workloads
+  also from files, on one and two cores, in rounds.
 
 A `--configfile` replaces `config.yaml` rather than being merged into it; a second file after
 it (`--configfile config/paper-synthetic.yaml short.yaml`) is merged over the first, key by key

@@ -974,7 +974,8 @@ class Plan:
             targets={n: t.report_fields() for n, t in targets.items()},
             cost_base=self.cost_base,
             cost_note=self.cost_note,
-            compare_base=self.compare_base,
+            # A sweep point compared against runs only in the paper's workload.
+            compare_base=self.compare_base if self.compare_base in targets else "",
             min_difference=float(self.config["compare"]["min_difference"]),
             stability=dict(self.config["stability"]),
             config=self.config,

@@ -14,6 +14,7 @@ by finding its module and the function's definition in its source
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from pathlib import Path
 from ..data import registry
 from ..errors import ConfigError
 from ..workloads import catalog
+from .codehash import PACKAGE, code_hash
 from .layout import PAPER_WORKLOAD
 from .spec import WorkloadSpec
 
@@ -137,6 +139,25 @@ def check_model_path(path: str, where: str) -> None:
             f"{where} {path!r}: {origin} defines no {func}; expected a function returning a "
             "Keras model for (input_shape, classes)"
         )
+
+
+def model_code(model: str) -> str:
+    """The code a workload's builder runs, as a hash: the rule's ``params`` (the builders are
+    imported by name when a run trains, so the train command's own code hash cannot follow
+    them). A builder of the package: :func:`embryo_bench.planning.codehash.code_hash` of its
+    module (its import closure; comments and docstrings do not count); a user's: sha256 of
+    its module's file (any edit counts).
+
+    Raises:
+        ConfigError: the module cannot be found (:func:`check_model_path` says so first).
+    """
+    module = model.partition(":")[0]
+    if module.split(".")[0] == PACKAGE:
+        return code_hash(module)
+    found = importlib.util.find_spec(module)
+    if found is None or not found.origin or not Path(found.origin).is_file():
+        return f"{module}: no source file"
+    return hashlib.sha256(Path(found.origin).read_bytes()).hexdigest()[:16]
 
 
 def resolve_workload(entry: dict, index: int, seed: int) -> Workload:
