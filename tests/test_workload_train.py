@@ -1,13 +1,15 @@
 """The trainer on a workload other than the paper's (issue 32): its arrays, its model by its
 builder, memory and files input, the input wait and the input-bound verdict, and arrays that
-are not the workload's named in one line."""
+are not the workload's named in one line. Each training runs in its own process (as a run
+does): TensorFlow's thread pools are set once per process."""
 
 from __future__ import annotations
 
 import copy
-import functools
 import json
-import time
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,12 +17,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from embryo_bench.data.arrays import write_arrays, write_synthetic
+from embryo_bench.data.arrays import read_arrays, write_arrays, write_synthetic
 from embryo_bench.data.imagefolder import write_image_folder
-from embryo_bench.errors import DataError
 from embryo_bench.planning.plan import Plan
 from embryo_bench.planning.workloads import model_code
-from embryo_bench.training import inputs, train
 
 REPO = Path(__file__).resolve().parents[1]
 OFFLINE = yaml.safe_load((REPO / "config" / "offline.yaml").read_text())
@@ -48,59 +48,93 @@ CATSDOGS = {"name": "catsdogs-cnn", "data": "synthetic", "epochs": 2, "batch_siz
             "train_samples": 96, "test_samples": 32}  # fmt: skip
 
 
+#: Runs the trainer's command in a fresh process; with SLOW_DECODE set, each image's decoding
+#: first sleeps that many seconds (the trainer's files feed built with that decoder).
+DRIVER = """
+import functools, os, sys, time
+from embryo_bench import cli
+from embryo_bench.training import inputs, train
+
+delay = float(os.environ.get("SLOW_DECODE", "0"))
+if delay:
+    def slow(path, shape):
+        time.sleep(delay)
+        return inputs.decode_image(path, shape)
+    train.ImageFiles = functools.partial(inputs.ImageFiles, decode=slow)
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def _train(tmp_path: Path, spec, arrays: Path, name: str, files: Path | None = None,
+           slow: float = 0.0) -> subprocess.CompletedProcess:  # fmt: skip
+    """``embryo-bench train`` of ``spec`` on ``arrays`` in a fresh process, into
+    ``tmp_path/name``."""
+    spec_file = tmp_path / f"{name}.json"
+    spec.write(spec_file)
+    info = tmp_path / "info.json"
+    info.write_text(json.dumps({"label": "SYNTHETIC"}))
+    argv = ["train", "--spec", str(spec_file), "--arrays", str(arrays), "--source-info",
+            str(info), "--out-dir", str(tmp_path / name)]  # fmt: skip
+    if files:
+        argv += ["--files", str(files)]
+    env = {**os.environ, "SLOW_DECODE": str(slow), "PYTHONPATH": str(REPO / "src")}
+    return subprocess.run([sys.executable, "-c", DRIVER, *argv], env=env, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+
+
+def _metrics(tmp_path: Path, name: str) -> dict:
+    return json.loads((tmp_path / name / "metrics.json").read_text())
+
+
 @pytest.mark.slow
 def test_a_workload_trains_from_its_arrays_in_memory(tmp_path):
     spec = _spec({"name": "mnist-mlp", "data": "synthetic", "epochs": 1, "batch_size": 32})
-    out = tmp_path / "run"
-    metrics = train.run_training(spec, [], {"label": "mnist (SYNTHETIC)"}, out,
-                                 arrays=_arrays(tmp_path, spec))  # fmt: skip
+    proc = _train(tmp_path, spec, _arrays(tmp_path, spec), "run")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    metrics = _metrics(tmp_path, "run")
     assert (metrics["workload"], metrics["input_mode"]) == ("mnist-mlp", "memory")
     assert metrics["parameter_count"] == 669_706 and metrics["n_train"] == 96
     assert metrics["input_wait"] == {"seconds": None, "share": None, "input_bound": None}
-    history = pd.read_csv(out / "history.csv")
+    history = pd.read_csv(tmp_path / "run" / "history.csv")
     assert {"input_wait_seconds", "input_wait_share"} <= set(history.columns)
-    assert json.loads((out / "settings.json").read_text())["workload"]["name"] == "mnist-mlp"
-
-
-def _slow_decode(path, shape, delay=0.02):
-    time.sleep(delay)
-    return inputs.decode_image(path, shape)
+    settings = json.loads((tmp_path / "run" / "settings.json").read_text())
+    assert settings["workload"]["name"] == "mnist-mlp"
 
 
 @pytest.mark.slow
-def test_slowed_decoding_makes_a_files_run_input_bound_and_memory_input_does_not(
-    tmp_path, monkeypatch
-):
+def test_slowed_decoding_makes_a_files_run_input_bound_and_memory_input_does_not(tmp_path):
     """The issue's test: decoding slowed on purpose (20 ms an image, one worker) flags the
     run input-bound with its share; the same workload from memory is not flagged."""
     spec = _spec({**CATSDOGS, "input": "files", "workers": 1})
     arrays = _arrays(tmp_path, spec)
-    x, y, _, _ = train.read_arrays(arrays)
+    x, y, _, _ = read_arrays(arrays)
     files = tmp_path / "files"
     write_image_folder(x, y, files / "train", ["cats", "dogs"])
-    monkeypatch.setattr(train, "ImageFiles", functools.partial(inputs.ImageFiles,
-                                                                decode=_slow_decode))  # fmt: skip
-    slow = train.run_training(spec, [], {}, tmp_path / "slow", arrays=arrays, files=files)
+    proc = _train(tmp_path, spec, arrays, "slow", files=files, slow=0.02)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    slow = _metrics(tmp_path, "slow")
     assert slow["input_mode"] == "files"
     wait = slow["input_wait"]
     assert wait["share"] > 0.5 and wait["input_bound"].startswith("input-bound: "), wait
-    memory_spec = _spec(CATSDOGS)
-    fast = train.run_training(memory_spec, [], {}, tmp_path / "memory", arrays=arrays)
-    assert fast["input_wait"]["input_bound"] is None
+    proc = _train(tmp_path, _spec(CATSDOGS), arrays, "memory")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert _metrics(tmp_path, "memory")["input_wait"]["input_bound"] is None
 
 
+@pytest.mark.slow
 def test_arrays_of_another_shape_are_named_in_one_line(tmp_path):
     spec = _spec({"name": "mnist-mlp", "data": "synthetic"})
     path = tmp_path / "arrays.npz"
     x = np.zeros((4, 32, 32, 3), np.uint8)
     y = np.zeros(4, np.int32)
     write_arrays(path, x, y, x, y, {"dataset": "cifar10", "synthetic": True})
-    with pytest.raises(DataError) as err:
-        train.setup(spec, [], {}, arrays=path)
-    assert str(err.value) == (
-        f"{path}: x_train holds uint8 samples of shape (32, 32, 3); workload mnist-mlp "
-        "expects uint8 samples of shape (28, 28, 1)"
+    proc = _train(tmp_path, spec, path, "run")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"embryo-bench: error: {path}: x_train holds uint8 samples of shape (32, 32, 3); "
+        "workload mnist-mlp expects uint8 samples of shape (28, 28, 1)"
     )
+    assert not (tmp_path / "run" / "metrics.json").exists()
 
 
 def test_a_builders_code_is_hashed_as_code_and_a_users_as_its_file(tmp_path, monkeypatch):

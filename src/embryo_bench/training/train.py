@@ -450,44 +450,29 @@ def setup(
 
     Raises:
         DataError: a shard is missing or malformed, made with other settings than the
-            spec's, or a split is empty.
+            spec's, or a split is empty; a workload's arrays missing, damaged or not its shape.
         ConfigError: another backend is already loaded, a strategy the backend or the
-            devices cannot give, or a batch size larger than the training set.
+            devices cannot give, a batch size larger than the training set, a workload's
+            builder that cannot be imported.
     """
     t_setup = time.perf_counter()
     select_backend(spec.backend)
     cores = limit_threads(spec.threads, spec.cpus)
     # Provenance before training: the commit and environment the run started from.
     prov = provenance.collect(spec.seed, dataset)
-    # Keras (and so the model module) only now: the backend is chosen above, and Keras reads
-    # KERAS_BACKEND once, at its first import.
+    # Keras (and so the model modules) only now: the backend is chosen above, and Keras
+    # reads KERAS_BACKEND once, at its first import.
     import keras
-
-    from ..workloads.paper import build_model, compile_model
 
     scope, replicas_in_sync = distribution_scope(spec.strategy, spec.replicas)
     seed_everything(spec.seed)
-    if spec.workload is not None:
-        return _setup_workload(
-            spec, arrays, dataset, prov, cores, scope, replicas_in_sync, t_setup, keras
-        )
-    data, pp = load_dataset(shards, spec.preprocessing)
-    if spec.holdout:
-        # The original script's validation slice: the first images, never trained on.
-        if spec.holdout >= len(data["y_train"]):
-            raise ConfigError(
-                f"train.original.holdout {spec.holdout}: the data has only "
-                f"{len(data['y_train'])} training images"
-            )
-        data = {**data, "x_train": data["x_train"][spec.holdout :]}
-        data["y_train"] = data["y_train"][spec.holdout :]
+    if spec.workload is None:
+        data, pp = _paper_data(spec, shards)
+    else:
+        data, pp = _workload_data(spec, arrays), None
     _check_batch(spec, len(data["y_train"]))
     with scope:
-        model = compile_model(
-            build_model(pp.image_size, classes=4, dropout=spec.dropout, variant=spec.variant),
-            spec.learning_rate,
-            variant=spec.variant,
-        )
+        model = _model(spec, pp)
     session = Session(
         spec=spec,
         model=model,
@@ -499,17 +484,64 @@ def setup(
         backend=keras.backend.backend(),
         setup_seconds=time.perf_counter() - t_setup,
     )
+    w = spec.workload
     log.info(
-        "target %s: %d train / %d test images, %d parameters, %d threads, backend %s, variant %s",
+        "target %s, workload %s%s: %d train / %d test samples, %d parameters, %d threads, "
+        "backend %s, variant %s, %s input",
         spec.target,
+        spec.workload_name,
+        " (SYNTHETIC data)" if w and w.synthetic else "",
         session.n_train,
         len(data["y_test"]),
         model.count_params(),
         spec.threads,
         session.backend,
         spec.variant,
+        w.input_mode if w else "memory",
     )
     return session
+
+
+def _paper_data(spec: RunSpec, shards: list[str]) -> tuple[dict, Preprocessing]:
+    """The paper's workload's data: the shards (checked against ``spec.preprocessing``),
+    less the original variant's holdout, and the settings they were made with.
+
+    Raises:
+        DataError: as :func:`embryo_bench.data.stages.load_dataset`.
+        ConfigError: a holdout of every training image.
+    """
+    data, pp = load_dataset(shards, spec.preprocessing)
+    if spec.holdout:
+        # The original script's validation slice: the first images, never trained on.
+        if spec.holdout >= len(data["y_train"]):
+            raise ConfigError(
+                f"train.original.holdout {spec.holdout}: the data has only "
+                f"{len(data['y_train'])} training images"
+            )
+        data = {**data, "x_train": data["x_train"][spec.holdout :]}
+        data["y_train"] = data["y_train"][spec.holdout :]
+    return data, pp
+
+
+def _model(spec: RunSpec, pp: Preprocessing | None):
+    """The run's compiled model: the paper CNN at the shards' image size, or a workload's by
+    its builder with its recipe (:mod:`embryo_bench.workloads.build`; Keras is imported by
+    now).
+
+    Raises:
+        ConfigError: a builder that cannot be imported or refuses the shape.
+    """
+    if spec.workload is None:
+        from ..workloads.paper import build_model, compile_model
+
+        return compile_model(
+            build_model(pp.image_size, classes=4, dropout=spec.dropout, variant=spec.variant),
+            spec.learning_rate,
+            variant=spec.variant,
+        )
+    from ..workloads.build import build_for_spec
+
+    return build_for_spec(spec.workload, spec.learning_rate)
 
 
 def _check_batch(spec: RunSpec, n: int) -> None:
@@ -534,19 +566,14 @@ def _check_batch(spec: RunSpec, n: int) -> None:
     )
 
 
-def _setup_workload(
-    spec, arrays, dataset, prov, cores, scope, replicas_in_sync, t_setup, keras
-) -> Session:
-    """:func:`setup`'s part for a workload other than the paper's: its arrays (checked
-    against the spec's input shape, dtype and classes), its model built by its builder and
-    compiled with its recipe (:mod:`embryo_bench.workloads.build`).
+def _workload_data(spec: RunSpec, arrays: str | Path | None) -> dict:
+    """A workload's data: its arrays, checked against the spec's input shape, dtype and
+    classes; in files mode without the training images (they are read from files).
 
     Raises:
         DataError: the arrays are missing, damaged or not the workload's shape.
-        ConfigError: the builder cannot be imported; a batch larger than the training set.
+        ConfigError: no arrays given.
     """
-    from ..workloads.build import build_for_spec
-
     w = spec.workload
     if arrays is None:
         raise ConfigError(f"run {spec.target}: workload {w.name} needs its arrays (--arrays)")
@@ -568,34 +595,7 @@ def _setup_workload(
         # well; the test set is scored from memory.
         x_train = x_train[:0]
     data = {"x_train": x_train, "y_train": y_train, "x_test": x_test, "y_test": y_test}
-    _check_batch(spec, len(y_train))
-    with scope:
-        model = build_for_spec(w, spec.learning_rate)
-    session = Session(
-        spec=spec,
-        model=model,
-        data=data,
-        preprocessing=None,
-        provenance=prov,
-        cores=cores,
-        replicas_in_sync=replicas_in_sync,
-        backend=keras.backend.backend(),
-        setup_seconds=time.perf_counter() - t_setup,
-    )
-    log.info(
-        "target %s, workload %s%s: %d train / %d test samples, %d parameters, %d threads, "
-        "backend %s, %s input",
-        spec.target,
-        w.name,
-        " (SYNTHETIC data)" if w.synthetic else "",
-        session.n_train,
-        len(y_test),
-        model.count_params(),
-        spec.threads,
-        session.backend,
-        w.input_mode,
-    )
-    return session
+    return data
 
 
 def files_feed(session: Session) -> TimedFeed | None:
