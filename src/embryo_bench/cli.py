@@ -250,6 +250,29 @@ def cmd_workloads(p):
     return run
 
 
+def cmd_dataset_file(p):
+    """download one file of a workload's dataset, checked against the registry"""
+    p.add_argument("--dataset", required=True, help="a dataset of data/datasets.yaml")
+    p.add_argument("--file", required=True, help="the file's name in the registry")
+    p.add_argument("--out", required=True)
+    p.add_argument("--retries", type=int, default=5)
+
+    def run(a):
+        from .data.fetch import fetch_file
+        from .data.registry import get
+
+        ds = get(a.dataset)
+        f = next((f for f in ds.files if f.name == a.file), None)
+        if f is None:
+            raise ConfigError(
+                f"dataset {ds.name}: no file {a.file!r}; it has {[f.name for f in ds.files]}"
+            )
+        fetch_file(ds, f, a.out, progress=False, retries=a.retries)
+        log.info("dataset %s: %s from %s", ds.name, a.out, f.url)
+
+    return run
+
+
 def cmd_workload_data(p):
     """make a workload's arrays: its dataset's files parsed, or synthetic arrays of its shape"""
     p.add_argument("--workload", required=True, help="the workload's name (for the info)")

@@ -4,13 +4,14 @@
 # under workloads/<name>/ in the paper's layout. Settings are resolved by
 # embryo_bench.planning.workloads; a change to one workload's settings reruns its data, runs
 # and figures only.
+import dataclasses
+
 from embryo_bench.planning.workloads import model_code
 
 
 rule dataset_file:
     output:
-        file=f"{OUT}/data/datasets/{{dataset}}/{{file}}",
-        info=f"{OUT}/data/datasets/{{dataset}}/{{file}}.download.json",
+        f"{OUT}/data/datasets/{{dataset}}/{{file}}",
     log:
         f"{LOGS}/datasets/{{dataset}}/{{file}}.log",
     conda:
@@ -18,15 +19,14 @@ rule dataset_file:
     resources:
         bench_slot=OTHER_JOB_SLOTS,
     params:
-        url=lambda wc: PLAN.dataset_file(wc.dataset, wc.file).url,
-        sha256=lambda wc: PLAN.dataset_file(wc.dataset, wc.file).sha256 or "",
+        # Its URL, sha256 and size in the registry: an edit there fetches it again.
+        entry=lambda wc: dataclasses.asdict(PLAN.dataset_file(wc.dataset, wc.file)),
         retries=DATASET["retries"],
-        timeout=DATASET["timeout_s"],
-        code=code("download"),
+        code=code("dataset-file"),
     shell:
-        "python3 -m embryo_bench.cli download --url {params.url:q} --out {output.file:q} "
-        "--info {output.info:q} --sha256={params.sha256:q} --retries {params.retries:q} "
-        "--timeout {params.timeout:q} --no-progress > {log:q} 2>&1"
+        "python3 -m embryo_bench.cli dataset-file --dataset {wildcards.dataset:q} "
+        "--file {wildcards.file:q} --out {output:q} --retries {params.retries:q} "
+        "> {log:q} 2>&1"
 
 
 rule workload_data:

@@ -106,29 +106,53 @@ def fetch(
             check_file(ds, f, Path(offline) / f.name)
             paths[f.name] = Path(offline) / f.name
             continue
-        dest = Path(folder) / f.name
-        if dest.is_file():
-            try:
-                check_file(ds, f, dest)
-                paths[f.name] = dest
-                continue
-            except DataError:
-                pass  # fetched again below; download() replaces it only when complete
-        info = download(
-            f.url,
-            dest,
-            sha256=f.sha256,
-            retries=retries,
-            backoff=backoff,
-            progress=progress,
-            archive=f.name.endswith(ARCHIVES),
-            settings=_settings(ds, f),
+        paths[f.name] = fetch_file(
+            ds, f, Path(folder) / f.name, progress=progress, retries=retries, backoff=backoff
         )
-        if f.bytes is not None and info["bytes"] != f.bytes:
-            dest.unlink()
-            raise DownloadError(
-                f"{f.url}: {info['bytes']:,} bytes received for {f.name}; expected {f.bytes:,} "
-                f"(dataset {ds.name} in {REGISTRY.name}); nothing was kept"
-            )
-        paths[f.name] = dest
     return paths
+
+
+def fetch_file(
+    ds: Dataset,
+    f: DatasetFile,
+    dest: str | os.PathLike,
+    *,
+    progress: bool = True,
+    retries: int = 5,
+    backoff: float = 1.0,
+) -> Path:
+    """Download one published file of a dataset to ``dest`` (the workflow's
+    ``dataset_file`` rule: one job a file), its sha256 and size checked against the
+    registry's; a file already at ``dest`` that passes :func:`check_file` is kept.
+
+    Returns:
+        ``dest``.
+
+    Raises:
+        DownloadError: as :func:`embryo_bench.data.download.download`, or a download of another
+            size than the registry's (removed).
+    """
+    dest = Path(dest)
+    if dest.is_file():
+        try:
+            check_file(ds, f, dest)
+            return dest
+        except DataError:
+            pass  # fetched again below; download() replaces it only when complete
+    info = download(
+        f.url,
+        dest,
+        sha256=f.sha256,
+        retries=retries,
+        backoff=backoff,
+        progress=progress,
+        archive=f.name.endswith(ARCHIVES),
+        settings=_settings(ds, f),
+    )
+    if f.bytes is not None and info["bytes"] != f.bytes:
+        dest.unlink()
+        raise DownloadError(
+            f"{f.url}: {info['bytes']:,} bytes received for {f.name}; expected {f.bytes:,} "
+            f"(dataset {ds.name} in {REGISTRY.name}); nothing was kept"
+        )
+    return dest
