@@ -252,3 +252,48 @@ def locked_versions(path: Path) -> dict[str, str]:
         if len(pins) == 1:
             versions[canonicalize_name(req.name)] = pins[0]
     return versions
+
+
+def planned_jobs(output: str) -> list[tuple[str, dict[str, str]]]:
+    """The jobs a (dry) run's output lists, in its order: (rule, its wildcards) each, so a
+    test can say whose jobs they are (:func:`job_counts` gives only the rules' counts)."""
+    jobs: list[tuple[str, dict[str, str]]] = []
+    for line in output.splitlines():
+        if m := re.match(r"^(?:local)?rule (\w+):$", line.strip()):
+            jobs.append((m.group(1), {}))
+        elif jobs and (m := re.match(r"^wildcards: (.*)$", line.strip())):
+            jobs[-1][1].update(kv.split("=", 1) for kv in m.group(1).split(", "))
+    return jobs
+
+
+def workloads_config(outdir: Path, workloads: list[dict], docker: bool = True) -> dict:
+    """config/offline.yaml's host-1cpu (and docker-1cpu unless not ``docker``) training
+    ``workloads`` (``workloads:`` entries; the paper's runs only if listed), no calibration
+    probes, no cost base, a target that cannot run failing the plan."""
+    import copy
+
+    config = offline_config(outdir, docker=docker)
+    config.pop("cost", None)  # its base target is host-1cpu; no prices needed here
+    config["on_missing_hardware"] = "fail"
+    config["train"].update(epochs=1, probe_seconds=0)
+    config["workloads"] = copy.deepcopy(workloads)
+    return config
+
+
+def workload_run_dir(outdir: Path, workload: str, target: str, repeat: int = 1) -> Path:
+    """Where the workflow puts repeat ``repeat`` of ``workload`` (not the paper's) on
+    ``target``."""
+    return outdir / "workloads" / workload / "train" / target / f"repeat-{repeat}"
+
+
+def docker_unreachable() -> str | None:
+    """Why the Docker daemon (DOCKER_HOST, else the local socket) does not answer; None when
+    it does."""
+    from embryo_bench.errors import DockerError
+    from embryo_bench.runners.docker_api import docker_client
+
+    try:
+        docker_client(timeout=10).ping()
+    except DockerError as exc:
+        return f"no Docker daemon: {exc}"
+    return None

@@ -1,0 +1,112 @@
+"""One short training of every workload of the catalog on the host and one in a container
+(issue 32, "Done means"): every catalog workload but the paper's (trained throughout the
+suite) on SYNTHETIC data of its own shape, a few samples, one epoch, on host-1cpu and
+docker-1cpu, through the workflow in one Snakemake run (its figures too). Each run must finish
+with a positive images/s and the parameter count the catalog gives (imdb-fasttext's is its
+data's: 50 x 20,000 words + 51).
+
+It needs the Docker daemon and takes minutes (26 trainings, among them DATAmadness's
+58-million-parameter CNN at 256 x 256 x 3), so it runs only when EMBRYO_BENCH_REQUIRE names
+"catalog-runs" (.ci/run's step after the paper-scale one)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from embryo_bench.data import registry
+from embryo_bench.planning import layout
+from embryo_bench.workloads import catalog
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest import require_or_skip  # noqa: E402
+from workflow_helpers import (  # noqa: E402
+    docker_unreachable,
+    snakemake,
+    workload_run_dir,
+    workloads_config,
+)
+
+#: Every catalog workload but the paper's.
+NAMES = [n for n in catalog.catalog() if n != layout.PAPER_WORKLOAD]
+#: Samples and batch: two steps of 8 and one test batch (none where the dataset has no test
+#: split: the text-generation scripts held none out).
+TRAIN_SAMPLES, TEST_SAMPLES, BATCH_SIZE = 16, 8, 8
+TARGETS = ("host-1cpu", "docker-1cpu")
+
+
+def expected_parameters(name: str) -> int:
+    """The catalog's parameter count of ``name``; imdb-fasttext's embedding is sized by its
+    data (catalog.yaml: 50 x vocabulary + 51), here the imdb dataset's vocabulary."""
+    w = catalog.get(name)
+    if w.parameters:
+        return w.parameters
+    assert name == "imdb-fasttext", f"{name}: the catalog gives no parameter count"
+    return 50 * registry.get(w.dataset).vocabulary + 51
+
+
+def entry(name: str) -> dict:
+    """``name``'s workloads: entry: synthetic data, a few samples, one epoch of batch 8."""
+    has_test = registry.get(catalog.get(name).dataset).test != 0  # None: size not known
+    return {
+        "name": name,
+        "data": "synthetic",
+        "train_samples": TRAIN_SAMPLES,
+        "test_samples": TEST_SAMPLES if has_test else 0,
+        "epochs": 1,
+        "batch_size": BATCH_SIZE,
+    }
+
+
+@pytest.fixture(scope="module")
+def catalog_run(tmp_path_factory):
+    """Every workload of :data:`NAMES` on host-1cpu and docker-1cpu, one Snakemake run that
+    keeps going past a failed job: (output dir, snakemake's output)."""
+    required = os.environ.get("EMBRYO_BENCH_REQUIRE", "").replace(",", " ").split()
+    if "catalog-runs" not in required:
+        pytest.skip("26 trainings take minutes: set EMBRYO_BENCH_REQUIRE=catalog-runs")
+    if why := docker_unreachable():
+        require_or_skip("docker", why)
+    work = tmp_path_factory.mktemp("catalog")
+    config = workloads_config(work / "out", [entry(n) for n in NAMES])
+    snakemake(work, config, "-n")  # a plan refused fails here, with its message
+    proc = snakemake(work, config, "--keep-going", check=False, timeout=3600)
+    (work / "snakemake.log").write_text(proc.stdout + proc.stderr)
+    return work / "out", proc.stdout + proc.stderr
+
+
+def last_line(path: Path) -> str:
+    """The last line of a job's log (where embryo-bench says why it stopped)."""
+    lines = path.read_text(errors="replace").strip().splitlines() if path.exists() else []
+    return lines[-1] if lines else f"{path}: no log"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_a_catalog_workload_trains_on_the_host_and_in_a_container(catalog_run, name):
+    out, _ = catalog_run
+    for target in TARGETS:
+        run = workload_run_dir(out, name, target)
+        metrics = run / layout.METRICS
+        log = out / "logs/workloads" / name / "train" / target / "repeat-1.log"
+        assert metrics.exists(), f"{name} on {target} did not finish: {last_line(log)}"
+        m = json.loads(metrics.read_text())
+        where = f"{name} on {target}"
+        assert (m["workload"], m["target"], m["runner"]) == (
+            name, target, target.split("-")[0],
+        ), where  # fmt: skip
+        assert m["n_train"] == TRAIN_SAMPLES and m["epochs"] == 1, where
+        assert m["batch_size"] == BATCH_SIZE, where
+        assert m["mean_images_per_s"] > 0, where
+        assert m["parameter_count"] == expected_parameters(name), where
+    figures = out / "workloads" / name / "figures"
+    log = out / "logs/workloads" / name / "figures.log"
+    assert (figures / "results_table.csv").exists(), f"{name}'s figures: {last_line(log)}"
+    table = pd.read_csv(figures / "results_table.csv")
+    assert sorted(table["target"]) == sorted(TARGETS), name
+    assert "SYNTHETIC" in (figures / "results_table.md").read_text(), name
