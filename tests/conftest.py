@@ -40,6 +40,7 @@ HEAVY_FIRST = [
     "test_slurm.py",
     "test_report.py",
     "test_merge.py",
+    "test_workload_runs.py",
     "test_interrupts.py",  # its 'alone' test late: waiting for a long fixture beside it idles
     "test_model_train.py",
     "test_bench_peers.py",

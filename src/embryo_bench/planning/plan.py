@@ -978,5 +978,15 @@ class Plan:
             compare_base=self.compare_base if self.compare_base in targets else "",
             min_difference=float(self.config["compare"]["min_difference"]),
             stability=dict(self.config["stability"]),
-            config=self.config,
+            config=self.workload_config(workload),
         )
+
+    def workload_config(self, workload: str = PAPER_WORKLOAD) -> dict:
+        """The effective configuration as a workload's figures record it: its own entry of
+        ``workloads:`` only (none for the paper's, whose settings are the sections above),
+        so adding or editing another workload reruns none of its figures."""
+        others = {k: v for k, v in self.config.items() if k != "workloads"}
+        if workload == PAPER_WORKLOAD:
+            return others
+        return {**others, "workloads": [e for e in self.config["workloads"]
+                                         if e["name"] == workload]}  # fmt: skip

@@ -29,6 +29,11 @@ def cost_usd(training_seconds: float, hourly_usd: float | None) -> float | None:
     return training_seconds / 3600.0 * hourly_usd
 
 
+def _nan_for_none(value):
+    """``value``, or NaN for None (an accuracy of a run scored on no test set)."""
+    return np.nan if value is None else value
+
+
 def run_table(
     runs: list[Run],
     targets: dict[str, dict],
@@ -113,8 +118,9 @@ def run_table(
                 "first_epoch_s": m["first_epoch_seconds"],
                 "steady_epoch_s": m["steady_epoch_seconds"],
                 "images_per_s": m["mean_images_per_s"],
-                "final_test_accuracy": m["final_test_accuracy"],
-                "best_test_accuracy": m["best_test_accuracy"],
+                # NaN where no test set was scored (null in metrics.json).
+                "final_test_accuracy": _nan_for_none(m["final_test_accuracy"]),
+                "best_test_accuracy": _nan_for_none(m["best_test_accuracy"]),
                 "accuracy_target": m["accuracy_target"],
                 # A diverged run has none, even where an accuracy crossed the target (runs
                 # made before the trainer said so are judged here, from their history).

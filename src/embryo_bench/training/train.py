@@ -119,6 +119,12 @@ def time_to_accuracy(
     return float(history[clock].iloc[: i + 1].sum()), int(history["epoch"].iloc[i])
 
 
+def _finite(value) -> float | None:
+    """``value`` as a float, or None where it is NaN (no test set scored)."""
+    value = float(value)
+    return None if np.isnan(value) else value
+
+
 def summarise(history: pd.DataFrame, images_per_epoch: int, target: float) -> dict:
     """Summary metrics from a history table (see :data:`HISTORY_COLUMNS`).
 
@@ -148,8 +154,9 @@ def summarise(history: pd.DataFrame, images_per_epoch: int, target: float) -> di
         "first_epoch_seconds": float(epochs[0]),
         "steady_epoch_seconds": steady,
         "mean_images_per_s": images_per_epoch / (steady if steady else float(epochs[0])),
-        "final_test_accuracy": float(history["test_accuracy"].iloc[-1]),
-        "best_test_accuracy": float(history["test_accuracy"].max()),
+        # None (JSON null, not NaN) for a workload scored on no test set.
+        "final_test_accuracy": _finite(history["test_accuracy"].iloc[-1]),
+        "best_test_accuracy": _finite(history["test_accuracy"].max()),
         "accuracy_target": target,
         "time_to_accuracy_seconds": tta,
         "epochs_to_accuracy": tta_epochs,
