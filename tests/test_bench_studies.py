@@ -108,13 +108,28 @@ def test_summary_pairs_rounds(bench):
     assert mlp["ratio"]["median"] == pytest.approx(0.9)  # the ratios 0.9, 0.9, 0.99
     assert mlp["ratio"]["low"] == pytest.approx(0.9)
     assert mlp["ratio"]["high"] == pytest.approx(0.99)
-    assert mlp["ratio_cpu"]["median"] == 1.0
+    assert mlp["ratio"]["rounds"] == pytest.approx([0.9, 0.9, 0.99])
+    assert mlp["ratio"]["verdict"] == "undecided"  # the interval spans 0.97
+    assert mlp["ratio_cpu"]["median"] == 1.0 and mlp["ratio_cpu"]["verdict"] == "meets 0.97x"
     assert mlp["ours_images_per_s"] == 90.0 and mlp["script_images_per_s"] == 100.0
     assert mlp["ours_peak_rss_mib"] == 802.0
     cnn = rows["mnist-cnn"]
     assert cnn["ratio"] is None and cnn["script_status"].endswith("ValueError: boom")
     text = bench.table(list(rows.values()))
     assert "0.900 [0.900-" in text and "script: failed (rc 1): ValueError: boom" in text
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "pairs", "expected"),
+    [
+        (0.97, 1.2, 3, "meets 0.97x"),
+        (0.80, 0.969, 3, "below 0.97x"),
+        (0.95, 1.01, 5, "undecided"),
+        (1.1, 1.1, 1, "one pair: no interval"),
+    ],
+)
+def test_verdict_against_the_issues_bar(bench, low, high, pairs, expected):
+    assert bench.verdict((low + high) / 2, low, high, pairs) == expected
 
 
 @pytest.mark.slow
