@@ -652,7 +652,12 @@ def parse_args(argv=None):
     p.add_argument("--timeout", type=int, default=1800, help="per run (s)")
     p.add_argument("--workdir", help="where the data is written (default: a temporary folder)")
     p.add_argument("--json", help="write the settings, every run and the summary here")
-    p.add_argument("--report", help="print the tables of a --json record again (no runs)")
+    p.add_argument(
+        "--report",
+        nargs="+",
+        metavar="JSON",
+        help="print the tables of --json records again, their rounds pooled (no runs)",
+    )
     worker_args = (
         ("--side", str, "ours"),
         ("--workload", str, ""),
@@ -687,7 +692,7 @@ def main(argv=None) -> int:
         return 0
     sys.path.insert(0, str(REPO / "src"))
     if args.report:
-        report(json.loads(Path(args.report).read_text()))
+        report(pooled([json.loads(Path(path).read_text()) for path in args.report]))
         return 0
     from embryo_bench.recording.hardware import cpu_flags, cpu_model
 
@@ -738,6 +743,17 @@ def main(argv=None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(record, indent=1))
     return 0
+
+
+def pooled(records: list[dict]) -> dict:
+    """Several records as one: their runs, each record's rounds numbered after the previous
+    records' (a pair stays within its round), and their memory runs."""
+    runs, memory, offset = [], [], 0
+    for record in records:
+        runs += [{**r, "round": r["round"] + offset} for r in record["runs"]]
+        offset += 1 + max((r["round"] for r in record["runs"]), default=-1)
+        memory += record.get("memory") or []
+    return {"runs": runs, "memory": memory}
 
 
 def report(record: dict) -> list[dict]:

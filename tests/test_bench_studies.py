@@ -119,6 +119,14 @@ def test_summary_pairs_rounds(bench):
     assert "0.900 [0.900-" in text and "script: failed (rc 1): ValueError: boom" in text
 
 
+def test_pooled_records_keep_their_pairs_apart(bench):
+    one = {"runs": [{"round": 0}, {"round": 1}], "memory": [{"workload": "a"}]}
+    two = {"runs": [{"round": 0}], "memory": []}
+    both = bench.pooled([one, two])
+    assert [r["round"] for r in both["runs"]] == [0, 1, 2]
+    assert both["memory"] == [{"workload": "a"}]
+
+
 @pytest.mark.parametrize(
     ("low", "high", "pairs", "expected"),
     [
