@@ -21,6 +21,7 @@ from embryo_bench.data.arrays import read_arrays, write_arrays, write_synthetic
 from embryo_bench.data.imagefolder import write_image_folder
 from embryo_bench.planning.plan import Plan
 from embryo_bench.planning.workloads import model_code
+from embryo_bench.training import inputs
 
 REPO = Path(__file__).resolve().parents[1]
 OFFLINE = yaml.safe_load((REPO / "config" / "offline.yaml").read_text())
@@ -147,3 +148,16 @@ def test_a_builders_code_is_hashed_as_code_and_a_users_as_its_file(tmp_path, mon
     before = model_code("mymodels:small")
     own.write_text("def small(input_shape, classes):\n    return 1\n")
     assert model_code("mymodels:small") != before
+
+
+def test_every_catalog_augmentation_is_one_the_files_mode_applies():
+    """cifar10-cnn's shifts (width/height_shift_range) failed its files runs with a
+    TypeError after every job before them had run."""
+    from embryo_bench.workloads.catalog import catalog
+
+    rng = np.random.default_rng(0)
+    for w in catalog().values():
+        if w.augmentation and len(w.input_shape) == 3:
+            augment = inputs.Augment(**dict(w.augmentation))
+            x = rng.integers(0, 256, w.input_shape, dtype=np.uint8)
+            assert augment.apply(x, rng).shape == x.shape, w.name

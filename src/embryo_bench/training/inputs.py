@@ -134,8 +134,10 @@ class Augment:
         zoom_range: zoom factors for x and y drawn apart from [1 - zoom_range, 1 + zoom_range]
             (above 1: the image shrinks).
         horizontal_flip: flip left-right with probability 1/2.
+        width_shift_range, height_shift_range: shifts drawn from [-range, range] times the
+            width and the height (002's cifar10_cnn.py: 0.1 each).
 
-    The shear and zoom are one affine map about the image centre, applied by Pillow's
+    The shear, zoom and shifts are one affine map about the image centre, applied by Pillow's
     ``Image.transform`` (bilinear, as Keras 2's order-1 spline); where the map reaches
     outside the image the pixels are 0 (Keras 2 repeated the nearest edge pixel).
     """
@@ -143,6 +145,8 @@ class Augment:
     shear_range: float = 0.0
     zoom_range: float = 0.0
     horizontal_flip: bool = False
+    width_shift_range: float = 0.0
+    height_shift_range: float = 0.0
 
     def apply(self, pixels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """One image (uint8 (H, W, C)) transformed with parameters drawn from ``rng``;
@@ -150,16 +154,20 @@ class Augment:
         shear = np.deg2rad(rng.uniform(-self.shear_range, self.shear_range))
         zx, zy = rng.uniform(1 - self.zoom_range, 1 + self.zoom_range, 2)
         flip = self.horizontal_flip and rng.random() < 0.5
+        height, width, channels = pixels.shape
+        tx = ty = 0.0
+        if self.width_shift_range or self.height_shift_range:  # drawn only when asked for
+            tx = rng.uniform(-self.width_shift_range, self.width_shift_range) * width
+            ty = rng.uniform(-self.height_shift_range, self.height_shift_range) * height
         out = pixels
-        if shear or zx != 1 or zy != 1:
-            height, width, channels = pixels.shape
+        if shear or zx != 1 or zy != 1 or tx or ty:
             # Output (x, y) -> input: Keras 2's shear @ zoom, written for x = column, y = row
             # (its row/column matrix [[1, -sin, 0], [0, cos, 0]] @ diag(zx, zy)), about the
             # centre.
             a, b = np.cos(shear) * zy, 0.0
             d, e = -np.sin(shear) * zy, zx
             cx, cy = width / 2, height / 2
-            data = (a, b, cx - a * cx - b * cy, d, e, cy - d * cx - e * cy)
+            data = (a, b, cx - a * cx - b * cy + tx, d, e, cy - d * cx - e * cy + ty)
             img = Image.fromarray(pixels[..., 0] if channels == 1 else pixels)
             img = img.transform(
                 (width, height), Image.Transform.AFFINE, data, Image.Resampling.BILINEAR
