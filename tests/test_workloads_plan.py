@@ -136,3 +136,13 @@ def test_a_bad_workload_is_one_line_naming_it(entry, message):
 def test_a_workload_listed_twice_is_refused():
     with pytest.raises(ConfigError, match=r"workloads\[1\]: mnist-mlp is listed twice"):
         plan(workloads=[{"name": "mnist-mlp"}, {"name": "mnist-mlp"}])
+
+
+def test_the_workloads_command_lists_every_catalog_workload_with_its_source(capsys):
+    from embryo_bench.cli import main
+    from embryo_bench.workloads.catalog import catalog
+
+    assert main(["workloads"]) == 0
+    out = capsys.readouterr().out
+    for w in catalog().values():
+        assert f"{w.name} " in out and f"{w.parameters:,} parameters" in out and w.source in out

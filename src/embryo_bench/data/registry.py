@@ -15,11 +15,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from ..errors import ConfigError
+from ..planning.config import read_config_file
 from .arrays import SAMPLE_DTYPES
 
 #: The registry file (ships as package data).
@@ -176,10 +176,9 @@ def load_registry(path: str | os.PathLike = REGISTRY) -> dict[str, Dataset]:
             the wrong type (:data:`DATASETS_SCHEMA`), or an entry that contradicts itself
             (sequences without a vocabulary, an image folder without splits or with files).
     """
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read the dataset registry ({exc})") from None
+    # The configuration reader: a syntax error named by line and column, a key given twice
+    # refused (yaml.safe_load kept the last of two entries of one dataset).
+    data = read_config_file(path)
     error = best_match(Draft202012Validator(DATASETS_SCHEMA).iter_errors(data))
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or "(top level)"

@@ -25,6 +25,7 @@ from jsonschema import Draft202012Validator
 from ..data.preprocess import preprocess_frame, rotation_angles
 from ..errors import ConfigError, DataError
 from ..io import check_format, read_json, write_json
+from ..workloads.user import BUILDER_PATTERN
 from .layout import PAPER_WORKLOAD, RUN_SPEC_FORMAT
 
 
@@ -463,7 +464,7 @@ RUN_SPEC_SCHEMA: dict = {
             ],
             "properties": {
                 "name": _NAME,
-                "model": {"type": "string", "pattern": r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"},
+                "model": {"type": "string", "pattern": BUILDER_PATTERN},
                 "dataset": _NAME,
                 "synthetic": {"type": "boolean"},
                 "input_shape": {
