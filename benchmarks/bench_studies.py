@@ -713,13 +713,27 @@ def main(argv=None) -> int:
             batch = workload(name, STUDIES[name].input, args.seed).batch_size
             counts[name] = samples(name, args.scale, batch)
             data[name] = prepare(name, root / name, *counts[name], args.seed)
-        runs = []
+        record = {
+            "settings": {
+                k: v
+                for k, v in vars(args).items()
+                if k in ("workloads", "threads", "rounds", "epochs", "scale", "memory_mib", "seed")
+            },
+            "host": {"cpu_model": cpu_model(), "cpu_flags": cpu_flags(), "cores": cores},
+            "samples": counts,
+            "runs": [],
+            "memory": [],
+            "complete": False,
+        }
+        runs = record["runs"]
         for r, name, side in schedule(args.names, args.rounds):
             t0 = time.perf_counter()
             run = spawn(args, name, side, data[name], 1 + args.epochs, counts[name][0])
             run.update(workload=name, side=side, round=r, train=counts[name][0])
             run["wall_seconds"] = time.perf_counter() - t0
             runs.append(run)
+            if args.json:  # a benchmark cut off still leaves what it measured (--report)
+                Path(args.json).write_text(json.dumps(record, indent=1))
             speed = (
                 f"{run['steady_images_per_s']:.1f} samples/s" if peers.valid(run) else run["status"]
             )
@@ -727,18 +741,9 @@ def main(argv=None) -> int:
                 f"  round {r + 1} {name} {side}: {speed} ({run['wall_seconds']:.0f} s)",
                 flush=True,
             )
-        probes = [memory_probe(args, n, root) for n in args.names] if args.memory_mib else []
-    record = {
-        "settings": {
-            k: v
-            for k, v in vars(args).items()
-            if k in ("workloads", "threads", "rounds", "epochs", "scale", "memory_mib", "seed")
-        },
-        "host": {"cpu_model": cpu_model(), "cpu_flags": cpu_flags(), "cores": cores},
-        "samples": counts,
-        "runs": runs,
-        "memory": probes,
-    }
+        if args.memory_mib:
+            record["memory"] = [memory_probe(args, n, root) for n in args.names]
+    record["complete"] = True
     record["summary"] = report(record)
     if args.json:
         Path(args.json).write_text(json.dumps(record, indent=1))
