@@ -80,6 +80,9 @@ trains 2 epochs over its images.
 Usage:
     python benchmarks/bench_studies.py [--workloads mnist-mlp,...] [--threads 1]
         [--rounds 3] [--epochs 2] [--scale 1.0] [--memory-mib 128] [--json studies.json]
+    python benchmarks/bench_studies.py --report run1.json [run2.json ...]   # tables again,
+        the records' rounds pooled (--json is written after every run: a run cut off keeps
+        what it measured)
 
 Prints the host, the settings, one line per run as it ends, then the table: workload,
 input, samples, ours and script samples/s (median over rounds), ratio ours/script with its
