@@ -80,6 +80,9 @@ trains 2 epochs over its images.
 Usage:
     python benchmarks/bench_studies.py [--workloads mnist-mlp,...] [--threads 1]
         [--rounds 3] [--epochs 2] [--scale 1.0] [--memory-mib 128] [--json studies.json]
+    python benchmarks/bench_studies.py --report run1.json [run2.json ...]   # tables again,
+        the records' rounds pooled (--json is written after every run: a run cut off keeps
+        what it measured)
 
 Prints the host, the settings, one line per run as it ends, then the table: workload,
 input, samples, ours and script samples/s (median over rounds), ratio ours/script with its
@@ -713,13 +716,27 @@ def main(argv=None) -> int:
             batch = workload(name, STUDIES[name].input, args.seed).batch_size
             counts[name] = samples(name, args.scale, batch)
             data[name] = prepare(name, root / name, *counts[name], args.seed)
-        runs = []
+        record = {
+            "settings": {
+                k: v
+                for k, v in vars(args).items()
+                if k in ("workloads", "threads", "rounds", "epochs", "scale", "memory_mib", "seed")
+            },
+            "host": {"cpu_model": cpu_model(), "cpu_flags": cpu_flags(), "cores": cores},
+            "samples": counts,
+            "runs": [],
+            "memory": [],
+            "complete": False,
+        }
+        runs = record["runs"]
         for r, name, side in schedule(args.names, args.rounds):
             t0 = time.perf_counter()
             run = spawn(args, name, side, data[name], 1 + args.epochs, counts[name][0])
             run.update(workload=name, side=side, round=r, train=counts[name][0])
             run["wall_seconds"] = time.perf_counter() - t0
             runs.append(run)
+            if args.json:  # a benchmark cut off still leaves what it measured (--report)
+                Path(args.json).write_text(json.dumps(record, indent=1))
             speed = (
                 f"{run['steady_images_per_s']:.1f} samples/s" if peers.valid(run) else run["status"]
             )
@@ -727,18 +744,9 @@ def main(argv=None) -> int:
                 f"  round {r + 1} {name} {side}: {speed} ({run['wall_seconds']:.0f} s)",
                 flush=True,
             )
-        probes = [memory_probe(args, n, root) for n in args.names] if args.memory_mib else []
-    record = {
-        "settings": {
-            k: v
-            for k, v in vars(args).items()
-            if k in ("workloads", "threads", "rounds", "epochs", "scale", "memory_mib", "seed")
-        },
-        "host": {"cpu_model": cpu_model(), "cpu_flags": cpu_flags(), "cores": cores},
-        "samples": counts,
-        "runs": runs,
-        "memory": probes,
-    }
+        if args.memory_mib:
+            record["memory"] = [memory_probe(args, n, root) for n in args.names]
+    record["complete"] = True
     record["summary"] = report(record)
     if args.json:
         Path(args.json).write_text(json.dumps(record, indent=1))

@@ -154,7 +154,7 @@ def test_tiny_run_prints_its_table(bench, tmp_path):
     head = next(i for i, line in enumerate(lines) if line.startswith("workload "))
     assert lines[head + 2].startswith("mnist-mlp ") and "one pair: no interval" in lines[head + 2]
     record = json.loads(out.read_text())
-    assert record["samples"]["mnist-mlp"] == [256, 128]
+    assert record["samples"]["mnist-mlp"] == [256, 128] and record["complete"] is True
     assert sorted(r["side"] for r in record["runs"]) == ["ours", "script"]
     for r in record["runs"]:
         assert r["status"] == "ok", r
