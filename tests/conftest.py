@@ -188,6 +188,13 @@ def require_or_skip(facility: str, why: str) -> None:
     pytest.skip(why)
 
 
+def run_only_when_required(step: str, why: str) -> None:
+    """Skip a test that belongs to one of .ci/run's own steps (minutes of training) unless
+    EMBRYO_BENCH_REQUIRE names ``step`` ("catalog-runs", "paper-scale"), saying ``why``."""
+    if step not in os.environ.get("EMBRYO_BENCH_REQUIRE", "").replace(",", " ").split():
+        pytest.skip(f"{why}: set EMBRYO_BENCH_REQUIRE={step}")
+
+
 @pytest.fixture
 def no_docker_env(monkeypatch):
     """No Docker environment (DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH) for this

@@ -12,7 +12,6 @@ It needs the Docker daemon and takes minutes (26 trainings, among them DATAmadne
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from embryo_bench.planning import layout
 from embryo_bench.workloads import catalog
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import require_or_skip  # noqa: E402
+from conftest import require_or_skip, run_only_when_required  # noqa: E402
 from workflow_helpers import (  # noqa: E402
     docker_unreachable,
     snakemake,
@@ -67,9 +66,7 @@ def entry(name: str) -> dict:
 def catalog_run(tmp_path_factory):
     """Every workload of :data:`NAMES` on host-1cpu and docker-1cpu, one Snakemake run that
     keeps going past a failed job: (output dir, snakemake's output)."""
-    required = os.environ.get("EMBRYO_BENCH_REQUIRE", "").replace(",", " ").split()
-    if "catalog-runs" not in required:
-        pytest.skip("26 trainings take minutes: set EMBRYO_BENCH_REQUIRE=catalog-runs")
+    run_only_when_required("catalog-runs", "26 trainings take minutes")
     if why := docker_unreachable():
         require_or_skip("docker", why)
     work = tmp_path_factory.mktemp("catalog")

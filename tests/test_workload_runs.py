@@ -26,7 +26,7 @@ from embryo_bench.reporting import summary
 from embryo_bench.reporting.merge import merge_runs
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import copy_run, require_or_skip  # noqa: E402
+from conftest import copy_run, require_or_skip, run_only_when_required  # noqa: E402
 from workflow_helpers import (  # noqa: E402
     docker_unreachable,
     job_counts,
@@ -55,7 +55,10 @@ TARGETS = ("host-1cpu", "docker-1cpu")
 @pytest.fixture(scope="module")
 def workloads_run(tmp_path_factory):
     """:data:`WORKLOADS` on host-1cpu and docker-1cpu, run: (work dir, config). Its outdir
-    is relative ("out"), so :func:`conftest.copy_run` gives a test a finished copy."""
+    is relative ("out"), so :func:`conftest.copy_run` gives a test a finished copy.
+    Six trainings and their figures (about 100 s): in .ci/run's catalog-runs step, beside
+    tests/test_catalog_runs.py, not in the suite's 10 minutes."""
+    run_only_when_required("catalog-runs", "six trainings through the workflow")
     if why := docker_unreachable():
         require_or_skip("docker", why)
     work = tmp_path_factory.mktemp("workloads")
