@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import yaml
 
 from embryo_bench.errors import ConfigError, DataError
 from embryo_bench.planning.config import load_config, load_schema
-from embryo_bench.planning.plan import Plan
+from embryo_bench.planning.plan import Plan, williams_rows
 from embryo_bench.planning.spec import Preprocessing, RunSpec
 from embryo_bench.runners.docker_api import Daemon
 
@@ -248,6 +249,31 @@ def test_a_shuffled_order_is_fixed_by_its_seed_and_holds_every_run_once_per_roun
         assert sorted(t for t, r in one if r == k) == sorted(OFFLINE_NAMES)
     firsts = {one[4 * k][0] for k in range(8)}
     assert len(firsts) > 1  # not the same target first in every round
+
+
+@pytest.mark.parametrize("n", range(1, 8))
+def test_a_williams_design_puts_every_target_in_every_position_and_after_every_other_alike(n):
+    rows = williams_rows(n)
+    assert len(rows) == (2 * n if n % 2 and n > 1 else n)
+    assert all(sorted(row) == list(range(n)) for row in rows)
+    positions = Counter((i, pos) for row in rows for pos, i in enumerate(row))
+    assert set(positions.values()) == {len(rows) // n} and len(positions) == n * n
+    follows = Counter(pair for row in rows for pair in zip(row[:-1], row[1:], strict=True))
+    if n > 1:
+        assert len(follows) == n * (n - 1) and len(set(follows.values())) == 1
+
+
+def test_a_balanced_order_cycles_the_rows_and_is_alternate_for_two_targets():
+    p = _rounds(8, order="balanced")
+    rows = williams_rows(4)
+    for k in range(1, 9):
+        assert [t for t, r in p.runs if r == k] == [OFFLINE_NAMES[i] for i in rows[(k - 1) % 4]]
+    two = {**OFFLINE, "sweeps": [], "targets": OFFLINE["targets"][:2]}
+    two["train"] = {**OFFLINE["train"], "repeats": 4}
+    assert (
+        plan({**two, "compare": {"order": "balanced"}}).runs
+        == plan({**two, "compare": {"order": "alternate"}}).runs
+    )
 
 
 def test_the_compare_base_runs_in_every_round():

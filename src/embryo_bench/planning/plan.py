@@ -403,6 +403,32 @@ def compare_base(
     return base, note
 
 
+#: The orders of the targets within a round (``compare.order``; :func:`round_order`).
+ROUND_ORDERS = ("alternate", "shuffle", "balanced")
+
+
+def williams_rows(n: int) -> list[list[int]]:
+    """A Williams design for ``n`` treatments (Williams 1949, "Experimental designs balanced
+    for the estimation of residual effects of treatments"): rows of a Latin square, each a
+    permutation of range(n), such that over all rows every index stands in every position
+    equally often and directly follows every other index equally often. n rows for an even
+    n; 2n for an odd n (the square and its mirror image).
+
+    Raises:
+        ValueError: n < 1.
+    """
+    if n < 1:
+        raise ValueError(f"a Williams design needs at least one treatment, got {n}")
+    first, low, high = [0], 1, n - 1
+    while low <= high:  # 0, 1, n-1, 2, n-2, ...
+        first.append(low)
+        if low != high:
+            first.append(high)
+        low, high = low + 1, high - 1
+    rows = [[(i + r) % n for i in first] for r in range(n)]
+    return rows + [row[::-1] for row in rows] if n % 2 and n > 1 else rows
+
+
 def round_order(targets: dict[str, Target], order: str = "alternate", seed: int = 0):
     """Every run as (target, repeat) in the order rounds run them (issue 23): round k holds
     repeat k of every target with at least k repeats.
@@ -412,7 +438,10 @@ def round_order(targets: dict[str, Target], order: str = "alternate", seed: int 
         order: "alternate": config order in odd rounds, reversed in even ones (ABC CBA ABC:
             a steady drift of the machine's speed lands on every target alike);
             "shuffle": a new order each round, :class:`random.Random` seeded with
-            ``seed`` and the round.
+            ``seed`` and the round; "balanced": the rows of a Williams Latin square
+            (:func:`williams_rows`) in turn, so over a cycle of n rounds (2n for an odd n)
+            every target runs in every position equally often and after every other
+            target equally often (for two targets it is "alternate").
 
     Returns:
         list of (target, repeat), round 1 first.
@@ -420,14 +449,17 @@ def round_order(targets: dict[str, Target], order: str = "alternate", seed: int 
     Raises:
         ValueError: an unknown order.
     """
-    if order not in ("alternate", "shuffle"):
-        raise ValueError(f"round order must be alternate or shuffle, got {order!r}")
+    if order not in ROUND_ORDERS:
+        raise ValueError(f"round order must be one of {', '.join(ROUND_ORDERS)}, got {order!r}")
     rounds = max(t.repeats for t in targets.values())
     runs = []
     for k in range(1, rounds + 1):
         names = [n for n, t in targets.items() if t.repeats >= k]
         if order == "shuffle":
             random.Random(f"{seed}/{k}").shuffle(names)
+        elif order == "balanced":
+            rows = williams_rows(len(names))
+            names = [names[i] for i in rows[(k - 1) % len(rows)]]
         elif k % 2 == 0:
             names.reverse()
         runs += [(n, k) for n in names]
