@@ -511,3 +511,174 @@ def test_the_synthetic_mark_is_drawn_on_the_saved_figure(tmp_path, monkeypatch):
     ]
     assert all(all(inside) and inside for _, _, inside in seen)  # whole, within the saved area
     assert all((tmp_path / f"cost.{ext}").stat().st_size > 0 for ext in layout.FIGURE_FORMATS)
+
+
+# The comparison figure and tables at few rounds (issue 33, item 6), on made-up runs.
+
+
+def _comparison(rounds: int, seed: int = 0) -> pd.DataFrame:
+    """:func:`compare.comparison_table` of the offline demo's throughput ratios (host-1cpu
+    the base) over ``rounds`` rounds: each round's machine speed moves by 5 % and each run by
+    2 % more (log-normal); docker-1cpu and host-1cpu-jax reach the accuracy target, the
+    others never do; the base does when ``seed`` is odd."""
+    from embryo_bench.reporting import compare
+
+    speed = {"host-1cpu": 1.0, "host-1cpu-jax": 0.448, "docker-1cpu": 0.985, "host-2cpu": 0.946}
+    speed |= {"host-2cpu.bs120-t2": 1.439, "host-2cpu.bs480-t2": 1.776}
+    reached = {"host-1cpu-jax": 250.0, "docker-1cpu": 102.0} | (
+        {"host-1cpu": 100.0} if seed % 2 else {}
+    )
+    rng = np.random.default_rng(seed)
+    rows = []
+    for k in range(1, rounds + 1):
+        machine = rng.normal(0, 0.05)
+        for target, s in speed.items():
+            noise = np.exp(machine + rng.normal(0, 0.02))
+            tta = reached.get(target, np.nan) / noise
+            rows.append({"target": target, "repeat": k, "images_per_s": 300 * s * noise,
+                         "time_to_accuracy_s": tta, "flags": ""})  # fmt: skip
+    return compare.comparison_table(pd.DataFrame(rows), "host-1cpu", 0.05)
+
+
+def _draw_comparison(drawn, table):
+    """The comparison figure of ``table``, drawn (its text boxes laid out)."""
+    figures.fig_comparison(table, "6 runs ran one after another in the planned order", None, "")
+    fig = drawn["comparison"]
+    fig.canvas.draw()
+    return fig
+
+
+def _all_texts(fig):
+    """Every text drawn on ``fig`` (titles, labels, annotations, tick labels) that says
+    something."""
+    found = [*fig.texts]  # the title among them
+    for ax in fig.axes:
+        found += [*ax.texts, ax.title, ax.xaxis.label]
+        for axis, (lo, hi) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            ticks = axis.get_major_ticks()  # those drawn: within the axis' limits
+            found += [t.label1 for t in ticks if min(lo, hi) <= t.get_loc() <= max(lo, hi)]
+    return [t for t in found if t.get_visible() and t.get_text()]
+
+
+def _interval_bars(ax):
+    """The interval bars (ErrorbarContainers) drawn in ``ax``."""
+    from matplotlib.container import ErrorbarContainer
+
+    return [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+
+
+def test_one_round_draws_plain_points_and_says_once_that_intervals_need_rounds(drawn):
+    table = _comparison(rounds=1)
+    fig = _draw_comparison(drawn, table)
+    texts = [t.get_text() for t in _all_texts(fig)]
+    said = [t for t in texts if "need at least 3 rounds" in t]
+    assert len(said) == 1  # once, in the title
+    assert not [t for t in texts if "[" in t or "one pair" in t or "pair(s)" in t]
+    throughput, accuracy = fig.axes
+    assert not _interval_bars(throughput)  # plain points, no "[x, x]" bars
+    points = [line for line in throughput.lines if line.get_marker() == "o"]
+    assert len(points) == len(table)
+    jax = f"{table.set_index('target').loc['host-1cpu-jax', 'throughput_ratio']:.3f}"
+    assert jax in [t.get_text() for t in throughput.texts]  # the ratio, alone
+    # No target reached the accuracy the base never reached: one line, no "no pair"s.
+    assert [t.get_text() for t in accuracy.texts] == [
+        "host-1cpu never reached the accuracy target: no ratio to draw"
+    ]
+    # The tables: the ratio alone, no verdict per row; the note says why, once.
+    readable = summary.readable_comparison(table).set_index("target")
+    assert readable.loc["host-1cpu-jax", "throughput ratio [95 % interval]"] == jax
+    assert readable.loc["host-1cpu-jax", "throughput"] == ""
+    assert set(readable["time to accuracy"]) == {"base: not reached", ""}
+    per_target = summary.readable_summary(_summary([_run("host-1cpu-jax", 1, 60.0)]), table)
+    assert per_target["throughput vs base [95 % interval]"].tolist() == [jax]
+    assert summary.comparison_note(table) == (
+        "A 95 % interval and a verdict need at least 3 rounds; ratios from 1 round are shown "
+        "alone, as plain points (train.repeats sets the rounds). The base, host-1cpu, never "
+        "reached the accuracy target: no time-to-accuracy ratio."
+    )
+
+
+def _overlapping(fig):
+    """The (text, what it covers) pairs of a rendered ``fig`` where a text's box overlaps a
+    point (its marker's square), an interval bar, the line at 1 or another text."""
+    renderer = fig.canvas.get_renderer()
+    texts = _all_texts(fig)
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts]
+    drawn_ = []
+    for ax in fig.axes:
+        for line in ax.lines:
+            if line.get_marker() not in (None, "", " ", "None"):
+                r = line.get_markersize() / 2 * fig.dpi / 72  # points to pixels
+                for x, y in ax.transData.transform(np.column_stack(line.get_data())):
+                    drawn_.append((f"point at {x:.0f},{y:.0f}", (x - r, y - r, x + r, y + r)))
+            if line.get_linestyle() not in ("None", ""):
+                drawn_.append(("a line", tuple(line.get_window_extent(renderer).extents)))
+        for c in _interval_bars(ax):
+            for coll in c.lines[2]:
+                for seg in coll.get_segments():
+                    (x0, y0), (x1, y1) = np.sort(ax.transData.transform(seg), axis=0)
+                    drawn_.append(("an interval bar", (x0, y0, x1, y1)))
+    found = []
+    for i, (text, box) in enumerate(boxes):
+        others = [(t, tuple(b.extents)) for j, (t, b) in enumerate(boxes) if j != i]
+        for what, (x0, y0, x1, y1) in drawn_ + others:
+            if box.x0 < x1 and box.x1 > x0 and box.y0 < y1 and box.y1 > y0:
+                found.append((text, what))
+    return found
+
+
+@pytest.mark.parametrize("rounds", [1, 5])
+def test_no_label_overlaps_a_point_a_bar_the_line_at_1_or_another_text(drawn, rounds):
+    """Checked on the rendered figure's text boxes against where its markers, interval
+    bars and lines are drawn (pixels), with the base reaching the accuracy target or not."""
+    for seed in (0, 1):
+        fig = _draw_comparison(drawn, _comparison(rounds, seed))
+        assert _overlapping(fig) == [], (rounds, seed)
+        figures.plt.close(fig)
+
+
+@pytest.mark.parametrize(("rounds", "intervals"), [(2, False), (3, True), (5, True)])
+def test_intervals_are_drawn_from_3_rounds_on(drawn, rounds, intervals):
+    table = _comparison(rounds, seed=1)
+    fig = _draw_comparison(drawn, table)
+    throughput, accuracy = fig.axes
+    jax = table.set_index("target").loc["host-1cpu-jax"]
+    ratio = f"{jax['throughput_ratio']:.3f}"
+    label = [t.get_text() for t in throughput.texts if t.get_text().startswith(ratio)]
+    if intervals:
+        assert len(_interval_bars(throughput)) == len(table) - 1  # every target but the base
+        assert len(_interval_bars(accuracy)) == 2  # the two that reached it
+        assert label == [
+            f"{jax['throughput_ratio']:.3f} [{jax['throughput_low']:.3f}, "
+            f"{jax['throughput_high']:.3f}], slower, {rounds} pairs"
+        ]
+        assert summary.comparison_note(table) == ""
+        assert not [t for t in _all_texts(fig) if "need at least" in t.get_text()]
+    else:
+        assert not _interval_bars(throughput) and not _interval_bars(accuracy)
+        assert label == [f"{jax['throughput_ratio']:.3f}"]
+        assert "ratios from 2 rounds are shown alone" in fig._suptitle.get_text()
+
+
+@pytest.mark.parametrize("rounds", [1, 5])
+def test_unpaired_rows_are_hollow_and_say_unpaired(drawn, rounds):
+    """A ``pairing`` column (runs merged from elsewhere, compared without pairs) marks its
+    row; a table without the column draws every point filled."""
+    table = _comparison(rounds, seed=1)
+    pairing = ["base", "unpaired", *["paired"] * (len(table) - 2)]
+    for with_column in (False, True):
+        t = table.assign(pairing=pairing) if with_column else table
+        fig = _draw_comparison(drawn, t)
+        throughput = fig.axes[0]
+        hollow = [line for line in throughput.lines if line.get_markerfacecolor() == "white"]
+        hollow_y = sorted({float(y) for line in hollow for y in line.get_ydata()})
+        labels = [x.get_text() for x in throughput.texts if "unpaired" in x.get_text()]
+        if with_column:
+            assert hollow_y == [len(t) - 2.0]  # the second row from the top
+            assert labels == [summary.ratio_text(t.iloc[1], "throughput") + (
+                ", slower, unpaired" if rounds >= 3 else ", unpaired")]  # fmt: skip
+            readable = summary.readable_comparison(t)
+            assert readable["pairing"].tolist() == pairing
+        else:
+            assert hollow_y == [] and labels == []
+        figures.plt.close(fig)

@@ -179,15 +179,66 @@ def _target_bars(ax, summ: pd.DataFrame, col: str, scale: float, label: str) -> 
 VERDICT_COLORS = {"faster": "tab:green", "slower": "tab:red"}
 
 
+def _comparison_label(row, measure: str, paired: pd.DataFrame) -> str:
+    """The text beside one row of the comparison figure: "base: N run(s) measured", the
+    median ratio with its interval and verdict and how many pairs, the median alone below
+    :data:`embryo_bench.reporting.summary.INTERVAL_MIN_PAIRS` pairs, or the verdict where
+    there is no ratio; "unpaired" on a row compared without pairs."""
+    verdict = row[f"{measure}_verdict"]
+    if verdict == "base":
+        return f"base: {summary.pair_count(row, measure)} run(s) measured"
+    words = [summary.ratio_text(row, measure), summary.verdict_text(row, measure, paired)]
+    if summary.shows_interval(row, measure) and not summary.is_unpaired(row):
+        words.append(f"{summary.pair_count(row, measure)} pairs")
+    if summary.is_unpaired(row):
+        words.append("unpaired")
+    return ", ".join(w for w in words if w)
+
+
+def _comparison_row(ax, row, measure: str, med: float, yi: float, paired: pd.DataFrame) -> None:
+    """One row of a comparison panel at height ``yi``: its point (with the interval where
+    :func:`embryo_bench.reporting.summary.shows_interval`; hollow when unpaired) and its
+    text in a column right of the panel (:func:`_comparison_label`)."""
+    if np.isfinite(med):
+        interval = summary.shows_interval(row, measure)
+        color = VERDICT_COLORS.get(row[f"{measure}_verdict"], "dimgray") if interval else "dimgray"
+        style = {
+            "color": color,
+            **({"mfc": "white", "mew": 1.5} if summary.is_unpaired(row) else {}),
+        }
+        if interval:
+            lo, hi = float(row[f"{measure}_low"]), float(row[f"{measure}_high"])
+            xerr = [[med - lo], [hi - med]]
+            ax.errorbar(med, yi, xerr=xerr, fmt="o", capsize=3, lw=1.5, **style)
+        else:
+            ax.plot([med], [yi], "o", **style)
+    ax.annotate(
+        _comparison_label(row, measure, paired),
+        (1.0, yi),
+        xycoords=("axes fraction", "data"),
+        xytext=(6, 0),
+        textcoords="offset points",
+        ha="left",
+        va="center",
+        fontsize=7,
+        annotation_clip=False,
+    )
+
+
 def fig_comparison(comparison: pd.DataFrame, order_note: str, out_dir: Path, footer: str) -> None:
     """The headline (issue 23): each target's throughput and time-to-accuracy speed relative
-    to the base target in the same round, median with its 95 % bootstrap interval, one row
-    per target, a line at 1.0; green / red where the difference is measured
-    (:func:`embryo_bench.reporting.compare.comparison_table`), grey where it is not."""
+    to the base target, one row per target, a line at 1.0: the median ratio with its 95 %
+    interval, green / red where the difference is measured
+    (:func:`embryo_bench.reporting.compare.comparison_table`), grey where it is not. A ratio
+    from fewer than :data:`embryo_bench.reporting.summary.INTERVAL_MIN_PAIRS` rounds is a plain
+    point, and the title says once why (:func:`embryo_bench.reporting.summary.interval_note`);
+    a row compared without pairs (``pairing`` "unpaired") is a hollow point. Each row's
+    numbers are written in a column right of its panel, so no text lies over a point, a bar
+    or the line at 1; a panel with no ratio at all says why in one line."""
     fig, axes = plt.subplots(
         1,
         2,
-        figsize=(11, 2.4 + 0.5 * len(comparison)),
+        figsize=(12, 2.4 + 0.5 * len(comparison)),
         sharey=True,
         squeeze=False,
         layout="constrained",
@@ -199,36 +250,27 @@ def fig_comparison(comparison: pd.DataFrame, order_note: str, out_dir: Path, foo
         (("throughput", "throughput (images/s)"), ("time_to_accuracy", "time to accuracy")),
         strict=True,
     ):
-        ax.axvline(1.0, color="black", lw=1)
-        for yi, (_, row) in zip(y, comparison.iterrows(), strict=True):
-            med = row[f"{measure}_ratio"]
-            verdict = row[f"{measure}_verdict"]
-            if not np.isfinite(med):
-                ax.annotate(verdict, (1.0, yi), ha="center", va="center", fontsize=7)
-                continue
-            color = VERDICT_COLORS.get(verdict, "dimgray")
-            lo, hi = row[f"{measure}_low"], row[f"{measure}_high"]
-            ax.errorbar(
-                med, yi, xerr=[[med - lo], [hi - med]], fmt="o", color=color, capsize=3, lw=1.5
-            )
-            pairs = row[f"{measure}_pairs"]
-            ax.annotate(
-                f"{med:.3f} [{lo:.3f}, {hi:.3f}], {verdict}, {pairs} pair(s)"
-                if verdict != "base"
-                else f"base: {pairs} run(s) measured",
-                (med, yi),
-                xytext=(0, 7),
-                textcoords="offset points",
-                ha="center",
-                fontsize=7,
-            )
+        ratios = pd.to_numeric(comparison[f"{measure}_ratio"], errors="coerce")
+        if not np.isfinite(ratios).any():  # one line for the panel, not one per row
+            why = "no ratio to draw"
+            if summary.base_unreached(comparison, measure):
+                why = f"{base} never reached the accuracy target: {why}"
+            ax.text(0.5, 0.5, why, transform=ax.transAxes, ha="center", va="center", fontsize=8,
+                    color="dimgray")  # fmt: skip
+            ax.set_xticks([])
+        else:
+            ax.set_xlabel("speed ratio to the base (above 1: faster)")
+            ax.axvline(1.0, color="black", lw=1)
+            for yi, med, (_, row) in zip(y, ratios, comparison.iterrows(), strict=True):
+                _comparison_row(ax, row, measure, med, yi, comparison)
         ax.set_title(f"{title}, relative to {base}", fontsize=9)
-        ax.set_xlabel("speed ratio in the same round (above 1: faster)")
-        ax.margins(x=0.25, y=0.3)
+        ax.margins(x=0.15, y=0.3)
     axes[0][0].set_yticks(y, comparison["target"], fontsize=8)
+    note = summary.interval_note(comparison)
     fig.suptitle(
-        "Paired comparison: median over rounds with 95 % bootstrap interval; "
-        f"{int(comparison['flagged_runs'].sum())} run(s) flagged, all counted\n{order_note}",
+        f"Comparison with {base}: median ratio with its 95 % interval; "
+        f"{int(comparison['flagged_runs'].sum())} run(s) flagged, all counted\n{order_note}"
+        + (f"\n{note}" if note else ""),
         fontsize=9,
     )
     _save(fig, out_dir, "comparison", footer)
@@ -787,8 +829,9 @@ def make_all(
         f"Each target's speed divided by {paired['target'].iloc[0]}'s in the same round "
         f"(above 1: faster), median over rounds with a 95 % bootstrap interval; a difference "
         f"is called only when the interval excludes 1 and the median is more than "
-        f"{min_difference:.0%} from 1 (compare.min_difference). {order_note}."
-    )
+        f"{min_difference:.0%} from 1 (compare.min_difference). {order_note}. "
+        + summary.comparison_note(paired)  # once here, not on every row
+    ).strip()
     _write_table(
         paired.assign(min_difference=min_difference, order=order_note),
         out_dir,

@@ -17,6 +17,7 @@ import pandas as pd
 from ..errors import ConfigError
 from ..planning.layout import PAPER_WORKLOAD
 from ..published import paper
+from .compare import MEASURES
 from .runs import NOT_MEASURED, Run, as_number, machine_of
 from .stability import FLAGS, assess, flag_runs, thresholds
 
@@ -514,13 +515,112 @@ def _g(value, fmt: str = ".4g") -> str:
     return "" if v is None else format(v, fmt)
 
 
-def _ratio(row, measure: str) -> str:
-    """ "0.912 [0.890, 0.930]" from a comparison row, "" where there is none."""
+#: A ratio over fewer pairs than this (one or two rounds) is shown alone, without an interval
+#: or a verdict: no 95 % interval comes from one or two pairs. The figure and the tables say
+#: so once (:func:`comparison_note`) instead of on every row.
+INTERVAL_MIN_PAIRS = 3
+
+
+def is_unpaired(row) -> bool:
+    """Whether a :func:`embryo_bench.reporting.compare.comparison_table` row was compared
+    without pairs (its ``pairing`` column, where the table has one, says "unpaired")."""
+    return row.get("pairing") == "unpaired"
+
+
+def pair_count(row, measure: str) -> int:
+    """How many pairs a comparison row's ``measure`` rests on: ``<measure>_pairs`` (rounds
+    with both runs); for an unpaired row (:func:`is_unpaired`), or where that is missing, the
+    row's ``rounds`` (its runs); 0 when neither is a number."""
+    keys = ("rounds",) if is_unpaired(row) else (f"{measure}_pairs", "rounds")
+    for key in keys:
+        value = pd.to_numeric(pd.Series([row.get(key)]), errors="coerce").iloc[0]
+        if np.isfinite(value):
+            return int(value)
+    return 0
+
+
+def shows_interval(row, measure: str) -> bool:
+    """Whether a comparison row's ``measure`` is shown with its interval and verdict: it has
+    a ratio, is not the base, and rests on at least :data:`INTERVAL_MIN_PAIRS` pairs."""
+    return (
+        as_number(row.get(f"{measure}_ratio")) is not None
+        and not str(row.get(f"{measure}_verdict", "")).startswith("base")
+        and pair_count(row, measure) >= INTERVAL_MIN_PAIRS
+    )
+
+
+def ratio_text(row, measure: str) -> str:
+    """A comparison row's ``measure`` as a person reads it: "0.912 [0.890, 0.930]" (median
+    ratio to the base and its 95 % interval), the median alone ("0.448") where the row has
+    too few pairs for an interval (:func:`shows_interval`), "" where there is no ratio."""
     med = as_number(row.get(f"{measure}_ratio"))
     if med is None:
         return ""
+    if not shows_interval(row, measure):
+        return f"{med:.3f}"
     low, high = row[f"{measure}_low"], row[f"{measure}_high"]
     return f"{med:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def base_unreached(paired: pd.DataFrame, measure: str) -> bool:
+    """Whether the base (the table's first row) never measured ``measure`` (it never
+    reached the accuracy target): then no other row can have a ratio for it."""
+    return len(paired) > 0 and paired[f"{measure}_verdict"].iloc[0] == "base: not reached"
+
+
+def verdict_text(row, measure: str, paired: pd.DataFrame) -> str:
+    """A comparison row's verdict as a person reads it: the table's verdict, "" where
+    :func:`comparison_note` says once why there is none (too few pairs for an interval, or
+    a base that never reached the accuracy target)."""
+    verdict = str(row[f"{measure}_verdict"])
+    if verdict.startswith("base"):
+        return verdict
+    if as_number(row.get(f"{measure}_ratio")) is None:
+        return "" if base_unreached(paired, measure) else verdict
+    return verdict if shows_interval(row, measure) else ""
+
+
+def interval_note(paired: pd.DataFrame) -> str:
+    """The sentence the comparison figure and tables say once, instead of on every row, when
+    a ratio rests on fewer than :data:`INTERVAL_MIN_PAIRS` pairs: that an interval and a
+    verdict need that many rounds; "" when every ratio has its interval.
+
+    Args:
+        paired: :func:`embryo_bench.reporting.compare.comparison_table` (the base first).
+    """
+    few = sorted(
+        {
+            pair_count(row, m)
+            for _, row in paired.iloc[1:].iterrows()
+            for m in MEASURES
+            if as_number(row.get(f"{m}_ratio")) is not None and not shows_interval(row, m)
+        }
+    )
+    if not few:
+        return ""
+    counts = " or ".join(str(n) for n in few)
+    return (
+        f"A 95 % interval and a verdict need at least {INTERVAL_MIN_PAIRS} rounds; ratios "
+        f"from {counts} round{'s' * (few != [1])} are shown alone, as plain points "
+        "(train.repeats sets the rounds)."
+    )
+
+
+def comparison_note(paired: pd.DataFrame) -> str:
+    """What the comparison tables say once instead of on every row: :func:`interval_note`,
+    and that the base never reached the accuracy target (so no target has a time-to-accuracy
+    ratio); "" when neither holds.
+
+    Args:
+        paired: :func:`embryo_bench.reporting.compare.comparison_table` (the base first).
+    """
+    notes = [interval_note(paired)]
+    if base_unreached(paired, "time_to_accuracy"):
+        notes.append(
+            f"The base, {paired['target'].iloc[0]}, never reached the accuracy target: "
+            "no time-to-accuracy ratio."
+        )
+    return " ".join(n for n in notes if n)
 
 
 def flag_counts(row) -> str:
@@ -534,19 +634,25 @@ def flag_counts(row) -> str:
 
 def readable_summary(summ: pd.DataFrame, paired: pd.DataFrame | None = None) -> pd.DataFrame:
     """The per-target table as a person reads it: target, runs, flagged (how many, by flag),
-    throughput (median and min-max, images/s), the paired ratio to the base with its 95 %
-    interval and verdict (:func:`embryo_bench.reporting.compare.comparison_table`; "not paired" for
-    runs merged from elsewhere), time to accuracy (median, s, and how many runs reached it),
-    cost (median, USD). Values are text."""
-    by_target = paired.set_index("target") if paired is not None and len(paired) else None
+    throughput (median and min-max, images/s), the ratio to the base with its 95 % interval
+    and verdict (:func:`embryo_bench.reporting.compare.comparison_table`; the ratio alone
+    below :data:`INTERVAL_MIN_PAIRS` rounds, :func:`comparison_note`; "unpaired" on a row
+    compared without pairs; "not paired (ran in other rounds)" for a target the table does not
+    hold), time to accuracy (median, s, and how many runs reached it), cost (median, USD).
+    Values are text."""
+    by_target = paired.set_index("target", drop=False) if paired is not None else None
     rows = []
     for _, r in summ.iterrows():
         if by_target is not None and r["target"] in by_target.index:
             p = by_target.loc[r["target"]]
-            if p["throughput_verdict"] == "base":
-                vs_base = "base"
-            else:
-                vs_base = f"{_ratio(p, 'throughput') or '-'} {p['throughput_verdict']}"
+            words = [
+                ratio_text(p, "throughput") or "-",
+                verdict_text(p, "throughput", paired),
+                "unpaired" if is_unpaired(p) else "",
+            ]
+            vs_base = (
+                " ".join(w for w in words if w) if p["throughput_verdict"] != "base" else "base"
+            )
         else:
             vs_base = "not paired (ran in other rounds)"
         tta = _g(r["time_to_accuracy_s_median"], ".1f")
@@ -599,21 +705,23 @@ def readable_runs(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def readable_comparison(paired: pd.DataFrame) -> pd.DataFrame:
-    """The comparison table as a person reads it: target, rounds, flagged runs, and for
-    throughput and time to accuracy the median ratio to the base [95 % interval] and the
-    verdict."""
-    return pd.DataFrame(
-        {
-            "target": paired["target"],
-            "rounds": paired["rounds"],
-            "flagged runs": [flag_counts(r) for _, r in paired.iterrows()],
-            "throughput ratio [95 % interval]": [
-                _ratio(r, "throughput") for _, r in paired.iterrows()
-            ],
-            "throughput": paired["throughput_verdict"],
-            "time-to-accuracy speed ratio": [
-                _ratio(r, "time_to_accuracy") for _, r in paired.iterrows()
-            ],
-            "time to accuracy": paired["time_to_accuracy_verdict"],
-        }
-    )
+    """The comparison table as a person reads it: target, rounds, flagged runs, pairing
+    (where the table has it: "paired" or "unpaired", and "base"), and for throughput and time
+    to accuracy the median ratio to the base [95 % interval] and the verdict
+    (:func:`ratio_text`, :func:`verdict_text`: below :data:`INTERVAL_MIN_PAIRS` rounds the
+    ratio alone and no verdict, said once by :func:`comparison_note`)."""
+    rows = [r for _, r in paired.iterrows()]
+    table = {
+        "target": paired["target"],
+        "rounds": paired["rounds"],
+        "flagged runs": [flag_counts(r) for r in rows],
+    }
+    if "pairing" in paired:
+        table["pairing"] = paired["pairing"]
+    for measure, ratio, verdict in (
+        ("throughput", "throughput ratio [95 % interval]", "throughput"),
+        ("time_to_accuracy", "time-to-accuracy speed ratio", "time to accuracy"),
+    ):
+        table[ratio] = [ratio_text(r, measure) for r in rows]
+        table[verdict] = [verdict_text(r, measure, paired) for r in rows]
+    return pd.DataFrame(table)
