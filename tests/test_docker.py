@@ -717,7 +717,7 @@ def test_a_target_on_another_daemon_trains_there(remote_run, pki):
     prov = pd.read_csv(out / "figures/provenance.csv", keep_default_na=False)
     assert prov["docker_daemon"].tolist() == [second.info()["ID"]]
     assert prov["docker_channel"].tolist() == ["tls"]
-    assert prov["machine"].tolist() == [second.info()["Name"]]
+    assert prov["host"].tolist() == [second.info()["Name"]]
     assert prov["container_isolation"].tolist() == [
         "network none, cap_drop ALL, no-new-privileges, pids 4096"
     ]

@@ -365,7 +365,7 @@ def test_report_tables_rows_and_values(report_run):
     assert cost.loc["host-1cpu", "price_source"].startswith("example only")
     prov = pd.read_csv(fig / "provenance.csv", keep_default_na=False)
     assert set(prov["dataset_sha256"]) == {"synthetic"} and prov["git_commit"].str.len().min() > 6
-    assert set(prov["machine"]) == {socket.gethostname()}  # host runs: this host
+    assert set(prov["host"]) == {socket.gethostname()}  # host runs: this host
     assert json.loads((out / "train/host-1cpu/repeat-2/metrics.json").read_text())["seed"] == 1
 
 

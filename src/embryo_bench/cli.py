@@ -486,20 +486,24 @@ def cmd_figures(p):
         from .planning.spec import Preprocessing
         from .recording.baseline import load_baseline
         from .reporting import figures
-        from .reporting.merge import merge_runs
+        from .reporting.merge import merge_runs, split_by_machine
         from .reporting.runs import load_runs
 
         spec = FiguresSpec.read(a.spec, current=True)
         runs = load_runs(spec.runs)
         merged, targets = merge_runs(spec.merge, runs, spec.targets)
+        # One target's runs on two machines are two targets (issue 33, item 2).
+        own = split_by_machine(runs, merged, targets)
+        for note in own.notes:
+            log.warning("%s", note)
         baseline = spec.stability.get("baseline", "")
         # Into a staging folder, moved into place only when every figure and table is made
         # (issue 25), the complete set then kept beside (figures.previous), for the workflow
         # to put back if a later figures job fails after Snakemake removed them (issue 31).
         with staged_folder(a.out_dir, keep=kept_path(a.out_dir)) as out_dir:
             figures.make_all(
-                runs,
-                targets,
+                own.runs,
+                own.targets,
                 read_json(a.source_info),
                 (
                     Preprocessing.from_dict(shard_settings(a.shard)["preprocessing"], a.shard)
@@ -508,12 +512,12 @@ def cmd_figures(p):
                 ),
                 a.selection or None,
                 out_dir,
-                cost_base=spec.cost_base,
+                cost_base=own.name(spec.cost_base),
                 cost_note=spec.cost_note,
                 stability=spec.stability,
                 counts=read_json(a.select_summary) if a.select_summary else None,
                 merged=merged,
-                compare_base=spec.compare_base,
+                compare_base=own.name(spec.compare_base),
                 min_difference=spec.min_difference,
                 baseline=load_baseline(baseline) if baseline else None,
             )

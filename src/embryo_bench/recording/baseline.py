@@ -197,13 +197,14 @@ def settings_differences(
 def run_machine(metrics: dict) -> dict:
     """A run's machine in :func:`embryo_bench.recording.hardware.this_machine`'s keys, from its
     ``metrics.json``: hostname (:func:`embryo_bench.reporting.runs.machine_name`: a docker run's
-    daemon, else the host), cpu_model, cpu_flags and host_cores from its provenance (None
-    where not recorded)."""
+    daemon, else the host), cpu_model, cpu_id, cpu_flags, host_cores and memory_mib from its
+    provenance (None where not recorded)."""
     prov = metrics.get("provenance") or {}
     name = machine_name({**metrics, "provenance": prov})
     return {
         "hostname": None if name == NOT_RECORDED else name,
-        "cpu_model": prov.get("cpu_model"),
-        "cpu_flags": prov.get("cpu_flags"),
-        "host_cores": prov.get("host_cores"),
+        **{
+            key: prov.get(key)
+            for key in ("cpu_model", "cpu_id", "cpu_flags", "host_cores", "memory_mib")
+        },
     }

@@ -78,15 +78,40 @@ def cpu_flags() -> list[str]:
     return []
 
 
+def cpu_id() -> str:
+    """The CPU's vendor and CPUID family/model/stepping from /proc/cpuinfo, e.g.
+    "GenuineIntel 6/143/8": it tells two CPUs apart where a VM's model name does not
+    ("Intel(R) Xeon(R) Processor"); "unknown" where /proc/cpuinfo is absent."""
+    fields = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if not key:  # the first processor's block ends
+                break
+            fields.setdefault(key, value.strip())
+    except OSError:
+        return "unknown"
+    if "vendor_id" not in fields:
+        return "unknown"
+    numbers = "/".join(fields.get(k, "?") for k in ("cpu family", "model", "stepping"))
+    return f"{fields['vendor_id']} {numbers}"
+
+
 def this_machine() -> dict:
     """This machine as a machine baseline records it (``embryo-bench calibrate``;
-    :mod:`embryo_bench.recording.baseline` compares two): hostname (as a run's provenance has it),
-    cpu_model, cpu_flags (:func:`cpu_flags`) and host_cores (logical CPUs)."""
+    :mod:`embryo_bench.recording.baseline` compares two) and as every run's provenance
+    records it (:func:`embryo_bench.reporting.runs.machine_identity` reads it back): hostname,
+    cpu_model, cpu_id (:func:`cpu_id`), cpu_flags (:func:`cpu_flags`), host_cores (logical
+    CPUs of the machine, not those of a run after pinning) and memory_mib (physical memory,
+    MiB; :func:`memory_mib`)."""
     return {
         "hostname": socket.gethostname(),
         "cpu_model": cpu_model(),
+        "cpu_id": cpu_id(),
         "cpu_flags": cpu_flags(),
         "host_cores": os.cpu_count(),
+        "memory_mib": memory_mib(),
     }
 
 

@@ -53,7 +53,8 @@ def collect(seed: int, dataset: dict) -> dict:
         dict with :func:`embryo_bench.recording.hardware.this_machine`'s keys, as a machine baseline
         records them (:func:`embryo_bench.recording.baseline.run_machine` reads them back): hostname
         (inside a container: the container's, see the runner's ``container.daemon`` for the
-        machine), cpu_model, cpu_flags (SIMD), host_cores; then visible_cores (after pinning),
+        machine), cpu_model, cpu_id, cpu_flags (SIMD), host_cores, memory_mib (MiB); then
+        visible_cores (after pinning),
         cpu_quota_cores (cgroup quota in cores, None if unlimited), gpus (names), gpu_driver,
         python, platform, keras_backend, versions (distribution -> version), seed,
         git_commit, dataset, container_image, scheduler (:func:`scheduler_job`) and

@@ -824,7 +824,7 @@ def make_all(
         comparison = summary.paper_comparison(main, table, targets, counts)
         fig_paper_vs_ours(comparison, out_dir, footer)
     for r in own:
-        fig_utilisation(r, out_dir, utilisation_name(r.name, r.metrics["repeat"]), footer)
+        fig_utilisation(r, out_dir, utilisation_name(r.planned_name, r.metrics["repeat"]), footer)
     paired_note = (
         f"Each target's speed divided by {paired['target'].iloc[0]}'s in the same round "
         f"(above 1: faster), median over rounds with a 95 % bootstrap interval; a difference "

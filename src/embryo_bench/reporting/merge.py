@@ -12,6 +12,7 @@ the same preprocessing, names each by its machine and adds them to every table a
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -29,7 +30,7 @@ from ..planning.layout import (
     WINDOWS,
 )
 from ..planning.spec import RunSpec
-from .runs import Run, load_runs, machine_of
+from .runs import IDENTITY_FIELDS, Machines, Run, load_runs
 
 #: What must be equal for runs to be comparable: the data (source.json, as each run's
 #: provenance carries it) and what the trainer was given (counts per split and class).
@@ -276,10 +277,13 @@ def merge_runs(
 ) -> tuple[list[Run], dict[str, dict]]:
     """The finished runs of the result folders ``outdirs``, to be shown beside ``ours``.
 
-    Each merged run's target becomes ``<target>@<machine>`` (:func:`machine_of`), so the same
-    target from two machines gives two rows; its metrics gain ``machine``, ``merged_from``
-    (the folder) and ``software_differs`` (:func:`software_differences`). Nothing is written
-    to those folders.
+    Each merged run's target becomes ``<target>@<machine>``, the label of the machine it ran
+    on (:class:`embryo_bench.reporting.runs.Machines` of ``ours`` and every merged run: CPU
+    model and flags, cores, memory, GPUs, host, Docker daemon), so the same target from two
+    machines gives two rows, and a folder from "the same" instance type that landed on
+    another CPU is another machine, whatever its host name; its metrics gain ``machine``
+    (that label), ``merged_from`` (the folder) and ``software_differs``
+    (:func:`software_differences`). Nothing is written to those folders.
 
     Args:
         outdirs: other result folders (the config's ``merge:``).
@@ -296,11 +300,8 @@ def merge_runs(
             already taken, or the same machine, target and repeat twice.
     """
     reference = identity(ours[0]) if ours else None
-    merged: list[Run] = []
-    fields = dict(targets)
-    seen: dict[tuple[str, int], str] = {}
+    found: list[tuple[str, Run]] = []
     for outdir in outdirs:
-        report = _report_fields(Path(outdir))
         for run in load_runs(run_dirs(outdir)):
             if reference is None:
                 reference = identity(run)
@@ -310,30 +311,141 @@ def merge_runs(
                     f"merge: {run.dir} is not comparable with this workflow's runs ({diff}): "
                     "runs on other data or preprocessing cannot share a table"
                 )
-            machine = machine_of(run)
-            target = run.metrics["target"]
-            name = f"{target}@{machine}"
-            if name in targets:
-                raise ConfigError(f"merge: {run.dir}: the name {name} is already a target")
-            key = (name, run.metrics.get("repeat", 1))
-            if key in seen:
-                raise ConfigError(
-                    f"merge: {run.dir} and {seen[key]} are both {name} repeat {key[1]}: "
-                    "list each machine's result folder once"
-                )
-            seen[key] = run.dir
-            run.metrics = {
-                **run.metrics,
-                "target": name,
-                "machine": machine,
-                "merged_from": str(outdir),
-                "software_differs": software_differences(run, ours),
-            }
-            # A sweep point is known by its own run.json (the other folder's config lists
-            # targets, not the points derived from them); its base gets the machine too.
-            sweep = (run.spec or {}).get("sweep")
-            if sweep:
-                sweep = {**sweep, "base": f"{sweep['base']}@{machine}"}
-            fields[name] = {**report.get(target, {}), "sweep": sweep}
-            merged.append(run)
+            found.append((outdir, run))
+    machines = Machines([*ours, *(run for _, run in found)])
+    reports = {outdir: _report_fields(Path(outdir)) for outdir in outdirs}
+    merged: list[Run] = []
+    fields = dict(targets)
+    seen: dict[tuple[str, int], str] = {}
+    for outdir, run in found:
+        machine = machines.of(run).label
+        target = run.metrics["target"]
+        name = f"{target}@{machine}"
+        if name in targets:
+            raise ConfigError(f"merge: {run.dir}: the name {name} is already a target")
+        key = (name, run.metrics.get("repeat", 1))
+        if key in seen:
+            raise ConfigError(
+                f"merge: {run.dir} and {seen[key]} are both {name} repeat {key[1]}: "
+                "list each machine's result folder once"
+            )
+        seen[key] = run.dir
+        run.metrics = {
+            **run.metrics,
+            "target": name,
+            "machine": machine,
+            "merged_from": str(outdir),
+            "software_differs": software_differences(run, ours),
+        }
+        # A sweep point is known by its own run.json (the other folder's config lists
+        # targets, not the points derived from them); its base gets the machine too.
+        fields[name] = {**reports[outdir].get(target, {}), "sweep": _on(run, machine)}
+        merged.append(run)
     return merged, fields
+
+
+def _on(run: Run, machine: str) -> dict | None:
+    """``run``'s sweep point (its run.json's ``sweep``) with its base on ``machine``
+    (``<base>@<machine>``), or None for a run that is no sweep point."""
+    sweep = (run.spec or {}).get("sweep")
+    return {**sweep, "base": f"{sweep['base']}@{machine}"} if sweep else None
+
+
+@dataclass
+class ByMachine:
+    """This workflow's runs, named by the machine they ran on where a target's runs ran on
+    several (:func:`split_by_machine`).
+
+    Attributes:
+        runs: the runs, in their order; those of a target that ran on more than one machine
+            renamed ``<target>@<machine>`` (metrics ``target``; ``machine`` added; the
+            planned name stays in :attr:`embryo_bench.reporting.runs.Run.planned_name`).
+        targets: report fields per name: a split target's are its parts'.
+        names: each split target -> the part that stands for it where one name is asked
+            for (``compare.base``, ``cost.base_target``, its ``paper_system``): the machine
+            with most of its runs (a tie: the machine of its first run).
+        notes: one line per split target, e.g. "host-1cpu ran on 2 machines (cpu_model, isa
+            differ): host-1cpu@epyc-7b13-avx2-2c-24g-1a2b rounds 1-3, ...".
+    """
+
+    runs: list[Run]
+    targets: dict[str, dict]
+    names: dict[str, str]
+    notes: list[str]
+
+    def name(self, target: str) -> str:
+        """The name ``target`` goes by in the tables (itself, or its part in
+        :attr:`names`); "" stays ""."""
+        return self.names.get(target, target)
+
+
+def split_by_machine(ours: list[Run], merged: list[Run], targets: dict[str, dict]) -> ByMachine:
+    """Never pool one target's runs from different machines (issue 33, item 2): a target
+    whose runs in this workflow's outdir ran on more than one machine (an outdir whose
+    rounds 1-3 ran on Monday's AMD and rounds 4-5 on Tuesday's Xeon: a VM class is not a
+    machine) is split into one target per machine, ``<target>@<machine>`` with the machine's
+    label (:class:`embryo_bench.reporting.runs.Machines` of ``ours`` and ``merged``, as
+    :func:`merge_runs` names the merged runs); a target that ran on one machine keeps its
+    name. Each part keeps the target's report fields (its price; a sweep point's base gets
+    the machine, as a merged one's does); only the part in :attr:`ByMachine.names` keeps
+    its ``paper_system``. Runs are not changed in place (a renamed run is a new
+    :class:`embryo_bench.reporting.runs.Run`).
+
+    Args:
+        ours: this workflow's runs, in the planned order.
+        merged: the merged runs (:func:`merge_runs`), named already.
+        targets: report fields per name (:func:`merge_runs`' second value).
+
+    Raises:
+        ConfigError: a split part's name is a merged target's too (a merged folder ran
+            that target on a machine this outdir also ran it on).
+    """
+    machines = Machines([*ours, *merged])
+    by_target: dict[str, dict[str, list[Run]]] = {}
+    for run in ours:
+        by_target.setdefault(run.name, {}).setdefault(machines.of(run).label, []).append(run)
+    split = {t: parts for t, parts in by_target.items() if len(parts) > 1}
+    # The part that stands for a split target: the most runs, then the first run's.
+    chosen = {t: max(parts, key=lambda m: len(parts[m])) for t, parts in split.items()}
+    fields = {n: f for n, f in targets.items() if n not in split}
+    taken = {r.name: r.metrics.get("merged_from", "") for r in merged}
+    notes, runs = [], []
+    for target, parts in split.items():
+        own = targets.get(target, {})
+        first = machines.of(next(iter(parts.values()))[0])
+        differ = sorted(
+            {f for rs in parts.values() for f in first.differences(machines.of(rs[0]))},
+            key=IDENTITY_FIELDS.index,
+        )
+        described = []
+        for machine, rs in parts.items():
+            name = f"{target}@{machine}"
+            if name in taken:
+                raise ConfigError(
+                    f"merge: {taken[name]} ran {target} on {machine}, as some of this "
+                    f"workflow's own runs of {target} did (its outdir ran {target} on "
+                    f"{len(parts)} machines, so they are {name} too): merge one folder's "
+                    "runs of a machine, not two"
+                )
+            sweep = own.get("sweep")
+            keep = machine == chosen[target]
+            fields[name] = {
+                **{k: v for k, v in own.items() if k != "paper_system" or keep},
+                # a line per machine in the sweeps figure, as for a merged sweep point
+                "sweep": {**sweep, "base": f"{sweep['base']}@{machine}"} if sweep else sweep,
+            }
+            rounds = ", ".join(str(r.metrics.get("repeat", 1)) for r in rs)
+            described.append(f"{name} (rounds {rounds})")
+        notes.append(
+            f"{target} ran on {len(parts)} machines ({', '.join(differ)} differ), so its "
+            f"runs are not pooled: {'; '.join(described)}; {target}@{chosen[target]} "
+            f"stands for {target} (compare.base, cost.base_target, paper_system)"
+        )
+    for run in ours:
+        if run.name in split:
+            machine = machines.of(run).label
+            metrics = {**run.metrics, "target": f"{run.name}@{machine}", "machine": machine}
+            run = replace(run, metrics=metrics)
+        runs.append(run)
+    names = {t: f"{t}@{m}" for t, m in chosen.items()}
+    return ByMachine(runs, fields, names, notes)

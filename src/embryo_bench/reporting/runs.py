@@ -7,6 +7,10 @@ start here.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,21 +53,204 @@ class Run:
 
     @property
     def name(self) -> str:
-        """The run's target."""
+        """The run's target, as the tables name it (``<target>@<machine>`` for a merged run
+        and for a run of a target that ran on several machines)."""
         return self.metrics["target"]
 
-
-def machine_of(run: Run) -> str:
-    """The machine ``run`` ran on (:func:`machine_name` of its metrics)."""
-    return machine_name(run.metrics)
+    @property
+    def planned_name(self) -> str:
+        """The target the run was planned as: its run.json's (its folder's) name."""
+        return (self.spec or {}).get("target") or Path(self.dir).parent.name
 
 
 def machine_name(metrics: dict) -> str:
-    """The machine a run ran on, from its ``metrics.json``: its Docker daemon's name for a
+    """The host a run ran on, from its ``metrics.json``: its Docker daemon's name for a
     docker run (the host the daemon runs on), else the host name its provenance recorded;
-    "not recorded" for runs made before either was."""
-    daemon = (metrics.get("container") or {}).get("daemon") or {}
-    return daemon.get("name") or metrics["provenance"].get("hostname") or NOT_RECORDED
+    "not recorded" for runs made before either was (a docker run's provenance holds its
+    container's host name, a random one: never taken for the host's)."""
+    container = metrics.get("container") or {}
+    daemon = container.get("daemon") or {}
+    if container or metrics.get("runner") == "docker":
+        return daemon.get("name") or NOT_RECORDED
+    return (metrics.get("provenance") or {}).get("hostname") or NOT_RECORDED
+
+
+# --- the machine a run ran on (issue 33, item 2) -------------------------------------------
+
+#: The CPU flags that move training speed, as a machine identity compares them: the
+#: instruction sets oneDNN (TensorFlow's and PyTorch's CPU kernels) dispatches on: AVX, AVX2
+#: with FMA, AVX-512 core (F, BW, VL, DQ), its VNNI, BF16 and FP16 extensions, AVX-VNNI and
+#: the AMX tile unit with its BF16 operations. Each is among the flags every run records
+#: (:func:`embryo_bench.recording.hardware.cpu_flags`), so runs made before this list
+#: was written have the same identity as runs made after it on the same CPU.
+MACHINE_FLAGS = (
+    "avx",
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512dq",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "avx_vnni",
+    "amx_tile",
+    "amx_bf16",
+)
+#: What a machine identity holds (:func:`machine_identity`), in the order a label and a
+#: difference name them.
+IDENTITY_FIELDS = (
+    "host",
+    "cpu_model",
+    "cpu_id",
+    "isa",
+    "cores",
+    "memory_gib",
+    "gpus",
+    "docker_daemon",
+)
+
+
+def machine_identity(metrics: dict) -> dict:
+    """The machine a run ran on, from what its ``metrics.json`` recorded (its provenance,
+    :func:`embryo_bench.recording.hardware.this_machine`'s keys, and a docker run's
+    ``container.daemon``), as :data:`IDENTITY_FIELDS`:
+
+    - host: :func:`machine_name` (a docker run's daemon's name, else the host name);
+    - cpu_model (the model name), cpu_id (vendor family/model/stepping);
+    - isa: the :data:`MACHINE_FLAGS` the CPU has, a tuple in that order;
+    - cores: the machine's logical CPUs (``host_cores``; a docker run made before it was
+      recorded: its daemon's ``ncpu``), not the run's own after pinning (``visible_cores``,
+      its target's ``cpus``);
+    - memory_gib: physical memory in GiB, rounded (``memory_mib``, else a docker run's
+      daemon's), so a few MiB that a kernel reserves differently do not make another
+      machine;
+    - gpus: the GPU models the run saw (sorted, one entry per GPU);
+    - docker_daemon: a docker run's daemon ID, "" for a host run.
+
+    A field the run did not record (runs made before it was) is None.
+    """
+    prov = metrics.get("provenance") or {}
+    container = metrics.get("container") or {}
+    daemon = container.get("daemon") or {}
+    docker = bool(container) or metrics.get("runner") == "docker"
+    host = machine_name(metrics)
+    flags = prov.get("cpu_flags")
+    memory = prov.get("memory_mib") or (daemon.get("memory_mib") if docker else None)
+    gpus = prov.get("gpus")
+    return {
+        "host": None if host == NOT_RECORDED else host,
+        "cpu_model": prov.get("cpu_model"),
+        "cpu_id": prov.get("cpu_id"),
+        "isa": None if flags is None else tuple(f for f in MACHINE_FLAGS if f in flags),
+        "cores": prov.get("host_cores") or (daemon.get("ncpu") if docker else None),
+        "memory_gib": round(memory / 1024) if memory else None,
+        "gpus": None if gpus is None else tuple(sorted(gpus)),
+        "docker_daemon": (daemon.get("id") or None) if docker else "",
+    }
+
+
+def _words(text: str, drop: set[str], most: int) -> list[str]:
+    """Lower-case words of ``text`` (letters and digits), without trademarks, clock speeds,
+    core counts and ``drop``; at most ``most``."""
+    text = re.sub(r"\((r|tm)\)|@.*$|\b\d+-core\b", " ", text.lower())
+    return [w for w in re.split(r"[^a-z0-9]+", text) if w and w not in drop][:most]
+
+
+_CPU_WORDS = {"intel", "amd", "cpu", "processor", "with", "radeon", "graphics", "genuine"}
+_GPU_WORDS = {"nvidia", "geforce", "tesla", "amd", "radeon"}
+#: A label's vector ISA word: the widest the CPU has (flag, word).
+_VECTOR_WORDS = (("avx512f", "avx512"), ("avx2", "avx2"), ("avx", "avx"))
+
+
+def describe_machine(identity: dict) -> list[str]:
+    """The readable words of a machine label from a :func:`machine_identity` (fields that are
+    None left out): CPU (its model name's words, e.g. "xeon-platinum-8481c", "epyc-7b13"),
+    vector ISA ("avx512", "avx2" or "avx") and "amx" for a matrix unit, logical cores ("2c"),
+    memory ("24g"), GPUs ("2xa100-sxm4")."""
+    parts = ["-".join(_words(identity.get("cpu_model") or "", _CPU_WORDS, 3)) or "cpu"]
+    isa = identity.get("isa")
+    if isa is not None:
+        widest = [word for flag, word in _VECTOR_WORDS if flag in isa][:1]
+        parts += widest + ["amx"] * ("amx_tile" in isa)
+    if identity.get("cores"):
+        parts.append(f"{identity['cores']}c")
+    if identity.get("memory_gib"):
+        parts.append(f"{identity['memory_gib']}g")
+    for name, count in Counter(identity.get("gpus") or ()).items():
+        short = "-".join(_words(name, _GPU_WORDS, 2)) or "gpu"
+        parts.append(f"{count}x{short}" if count > 1 else short)
+    return parts
+
+
+@dataclass(frozen=True)
+class Machine:
+    """One machine runs ran on, as :class:`Machines` tells them apart.
+
+    Attributes:
+        label: readable and unique among the machines of the runs it was made for, e.g.
+            "xeon-avx512-amx-2c-24g-9f3e" (:func:`describe_machine`, then the shortest
+            prefix of the fingerprint, at least 4 hex digits, that no other machine's
+            readable words share).
+        fingerprint: sha256 (first 12 hex digits) of the identity's compared fields.
+        identity: the compared fields of :func:`machine_identity` (a field some run did
+            not record is not compared, and not here).
+    """
+
+    label: str
+    fingerprint: str
+    identity: dict
+
+    def differences(self, other: Machine) -> list[str]:
+        """The fields in which ``other`` differs from this machine, in
+        :data:`IDENTITY_FIELDS`' order."""
+        return [f for f in IDENTITY_FIELDS if self.identity.get(f) != other.identity.get(f)]
+
+
+class Machines:
+    """The machines a set of runs ran on: runs are on one machine when every field of
+    :func:`machine_identity` that *all* the runs recorded is equal. A field that some run
+    did not record (it was made before the field was) is compared for none of them, so runs
+    made before and after a field was recorded on one machine stay one machine; such runs
+    are told apart by the fields they all have (CPU model and host name always, CPU flags
+    and cores since 2026-11-25, the Docker daemon's ID since 2026-11-23, CPU ID and host
+    memory since issue 33).
+
+    Args:
+        runs: every run the tables will show (this workflow's and the merged ones), so
+            that one machine has one label in all of them.
+    """
+
+    def __init__(self, runs: list[Run]):
+        identities = [machine_identity(r.metrics) for r in runs]
+        self.fields = tuple(f for f in IDENTITY_FIELDS if all(i[f] is not None for i in identities))
+        self._machines: dict[tuple, Machine] = {}
+        found: dict[tuple, tuple[str, str]] = {}
+        for identity in identities:
+            key = self._key(identity)
+            if key not in found:
+                compared = dict(key)
+                digest = hashlib.sha256(json.dumps(compared, sort_keys=True).encode()).hexdigest()
+                found[key] = ("-".join(describe_machine(compared)), digest)
+        for key, (words, digest) in found.items():
+            same = [d for k, (w, d) in found.items() if w == words and k != key]
+            n = 4
+            while any(d[:n] == digest[:n] for d in same):
+                n += 1
+            self._machines[key] = Machine(f"{words}-{digest[:n]}", digest[:12], dict(key))
+
+    def _key(self, identity: dict) -> tuple:
+        return tuple((f, identity[f]) for f in self.fields)
+
+    def of(self, run: Run) -> Machine:
+        """The machine ``run`` ran on.
+
+        Raises:
+            KeyError: ``run`` was not among the runs this was made for, and ran on none
+                of their machines.
+        """
+        return self._machines[self._key(machine_identity(run.metrics))]
 
 
 def read_table(path: Path) -> pd.DataFrame:

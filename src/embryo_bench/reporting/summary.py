@@ -18,7 +18,7 @@ from ..errors import ConfigError
 from ..planning.layout import PAPER_WORKLOAD
 from ..published import paper
 from .compare import MEASURES
-from .runs import NOT_MEASURED, Run, as_number, machine_of
+from .runs import NOT_MEASURED, Machines, Run, as_number, machine_identity, machine_name
 from .stability import FLAGS, assess, flag_runs, thresholds
 
 
@@ -54,7 +54,10 @@ def run_table(
         baseline: the machine's probe baseline for the drift flag
             (:func:`embryo_bench.recording.calibrate.machine_baseline`), or None.
 
-    Columns: target, repeat, machine (:func:`machine_of`), software_differs (merged runs: how
+    Columns: target, repeat, machine (the label of the machine it ran on,
+    :class:`embryo_bench.reporting.runs.Machines` of ``runs``: CPU, its ISA, cores, memory,
+    GPUs and a fingerprint, e.g. "xeon-avx512-amx-2c-24g-9f3e"), host (a docker run's daemon's
+    host name, else the host's), machine_fingerprint, software_differs (merged runs: how
     their software differs from this workflow's, :mod:`embryo_bench.reporting.merge`), seed, runner,
     backend, variant (train.variant: keras or original), cpus, threads, gpus, batch_size, sweep
     (base target of a sweep point, else empty), data, train_images, test_images, epochs, flags
@@ -73,9 +76,11 @@ def run_table(
     the run's round (:func:`embryo_bench.planning.plan.round_order`).
     """
     limits = limits or thresholds()
+    machines = Machines(runs)
     rows = []
     for r in runs:
         m = r.metrics
+        machine = machines.of(r)
         verdict = assess(m, limits, baseline, r.history)
         flops = m.get("flops", {})
         seen = m.get("telemetry", {}).get("interference", {})
@@ -91,7 +96,9 @@ def run_table(
             {
                 "target": m["target"],
                 "repeat": m.get("repeat", 1),
-                "machine": machine_of(r),
+                "machine": machine.label,
+                "host": machine_name(m),
+                "machine_fingerprint": machine.fingerprint,
                 "software_differs": m.get("software_differs", ""),
                 "seed": m.get("seed"),
                 "runner": m.get("runner", "host"),
@@ -206,6 +213,8 @@ def target_summary(runs: pd.DataFrame) -> pd.DataFrame:
             "gpus": g["gpus"].iloc[0],
             "batch_size": g["batch_size"].iloc[0],
             "threads": g["threads"].iloc[0],
+            # one machine per target (a target that ran on several is split before)
+            "machine": ", ".join(dict.fromkeys(g["machine"])) if "machine" in g else "",
             "sweep": g["sweep"].iloc[0],
             "repeats": len(g),
             **flag_runs(flags),
@@ -468,15 +477,20 @@ def isolation_text(isolation: dict | None) -> str:
 
 
 def provenance_table(runs: list[Run]) -> pd.DataFrame:
-    """Per run: the machine it ran on (a docker run's daemon host name, else the host's),
-    the Docker daemon's ID and how it was reached (docker runs: "tls", "ssh", "unix socket"),
-    what the container was allowed (its ``isolation``, e.g. "network none, cap_drop ALL,
-    no-new-privileges, pids 4096"), git commit, container image (id), Keras/backend
-    versions, CPU model, GPU names and driver, Python, dataset identity (sha256 or
-    "synthetic"), Slurm job."""
+    """Per run: the machine it ran on (its label, as :func:`run_table`'s), the host (a
+    docker run's daemon's host name, else the host's), the machine's fingerprint, its ISA
+    (the :data:`embryo_bench.reporting.runs.MACHINE_FLAGS` it has), logical cores and memory
+    (GiB; empty where not recorded), the Docker daemon's ID and how it was reached (docker
+    runs: "tls", "ssh", "unix socket"), what the container was allowed (its ``isolation``,
+    e.g. "network none, cap_drop ALL, no-new-privileges, pids 4096"), git commit, container
+    image (id), Keras/backend versions, CPU model, GPU names and driver, Python, dataset
+    identity (sha256 or "synthetic"), Slurm job."""
+    machines = Machines(runs)
     rows = []
     for r in runs:
         m, p = r.metrics, r.metrics["provenance"]
+        machine = machines.of(r)
+        seen = machine_identity(m)
         ds = p.get("dataset", {})
         versions = p.get("versions", {})
         sched = p.get("scheduler") or {}
@@ -486,7 +500,12 @@ def provenance_table(runs: list[Run]) -> pd.DataFrame:
             {
                 "target": m["target"],
                 "repeat": m.get("repeat", 1),
-                "machine": machine_of(r),
+                "machine": machine.label,
+                "host": machine_name(m),
+                "machine_fingerprint": machine.fingerprint,
+                "isa": " ".join(seen["isa"] or ()),
+                "cores": seen["cores"],
+                "memory_gib": seen["memory_gib"],
                 "docker_daemon": daemon.get("id", ""),
                 "docker_channel": container.get("channel", ""),
                 "container_isolation": isolation_text(container.get("isolation")),
