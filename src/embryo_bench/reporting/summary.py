@@ -534,10 +534,10 @@ def flag_counts(row) -> str:
 
 def readable_summary(summ: pd.DataFrame, paired: pd.DataFrame | None = None) -> pd.DataFrame:
     """The per-target table as a person reads it: target, runs, flagged (how many, by flag),
-    throughput (median and min-max, images/s), the paired ratio to the base with its 95 %
-    interval and verdict (:func:`embryo_bench.reporting.compare.comparison_table`; "not paired" for
-    runs merged from elsewhere), time to accuracy (median, s, and how many runs reached it),
-    cost (median, USD). Values are text."""
+    throughput (median and min-max, images/s), the ratio to the base with its 95 %
+    interval and verdict (:func:`embryo_bench.reporting.compare.comparison_table`;
+    "(unpaired)" after it for runs merged from elsewhere), time to accuracy (median, s, and
+    how many runs reached it), cost (median, USD). Values are text."""
     by_target = paired.set_index("target") if paired is not None and len(paired) else None
     rows = []
     for _, r in summ.iterrows():
@@ -547,8 +547,9 @@ def readable_summary(summ: pd.DataFrame, paired: pd.DataFrame | None = None) -> 
                 vs_base = "base"
             else:
                 vs_base = f"{_ratio(p, 'throughput') or '-'} {p['throughput_verdict']}"
+                vs_base += " (unpaired)" * (p["pairing"] == "unpaired")
         else:
-            vs_base = "not paired (ran in other rounds)"
+            vs_base = "not compared"
         tta = _g(r["time_to_accuracy_s_median"], ".1f")
         rows.append(
             {
@@ -599,12 +600,14 @@ def readable_runs(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def readable_comparison(paired: pd.DataFrame) -> pd.DataFrame:
-    """The comparison table as a person reads it: target, rounds, flagged runs, and for
-    throughput and time to accuracy the median ratio to the base [95 % interval] and the
-    verdict."""
+    """The comparison table as a person reads it: target, pairing (base, paired or
+    unpaired), rounds, flagged runs, and for throughput and time to accuracy the ratio to the
+    base (geometric mean) [95 % interval] and the verdict
+    (:func:`embryo_bench.reporting.compare.comparison_table`)."""
     return pd.DataFrame(
         {
             "target": paired["target"],
+            "pairing": paired["pairing"],
             "rounds": paired["rounds"],
             "flagged runs": [flag_counts(r) for _, r in paired.iterrows()],
             "throughput ratio [95 % interval]": [
