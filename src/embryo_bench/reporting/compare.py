@@ -1,18 +1,33 @@
-"""Comparisons that hold on a noisy machine (issue 23): paired ratios to a base target.
+"""Comparisons that hold on a noisy machine (issue 23, issue 33): ratios to a base target.
 
 A shared VM's speed moves by 10 % and more within a minute (issue 23 measured 9 % CV between
 back-to-back 2 s probes), so one target's absolute throughput against another's mostly
 measures when each ran. Runs made in *rounds* (round k runs every target once, close
 together) can be compared within the round instead: the ratio of a target's throughput to
-the base target's in the same round cancels whatever speed the machine had then. Over the
-rounds, the median ratio and a 95 % bootstrap interval of it say how large the difference is
-and how sure we are; a difference counts as *measured* only when the interval excludes 1 and
-the median is further from 1 than the machine's own noise.
+the base target's in the same round cancels whatever speed the machine had then.
+
+* **Paired** (:func:`compare`, :func:`ratio_interval`): over the rounds, the geometric mean of
+  the per-round ratios with a 95 % interval from the t distribution on their logarithms
+  (valid at few rounds, unlike a bootstrap of 3 pairs). The geometric mean, not the median:
+  the t interval is one of the mean of the logarithms, which is the geometric mean's.
+* **Unpaired** (:func:`compare_unpaired`, :func:`unpaired_interval`): runs that share no round
+  with the base (runs merged from other machines, issue 33) are compared as two independent
+  samples: the ratio of the geometric means with Welch's t interval on the logarithms (not a
+  bootstrap, which is too narrow at a few runs a side: :func:`unpaired_interval`). The
+  rounds' speeds do not cancel, so the interval is typically wider than a paired one on the
+  same numbers.
+
+A difference counts as *measured* only with at least :data:`MIN_PAIRS` pairs (or runs on
+each side), an interval that excludes 1, and a ratio further from 1 than the machine's own
+noise on the log scale (:func:`verdict`), so that twice as fast and half as fast are judged
+alike.
 
 This module holds the arithmetic; it knows nothing of files or the workflow.
 """
 
 from __future__ import annotations
+
+from collections.abc import Collection
 
 import numpy as np
 import pandas as pd
@@ -22,6 +37,9 @@ from .stability import flag_runs
 
 #: Confidence level of the intervals.
 CONFIDENCE = 0.95
+#: Fewest pairs (paired) or runs on each side (unpaired) for a verdict: with fewer, the ratio
+#: and its interval are shown and the verdict says why there is none.
+MIN_PAIRS = 3
 
 
 def paired_ratios(
@@ -61,31 +79,95 @@ def paired_ratios(
     return pd.DataFrame(rows, columns=["target", "round", "ratio"])
 
 
+def _logs(values, what: str) -> np.ndarray:
+    """The natural logarithm of positive, finite ``values`` (at least one), float64."""
+    v = np.asarray(values, dtype=float)
+    if v.size == 0 or not np.all(np.isfinite(v)) or np.any(v <= 0):
+        raise ValueError(f"{what} must be positive and finite, got {v.tolist()}")
+    return np.log(v)
+
+
+def ratio_interval(ratios, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """The geometric mean of paired ``ratios`` and its ``confidence`` interval from the t
+    distribution on their logarithms (:func:`scipy.stats.ttest_1samp`, n - 1 degrees of
+    freedom), so that a ratio and its reciprocal get mirror-image intervals and 3 pairs get
+    an interval as wide as 3 pairs allow (a percentile bootstrap of 3 pairs is far too
+    narrow: issue 33).
+
+    Args:
+        ratios: positive numbers (at least one), e.g. :func:`paired_ratios`' ratio column.
+
+    Returns:
+        (geometric mean, low, high); low == high == the ratio for a single ratio or when
+        all are equal (no spread to draw an interval from: callers say so).
+
+    Raises:
+        ValueError: no ratio, or one that is not positive and finite.
+    """
+    logs = _logs(ratios, "ratios")
+    mean = float(np.exp(logs.mean()))
+    if logs.size == 1 or np.all(logs == logs[0]):
+        return mean, mean, mean
+    low, high = stats.ttest_1samp(logs, 0.0).confidence_interval(confidence)
+    return mean, float(np.exp(low)), float(np.exp(high))
+
+
+def unpaired_interval(
+    values, base_values, confidence: float = CONFIDENCE
+) -> tuple[float, float, float]:
+    """The ratio of the geometric means of ``values`` and ``base_values`` (two independent
+    samples: runs that share no round) and its ``confidence`` interval from Welch's t
+    interval on their logarithms (:func:`scipy.stats.ttest_ind`, ``equal_var=False``).
+
+    Welch rather than a two-sample bootstrap: over made-up pairs of machines with 3, 5 and
+    10 runs a side (log-normal noise of 3-9 %), Welch's interval covered the true ratio in
+    96, 95 and 94 % of 400, a percentile bootstrap of the same numbers
+    (:func:`scipy.stats.bootstrap`, each side resampled on its own) in only 83, 85 and 88 %
+    of 100 (tests/test_compare.py, test_unpaired_intervals_cover_a_known_ratio...). The
+    interval holds the run-to-run noise of each side; a speed shared by all of one side's
+    runs (one day, one host) is not in it.
+
+    Args:
+        values, base_values: positive numbers (at least one each), e.g. images/s.
+
+    Returns:
+        (ratio, low, high); low == high == the ratio when either side has a single value or
+        neither side varies (no interval can be drawn: callers say so).
+
+    Raises:
+        ValueError: an empty side, or a value that is not positive and finite.
+    """
+    a, b = _logs(values, "values"), _logs(base_values, "base values")
+    ratio = float(np.exp(a.mean() - b.mean()))
+    if min(a.size, b.size) < 2 or (np.all(a == a[0]) and np.all(b == b[0])):
+        return ratio, ratio, ratio
+    low, high = stats.ttest_ind(a, b, equal_var=False).confidence_interval(confidence)
+    return ratio, float(np.exp(low)), float(np.exp(high))
+
+
 def median_interval(
     ratios, confidence: float = CONFIDENCE, resamples: int = 9999, seed: int = 0
 ) -> tuple[float, float, float]:
     """The median of ``ratios`` and a percentile-bootstrap interval of it
-    (:func:`scipy.stats.bootstrap`), computed on the logarithm so that a ratio and its
-    reciprocal get mirror-image intervals.
+    (:func:`scipy.stats.bootstrap`), computed on the logarithm. Kept for the benchmarks'
+    summaries of many pairs; the comparison tables use :func:`ratio_interval`, since a
+    percentile bootstrap of a few pairs gives an interval far narrower than 95 %.
 
     Args:
         ratios: positive numbers (at least one).
 
     Returns:
-        (median, low, high); low == high == median for a single ratio (no interval can be
-        drawn from one pair: callers say so).
+        (median, low, high); low == high == median for a single ratio.
 
     Raises:
         ValueError: no ratio, or one that is not positive and finite.
     """
-    r = np.asarray(ratios, dtype=float)
-    if r.size == 0 or not np.all(np.isfinite(r)) or np.any(r <= 0):
-        raise ValueError(f"ratios must be positive and finite, got {r.tolist()}")
-    med = float(np.median(r))
-    if r.size == 1 or np.all(r == r[0]):
+    logs = _logs(ratios, "ratios")
+    med = float(np.exp(np.median(logs)))
+    if logs.size == 1 or np.all(logs == logs[0]):
         return med, med, med
     res = stats.bootstrap(
-        (np.log(r),),
+        (logs,),
         np.median,
         confidence_level=confidence,
         n_resamples=resamples,
@@ -107,6 +189,38 @@ def noise(values) -> float:
     return float(stats.median_abs_deviation(v, scale="normal"))
 
 
+def verdict(
+    n: int, ratio: float, low: float, high: float, machine_noise: float, paired: bool = True
+) -> str:
+    """What a ratio to the base says: "faster" / "slower" (for a speed: at least
+    :data:`MIN_PAIRS` pairs, or runs on the smaller side when unpaired, the interval excludes
+    1, and |log ratio| > log(1 + ``machine_noise``): a ratio and its reciprocal are judged
+    alike), "no measured difference", or why there is no verdict ("one pair: no interval",
+    "2 pairs: too few for a verdict (3 needed)", and for unpaired "... run(s) on a side ...").
+
+    Args:
+        n: pairs (paired) or the smaller side's runs (unpaired).
+        ratio, low, high: :func:`ratio_interval` or :func:`unpaired_interval`.
+        machine_noise: the fraction within which a difference is the machine's own noise
+            (``compare.min_difference``, :func:`noise`; e.g. 0.05).
+        paired: False for :func:`unpaired_interval`'s ratios (the words say runs on a side).
+    """
+    unit = "pair" if paired else "run on a side"
+    if n < 2:
+        return f"one {unit}: no interval"
+    if n < MIN_PAIRS:
+        units = "pairs" if paired else "runs on a side"
+        return f"{n} {units}: too few for a verdict ({MIN_PAIRS} needed)"
+    if (low > 1 or high < 1) and abs(np.log(ratio)) > np.log1p(machine_noise):
+        return "faster" if ratio > 1 else "slower"
+    return "no measured difference"
+
+
+#: The columns of :func:`compare` and of :func:`compare_unpaired`.
+COLUMNS = ["target", "pairs", "ratio", "ratio_low", "ratio_high", "verdict"]
+UNPAIRED_COLUMNS = ["target", "runs", "base_runs", "ratio", "ratio_low", "ratio_high", "verdict"]
+
+
 def compare(
     runs: pd.DataFrame,
     base: str,
@@ -114,13 +228,12 @@ def compare(
     value: str = "images_per_s",
     round_column: str = "round",
 ) -> pd.DataFrame:
-    """Per target other than ``base``: pairs (rounds with both), ratio_median, ratio_low and
-    ratio_high (the :data:`CONFIDENCE` interval, :func:`median_interval`), and verdict:
-    "faster" / "slower" (for a throughput; the interval excludes 1 and the median is more
-    than ``machine_noise`` away from 1), "no measured difference", or "one pair: no
-    interval".
+    """Per target other than ``base`` that shares a round with it: pairs (rounds with
+    both), ratio (the geometric mean of the paired ratios), ratio_low and ratio_high (the
+    :data:`CONFIDENCE` interval, :func:`ratio_interval`) and verdict (:func:`verdict`).
 
     Args:
+        runs: as :func:`paired_ratios` (``value`` a speed: larger is faster).
         machine_noise: the fraction within which a difference is the machine's own noise
             (:func:`noise`; e.g. 0.05).
 
@@ -130,108 +243,167 @@ def compare(
     pairs = paired_ratios(runs, base, value, round_column)
     rows = []
     for target, g in pairs.groupby("target", sort=False):
-        med, low, high = median_interval(g["ratio"])
-        if len(g) < 2:
-            verdict = "one pair: no interval"
-        elif (low > 1 or high < 1) and abs(med - 1) > machine_noise:
-            verdict = "faster" if med > 1 else "slower"
-        else:
-            verdict = "no measured difference"
-        rows.append(
-            {
-                "target": target,
-                "pairs": len(g),
-                "ratio_median": med,
-                "ratio_low": low,
-                "ratio_high": high,
-                "verdict": verdict,
-            }
-        )
-    return pd.DataFrame(
-        rows, columns=["target", "pairs", "ratio_median", "ratio_low", "ratio_high", "verdict"]
-    )
+        ratio, low, high = ratio_interval(g["ratio"])
+        why = verdict(len(g), ratio, low, high, machine_noise)
+        rows.append(dict(zip(COLUMNS, (target, len(g), ratio, low, high, why), strict=True)))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def compare_unpaired(
+    runs: pd.DataFrame, base: str, machine_noise: float, value: str = "images_per_s"
+) -> pd.DataFrame:
+    """Per target other than ``base``, its runs against the base's as two independent
+    samples (:func:`unpaired_interval`): target, runs, base_runs, ratio (of the geometric
+    means), ratio_low, ratio_high and verdict (:func:`verdict` with the smaller side's runs).
+
+    Args:
+        runs: one row per run with columns target and ``value`` (a speed: larger is faster;
+            a missing value leaves that run out).
+
+    Raises:
+        ValueError: ``base`` has no run with a value.
+    """
+    values = pd.to_numeric(runs[value], errors="coerce")
+    runs = runs.assign(_v=values)[np.isfinite(values)]
+    base_values = runs.loc[runs["target"] == base, "_v"]
+    if base_values.empty:
+        raise ValueError(f"base target {base!r} has no run to compare with")
+    rows = []
+    for target, g in runs[runs["target"] != base].groupby("target", sort=False):
+        ratio, low, high = unpaired_interval(g["_v"], base_values)
+        n = min(len(g), len(base_values))
+        why = verdict(n, ratio, low, high, machine_noise, paired=False)
+        rows.append((target, len(g), len(base_values), ratio, low, high, why))
+    return pd.DataFrame(rows, columns=UNPAIRED_COLUMNS)
 
 
 #: What each ratio of :func:`comparison_table` divides: (results-table column, whether a
 #: larger value is faster). Time to accuracy is turned into a speed (base time / time), so
 #: above 1 means faster for both.
 MEASURES = {"throughput": ("images_per_s", True), "time_to_accuracy": ("time_to_accuracy_s", False)}
+#: Per measure, what a run with a value did, what one without did, and the value's unit
+#: (for "never reached (base: 12.3 s)").
+MISSING = {
+    "throughput": ("measured", "not measured", "images/s"),
+    "time_to_accuracy": ("reached", "never reached", "s"),
+}
+
+
+def _no_ratio(measure: str, mine: pd.Series, base: pd.Series) -> str:
+    """Why a target has no ratio on ``measure``, from the raw values of its runs and of the
+    base's (e.g. s): it, the base, or both have none, or no round holds both."""
+    done, missing, unit = MISSING[measure]
+    if mine.empty and base.empty:
+        return f"{missing}, nor the base"
+    if mine.empty:
+        return f"{missing} (base: {base.median():.4g} {unit})"
+    if base.empty:
+        return f"base {missing} (this target: {mine.median():.4g} {unit})"
+    return f"no round where both {done}"
+
+
+def pairings(runs: pd.DataFrame, base: str, elsewhere: Collection[str] = ()) -> dict[str, str]:
+    """Per target of ``runs`` (columns target, round): "base", "paired" (some round holds a
+    run of it and one of the base, and neither was made elsewhere) or "unpaired"."""
+    base_rounds = set(runs.loc[runs["target"] == base, "round"])
+    out = {}
+    for name, g in runs.groupby("target", sort=False):
+        if name == base:
+            out[name] = "base"
+        elif base in elsewhere or name in elsewhere or not base_rounds & set(g["round"]):
+            out[name] = "unpaired"
+        else:
+            out[name] = "paired"
+    return out
 
 
 def comparison_table(
-    runs: pd.DataFrame, base: str, min_difference: float, order: list[str] | None = None
+    runs: pd.DataFrame,
+    base: str,
+    min_difference: float,
+    order: list[str] | None = None,
+    elsewhere: Collection[str] = (),
 ) -> pd.DataFrame:
-    """The headline comparison (issue 23): per target, its speed relative to ``base`` in the
-    same round, for throughput and for time to accuracy.
+    """The headline comparison (issues 23 and 33): per target, its speed relative to
+    ``base``, for throughput and for time to accuracy: paired within the rounds it shares
+    with the base (:func:`compare`), unpaired where it shares none (:func:`compare_unpaired`).
 
     Args:
-        runs: one row per run of *this* workflow (runs merged from other machines ran in
-            other rounds and cannot be paired): columns target, repeat (the round),
-            images_per_s (images/s), time_to_accuracy_s (s; missing where not reached),
-            flags (empty for a clean run).
+        runs: one row per run: columns target, repeat (the round), images_per_s (images/s),
+            time_to_accuracy_s (s; missing where not reached), flags (empty for a clean run).
         base: the target every ratio is to (``compare.base``).
         min_difference: the machine's noise as a fraction (``compare.min_difference``):
-            a smaller difference is "no measured difference" (:func:`compare`).
+            a smaller difference is "no measured difference" (:func:`verdict`).
         order: target names in the order to list them (default: first appearance).
+        elsewhere: targets whose runs were made elsewhere (merged from other machines or
+            days): their repeat numbers are not rounds of this workflow, so they are always
+            compared unpaired, as is a target none of whose rounds holds a base run.
 
     Returns:
-        one row per target, the base first: target, rounds (its runs), flagged_runs and
-        ``<flag>_runs`` (:func:`embryo_bench.reporting.stability.flag_runs`: its runs that carry a
-        flag, that flag), and for each of :data:`MEASURES` ``<m>_pairs``, ``<m>_ratio``
-        (median; above 1: faster than the base), ``<m>_low`` and ``<m>_high`` (95 %
-        bootstrap interval),
-        ``<m>_verdict`` ("base" for the base target, with its measured runs as pairs, or
-        "base: not reached" when none of its runs reached the accuracy target; "no pair"
-        where no round holds both).
+        one row per target, the base first: target, pairing ("base", "paired" or
+        "unpaired": :func:`pairings`), rounds (its runs), flagged_runs and ``<flag>_runs``
+        (:func:`embryo_bench.reporting.stability.flag_runs`: its runs that carry a flag, that
+        flag), and for each of :data:`MEASURES` ``<m>_runs`` (its runs with a value),
+        ``<m>_pairs`` (rounds where it and the base both have one; 0 when unpaired; the
+        base's runs with a value on the base's row), ``<m>_ratio`` (geometric mean; above 1:
+        faster than the base), ``<m>_low`` and ``<m>_high`` (95 % interval), ``<m>_verdict``
+        (:func:`verdict`; "base" on the base's row, "base: not reached" when none of its runs
+        reached the accuracy target; where there is no ratio, why (:data:`MISSING`): "never
+        reached (base: 12.3 s)", "base never reached (this target: 9.8 s)", "never reached,
+        nor the base", "no round where both reached").
 
     Raises:
-        ValueError: ``base`` has no run, or a target has two runs in one round.
+        ValueError: ``base`` has no run, or a paired target has two runs in one round.
     """
     runs = runs.assign(round=runs["repeat"].astype(int))
     if not (runs["target"] == base).any():
         raise ValueError(f"compare.base {base!r} has no run to compare with")
     names = list(dict.fromkeys(order or runs["target"]))
     names = [base] + [n for n in names if n != base and (runs["target"] == n).any()]
+    pairing = pairings(runs, base, elsewhere)
+    is_base = runs["target"] == base
     flags = runs.get("flags", pd.Series("", index=runs.index))
-    verdicts, speeds = {}, {}
+    raws, tables = {}, {}
     for measure, (column, larger_is_faster) in MEASURES.items():
-        values = pd.to_numeric(runs[column], errors="coerce")
-        speed = speeds[measure] = values if larger_is_faster else 1.0 / values
+        raw = raws[measure] = pd.to_numeric(runs[column], errors="coerce")
+        speed = raw if larger_is_faster else 1.0 / raw
         measured = runs.assign(speed=speed).dropna(subset=["speed"])
-        verdicts[measure] = (
-            compare(measured, base, min_difference, "speed").set_index("target")
-            if (measured["target"] == base).any()
-            else pd.DataFrame(columns=["pairs"])  # the base never reached it: no pair
-        )
+        if not (measured["target"] == base).any():
+            continue  # every row says why: the base has no value
+        kind = measured["target"].map(pairing)
+        tables[measure] = {
+            "paired": compare(measured[kind != "unpaired"], base, min_difference, "speed"),
+            "unpaired": compare_unpaired(measured[kind != "paired"], base, min_difference, "speed"),
+        }
     rows = []
     for name in names:
         mine = runs["target"] == name
-        row = {
-            "target": name,
-            "rounds": int(mine.sum()),
-            **flag_runs(flags[mine]),
-        }
-        for measure, table in verdicts.items():
+        row = {"target": name, "pairing": pairing[name], "rounds": int(mine.sum())}
+        row.update(flag_runs(flags[mine]))
+        for measure in MEASURES:
+            values, base_values = raws[measure][mine].dropna(), raws[measure][is_base].dropna()
+            pairs, cells = 0, (np.nan, np.nan, np.nan)
+            found = pd.DataFrame()
+            if measure in tables and name != base:
+                table = tables[measure][pairing[name]]
+                found = table[table["target"] == name]
             if name == base:
-                measured = int((mine & np.isfinite(speeds[measure])).sum())
-                cells = (
-                    (measured, 1.0, 1.0, 1.0, "base")
-                    if measured
-                    else (0, np.nan, np.nan, np.nan, "base: not reached")
-                )
-            elif name in table.index:
-                t = table.loc[name]
-                cells = (
-                    int(t["pairs"]),
-                    t["ratio_median"],
-                    t["ratio_low"],
-                    t["ratio_high"],
-                    t["verdict"],
-                )
+                pairs = len(values)
+                why = "base" if pairs else "base: not reached"
+                cells = (1.0, 1.0, 1.0) if pairs else cells
+            elif found.empty:
+                why = _no_ratio(measure, values, base_values)
             else:
-                cells = (0, np.nan, np.nan, np.nan, "no pair")
-            for key, cell in zip(("pairs", "ratio", "low", "high", "verdict"), cells, strict=True):
-                row[f"{measure}_{key}"] = cell
+                t = found.iloc[0]
+                pairs = int(t["pairs"]) if pairing[name] == "paired" else 0
+                cells, why = (t["ratio"], t["ratio_low"], t["ratio_high"]), t["verdict"]
+            keys = ("runs", "pairs", "ratio", "low", "high", "verdict")
+            row.update(
+                {
+                    f"{measure}_{k}": v
+                    for k, v in zip(keys, (len(values), pairs, *cells, why), strict=True)
+                }
+            )
         rows.append(row)
     return pd.DataFrame(rows)
 

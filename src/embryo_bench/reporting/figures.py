@@ -181,7 +181,7 @@ VERDICT_COLORS = {"faster": "tab:green", "slower": "tab:red"}
 
 def _comparison_label(row, measure: str, paired: pd.DataFrame) -> str:
     """The text beside one row of the comparison figure: "base: N run(s) measured", the
-    median ratio with its interval and verdict and how many pairs, the median alone below
+    ratio (geometric mean) with its interval and verdict and how many pairs, the ratio alone below
     :data:`embryo_bench.reporting.summary.INTERVAL_MIN_PAIRS` pairs, or the verdict where
     there is no ratio; "unpaired" on a row compared without pairs."""
     verdict = row[f"{measure}_verdict"]
@@ -227,7 +227,7 @@ def _comparison_row(ax, row, measure: str, med: float, yi: float, paired: pd.Dat
 
 def fig_comparison(comparison: pd.DataFrame, order_note: str, out_dir: Path, footer: str) -> None:
     """The headline (issue 23): each target's throughput and time-to-accuracy speed relative
-    to the base target, one row per target, a line at 1.0: the median ratio with its 95 %
+    to the base target, one row per target, a line at 1.0: the ratio (geometric mean) with its 95 %
     interval, green / red where the difference is measured
     (:func:`embryo_bench.reporting.compare.comparison_table`), grey where it is not. A ratio
     from fewer than :data:`embryo_bench.reporting.summary.INTERVAL_MIN_PAIRS` rounds is a plain
@@ -268,7 +268,7 @@ def fig_comparison(comparison: pd.DataFrame, order_note: str, out_dir: Path, foo
     axes[0][0].set_yticks(y, comparison["target"], fontsize=8)
     note = summary.interval_note(comparison)
     fig.suptitle(
-        f"Comparison with {base}: median ratio with its 95 % interval; "
+        f"Comparison with {base}: ratio (geometric mean) with its 95 % interval; "
         f"{int(comparison['flagged_runs'].sum())} run(s) flagged, all counted\n{order_note}"
         + (f"\n{note}" if note else ""),
         fontsize=9,
@@ -769,9 +769,8 @@ def make_all(
         stability: the config's stability thresholds (default: the schema's).
         counts: the select stage's ``summary.json`` (data counts beside the paper's).
         merged: runs made elsewhere (:func:`embryo_bench.reporting.merge.merge_runs`): in every
-        table
-            and figure but the per-run utilisation figures (those are this workflow's) and
-            the paired comparison (they ran in other rounds).
+            table and figure but the per-run utilisation figures (those are this workflow's);
+            the comparison compares them unpaired (they ran in other rounds).
         compare_base, min_difference: ``compare.base`` as resolved
             (:attr:`embryo_bench.planning.plan.Plan.compare_base`; "": the first run's target) and
             ``compare.min_difference``. ``runs`` must come in the planned order
@@ -808,8 +807,12 @@ def make_all(
     fig_sweeps(summ, out_dir, footer)
     norm, why = summary.cost_summary(main, cost_base, cost_note)
     fig_cost(norm, cost_base or None, why, out_dir, footer)
-    ours = table.iloc[: len(own)]  # merged runs ran in other rounds: never paired
-    paired = compare.comparison_table(ours, compare_base or ours["target"].iloc[0], min_difference)
+    ours = table.iloc[: len(own)]
+    # Merged runs ran in other rounds (their repeat numbers are not ours): compared unpaired.
+    elsewhere = set(table["target"].iloc[len(own) :])
+    paired = compare.comparison_table(
+        table, compare_base or ours["target"].iloc[0], min_difference, elsewhere=elsewhere
+    )
     ordered, order_note = compare.in_planned_order(
         ours, [(r.name, r.metrics["repeat"]) for r in own]
     )
@@ -826,10 +829,15 @@ def make_all(
     for r in own:
         fig_utilisation(r, out_dir, utilisation_name(r.planned_name, r.metrics["repeat"]), footer)
     paired_note = (
-        f"Each target's speed divided by {paired['target'].iloc[0]}'s in the same round "
-        f"(above 1: faster), median over rounds with a 95 % bootstrap interval; a difference "
-        f"is called only when the interval excludes 1 and the median is more than "
-        f"{min_difference:.0%} from 1 (compare.min_difference). {order_note}. "
+        f"Each target's speed relative to {paired['target'].iloc[0]}'s (above 1: faster). "
+        "Paired rows: the geometric mean of the ratios within each round, with a 95 % "
+        "t interval on their logarithms. Unpaired rows (runs merged from elsewhere, or no "
+        "round shared with the base): the ratio of the geometric means, with Welch's 95 % "
+        "t interval, wider as the rounds' speeds do not cancel. A difference is called only "
+        f"with at least {compare.MIN_PAIRS} pairs (unpaired: runs on each side), an interval "
+        f"that excludes 1 and a ratio further from 1 than {min_difference:.0%} on the log "
+        f"scale (above {1 + min_difference:.3g} or below {1 / (1 + min_difference):.3g}; "
+        f"compare.min_difference). {order_note}. "
         + summary.comparison_note(paired)  # once here, not on every row
     ).strip()
     _write_table(

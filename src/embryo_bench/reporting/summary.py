@@ -17,7 +17,7 @@ import pandas as pd
 from ..errors import ConfigError
 from ..planning.layout import PAPER_WORKLOAD
 from ..published import paper
-from .compare import MEASURES
+from .compare import MEASURES, MIN_PAIRS
 from .runs import NOT_MEASURED, Machines, Run, as_number, machine_identity, machine_name
 from .stability import FLAGS, assess, flag_runs, thresholds
 
@@ -537,7 +537,7 @@ def _g(value, fmt: str = ".4g") -> str:
 #: A ratio over fewer pairs than this (one or two rounds) is shown alone, without an interval
 #: or a verdict: no 95 % interval comes from one or two pairs. The figure and the tables say
 #: so once (:func:`comparison_note`) instead of on every row.
-INTERVAL_MIN_PAIRS = 3
+INTERVAL_MIN_PAIRS = MIN_PAIRS
 
 
 def is_unpaired(row) -> bool:
@@ -549,8 +549,11 @@ def is_unpaired(row) -> bool:
 def pair_count(row, measure: str) -> int:
     """How many pairs a comparison row's ``measure`` rests on: ``<measure>_pairs`` (rounds
     with both runs); for an unpaired row (:func:`is_unpaired`), or where that is missing, the
-    row's ``rounds`` (its runs); 0 when neither is a number."""
-    keys = ("rounds",) if is_unpaired(row) else (f"{measure}_pairs", "rounds")
+    row's ``<measure>_runs`` (its runs with a value) or ``rounds`` (its runs); 0 when none
+    is a number."""
+    keys = (f"{measure}_runs", "rounds")
+    if not is_unpaired(row):
+        keys = (f"{measure}_pairs", *keys)
     for key in keys:
         value = pd.to_numeric(pd.Series([row.get(key)]), errors="coerce").iloc[0]
         if np.isfinite(value):
@@ -569,9 +572,10 @@ def shows_interval(row, measure: str) -> bool:
 
 
 def ratio_text(row, measure: str) -> str:
-    """A comparison row's ``measure`` as a person reads it: "0.912 [0.890, 0.930]" (median
-    ratio to the base and its 95 % interval), the median alone ("0.448") where the row has
-    too few pairs for an interval (:func:`shows_interval`), "" where there is no ratio."""
+    """A comparison row's ``measure`` as a person reads it: "0.912 [0.890, 0.930]" (the
+    ratio to the base, a geometric mean, and its 95 % interval), the ratio alone ("0.448")
+    where the row has too few pairs for an interval (:func:`shows_interval`), "" where
+    there is no ratio."""
     med = as_number(row.get(f"{measure}_ratio"))
     if med is None:
         return ""
@@ -656,9 +660,9 @@ def readable_summary(summ: pd.DataFrame, paired: pd.DataFrame | None = None) -> 
     throughput (median and min-max, images/s), the ratio to the base with its 95 % interval
     and verdict (:func:`embryo_bench.reporting.compare.comparison_table`; the ratio alone
     below :data:`INTERVAL_MIN_PAIRS` rounds, :func:`comparison_note`; "unpaired" on a row
-    compared without pairs; "not paired (ran in other rounds)" for a target the table does not
-    hold), time to accuracy (median, s, and how many runs reached it), cost (median, USD).
-    Values are text."""
+    compared without pairs; "not compared" for a target the table does not hold), time to
+    accuracy (median, s, and how many runs reached it), cost (median, USD). Values are
+    text."""
     by_target = paired.set_index("target", drop=False) if paired is not None else None
     rows = []
     for _, r in summ.iterrows():
@@ -673,7 +677,7 @@ def readable_summary(summ: pd.DataFrame, paired: pd.DataFrame | None = None) -> 
                 " ".join(w for w in words if w) if p["throughput_verdict"] != "base" else "base"
             )
         else:
-            vs_base = "not paired (ran in other rounds)"
+            vs_base = "not compared"
         tta = _g(r["time_to_accuracy_s_median"], ".1f")
         rows.append(
             {
@@ -726,7 +730,7 @@ def readable_runs(table: pd.DataFrame) -> pd.DataFrame:
 def readable_comparison(paired: pd.DataFrame) -> pd.DataFrame:
     """The comparison table as a person reads it: target, rounds, flagged runs, pairing
     (where the table has it: "paired" or "unpaired", and "base"), and for throughput and time
-    to accuracy the median ratio to the base [95 % interval] and the verdict
+    to accuracy the ratio to the base (geometric mean) [95 % interval] and the verdict
     (:func:`ratio_text`, :func:`verdict_text`: below :data:`INTERVAL_MIN_PAIRS` rounds the
     ratio alone and no verdict, said once by :func:`comparison_note`)."""
     rows = [r for _, r in paired.iterrows()]
