@@ -377,4 +377,4 @@ def test_merged_runs_are_compared_unpaired_in_the_tables(tmp_path, monkeypatch):
     assert other["throughput_pairs"] == 0 and other["throughput_verdict"] == "slower"
     assert other["throughput_low"] < 0.6 < other["throughput_high"]
     md = (tmp_path / "summary_table.md").read_text()
-    assert "slower (unpaired)" in md and "Welch's 95 % t interval" in md
+    assert "slower unpaired" in md and "Welch's 95 % t interval" in md

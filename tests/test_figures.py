@@ -588,7 +588,10 @@ def test_one_round_draws_plain_points_and_says_once_that_intervals_need_rounds(d
     readable = summary.readable_comparison(table).set_index("target")
     assert readable.loc["host-1cpu-jax", "throughput ratio [95 % interval]"] == jax
     assert readable.loc["host-1cpu-jax", "throughput"] == ""
-    assert set(readable["time to accuracy"]) == {"base: not reached", ""}
+    # A target that reached it says when (compare.comparison_table); no row says "no pair".
+    tta = readable["time to accuracy"]
+    assert tta.iloc[0] == "base: not reached"
+    assert all(v == "" or v.startswith("base never reached (this target: ") for v in tta[1:])
     per_target = summary.readable_summary(_summary([_run("host-1cpu-jax", 1, 60.0)]), table)
     assert per_target["throughput vs base [95 % interval]"].tolist() == [jax]
     assert summary.comparison_note(table) == (
