@@ -575,6 +575,80 @@ def cmd_calibrate(p):
     return run
 
 
+def cmd_compare(p):
+    """compare result folders (outdirs, from any machines or days) target by target: the
+    first folder is the reference point; exit status 1 when a slowdown is measured"""
+    p.description = (
+        "Each other folder's targets (per workload: train/<target>/repeat-k, "
+        "workloads/<name>/train/<target>/repeat-k) against the first folder's: the ratio of "
+        "the geometric means of images/s with Welch's 95 % t interval on the logarithms, "
+        "unpaired (runs in different folders share no rounds), and a verdict (at least 3 "
+        "runs a side, an interval excluding 1, a ratio further from 1 than --min-difference "
+        "on the log scale). A target whose runs in one folder ran on several machines is "
+        "split, <target>@<machine>, never pooled; each folder's own rounds are shown paired "
+        "against its compare.base. Markdown on stdout. Exit status: 1 when a slowdown is "
+        "measured (another folder against the first, or any folder against --reference), "
+        "2 for bad input, else 0."
+    )
+    p.add_argument(
+        "folders", nargs="+", help="result folders (outdirs); the first is the reference"
+    )
+    p.add_argument(
+        "--min-difference",
+        type=float,
+        help="a ratio closer to 1 than this fraction (log scale) is no measured difference "
+        "(default: compare.min_difference's default in config/schema.yaml)",
+    )
+    p.add_argument(
+        "--reference",
+        help="YAML of expected images/s per target, each with a tolerance (a fraction, log "
+        "scale like --min-difference; default: --min-difference): 'tolerance: 0.1', "
+        "'targets: {host-1cpu: {images_per_s: 52}}', 'workloads: {mnist-mlp: {host-1cpu: "
+        "{images_per_s: 900, tolerance: 0.05}}}'; a measured slowdown beyond it is a regression",
+    )
+    p.add_argument("--csv", help="write every row, every column, as CSV here")
+    p.add_argument("--markdown", help="write the Markdown here too")
+
+    def run(a):
+        from .io import atomic_path
+        from .planning.config import apply_defaults, load_schema
+        from .reporting import crossfolder
+
+        # compare.min_difference's default and range, written once: in the schema.
+        given = {} if a.min_difference is None else {"min_difference": a.min_difference}
+        schema = load_schema()["properties"]["compare"]
+        min_difference = apply_defaults(given, schema, [("--min-difference", given)])[
+            "min_difference"
+        ]
+        if len(a.folders) < 2 and not a.reference:
+            raise ConfigError("compare: give two or more result folders, or one and --reference")
+        for option, path in (("--csv", a.csv), ("--markdown", a.markdown)):
+            if path and not Path(path).resolve().parent.is_dir():
+                raise ConfigError(f"{option} {path}: its folder does not exist")
+        reference = crossfolder.read_reference(a.reference, min_difference) if a.reference else None
+        result = crossfolder.compare_folders(
+            a.folders, min_difference, reference, a.reference or ""
+        )
+        for note in result.notes:
+            log.info("%s", note)
+        text = crossfolder.markdown(result)
+        if a.csv:
+            with atomic_path(a.csv) as tmp:
+                result.table.to_csv(tmp, index=False)
+        if a.markdown:
+            with atomic_path(a.markdown) as tmp:
+                tmp.write_text(text)
+        print(text, end="")
+        lines = crossfolder.regression_lines(result)
+        for line in lines:
+            print(f"embryo-bench: slower: {line}", file=sys.stderr)
+        if lines:
+            # A nightly job or a CI stops on it (main returns 0 for a command that returns).
+            raise SystemExit(1)
+
+    return run
+
+
 def cmd_check_config(p):
     """check a configuration: syntax (with line and column), schema and settings; several
     files are merged in order, as Snakemake merges several --configfile"""

@@ -1,0 +1,227 @@
+"""`embryo-bench compare A B [C ...]` (issue 33, item 3): result folders from any machines or
+days, per workload and target, the ratio to the first folder's with its interval, verdict and
+pairing, in Markdown and CSV; a reference file of expected images/s; exit status 1 on a
+measured slowdown, 0 otherwise, 2 with one line for a bad folder. Made-up result folders
+(tests/test_machine_identity.py's runs), no training."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_machine_identity import (  # noqa: E402
+    EPYC,
+    MONDAY,
+    TUESDAY,
+    outdir_on_two_machines,
+    write_run,
+)
+
+from embryo_bench.cli import main  # noqa: E402
+
+#: Five rounds' noise (a factor each, about 2 %), and the same noise in another order: two
+#: folders of one machine, as two days would give.
+NOISE = (1.00, 1.02, 0.98, 1.01, 0.99)
+OTHER_NOISE = (0.99, 1.01, 1.00, 0.98, 1.02)
+WORKLOAD = "mnist-mlp"
+
+
+def result_folder(
+    root: Path, speed: float, noise=NOISE, machine=MONDAY, workload=True, faster=1.6
+) -> Path:
+    """A made-up outdir: host-1cpu at ``speed`` and host-2cpu at ``faster`` x ``speed`` images/s
+    (times ``noise``, one round each), and with ``workload`` the workload mnist-mlp's
+    host-1cpu at 10 x ``speed`` under workloads/mnist-mlp/."""
+    for k, factor in enumerate(noise, start=1):
+        start = 1.8e9 + 10 * k
+        write_run(root, "host-1cpu", k, speed * factor, machine, start)
+        other = noise[-k]  # host-2cpu's own noise
+        write_run(root, "host-2cpu", k, faster * speed * other, machine, start + 5)
+        if workload:
+            write_run(
+                root / "workloads" / WORKLOAD, "host-1cpu", k, 10 * speed * factor, machine,
+                start, workload=WORKLOAD,
+            )  # fmt: skip
+    return root
+
+
+def run(capsys, *args) -> tuple[int, str, str]:
+    """``embryo-bench compare *args``: (exit status, stdout, stderr), as a shell sees them
+    (a SystemExit's code, or what main returns)."""
+    try:
+        status = main(["compare", *map(str, args)])
+    except SystemExit as exc:
+        status = exc.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_a_ten_percent_regression_exits_1_and_an_a_a_exits_0(tmp_path, capsys):
+    a = result_folder(tmp_path / "monday", 100.0)
+    slow = result_folder(tmp_path / "slowed", 90.0, OTHER_NOISE)  # 10 % slower, all targets
+    same = result_folder(tmp_path / "tuesday", 100.0, OTHER_NOISE)  # an A/A
+    csv, md = tmp_path / "slowed.csv", tmp_path / "slowed.md"
+    status, out, err = run(capsys, a, slow, "--csv", csv, "--markdown", md)
+    assert status == 1
+    table = pd.read_csv(csv)
+    across = table[table["section"] == "across"].set_index(["workload", "target"])
+    assert list(across.index) == [("paper", "host-1cpu"), ("paper", "host-2cpu"),
+                                  (WORKLOAD, "host-1cpu")]  # fmt: skip
+    for key, row in across.iterrows():
+        assert row["pairing"] == "unpaired" and row["verdict"] == "slower", key
+        assert row["ratio_low"] < 0.9 < row["ratio_high"] < 1 / 1.05
+        assert (row["runs"], row["reference_runs"]) == (5, 5)
+        assert row["machine"] == row["reference_machine"] and row["regression"]
+    assert across.loc[("paper", "host-1cpu"), "ratio"] == pytest.approx(0.9, abs=0.002)
+    # Each folder's own rounds, paired, beside: no regression (host-2cpu is faster).
+    within = table[table["section"] == "within"]
+    assert set(within["pairing"]) == {"paired"} and set(within["verdict"]) == {"faster"}
+    assert not within["regression"].astype(bool).any()
+    assert md.read_text() == out and f"## `{slow}` against `{a}`" in out
+    assert "| paper      | host-1cpu | xeon-avx2-2c-24g-" in out
+    slower = [line for line in err.splitlines() if line.startswith("embryo-bench: slower:")]
+    assert len(slower) == 3 and f"{slow}, workload paper, host-1cpu: 0.900 [" in slower[0]
+
+    status, out, err = run(capsys, a, same)
+    assert status == 0, err
+    assert out.count("no measured difference") == 3 and "None measured (exit status 0)." in out
+    # The first folder is the reference point: the A/A the other way round, and three
+    # folders at once (the slowdown found against the first).
+    assert run(capsys, same, a)[0] == 0
+    status, out, _ = run(capsys, a, same, slow)
+    assert status == 1 and f"## `{same}` against `{a}`" in out and f"## `{slow}` against" in out
+    # A larger --min-difference than the slowdown calls none (log scale: 0.9 > 1 / 1.15).
+    status, out, _ = run(capsys, a, slow, "--min-difference", "0.15")
+    assert status == 0 and out.count("no measured difference") == 3
+
+
+def test_a_reference_files_regression(tmp_path, capsys):
+    a = result_folder(tmp_path / "a", 100.0)
+    ref = tmp_path / "reference.yaml"
+    ref.write_text(
+        "tolerance: 0.05\n"
+        "targets:\n"
+        "  host-1cpu: {images_per_s: 112}\n"  # 100 measured: 0.89, slower
+        "  host-2cpu: {images_per_s: 170, tolerance: 0.2}\n"  # 160: 0.94, within 20 %
+        f"workloads:\n  {WORKLOAD}:\n    host-1cpu: {{images_per_s: 990}}\n"  # 1000: fine
+        "  absent:\n    host-1cpu: {images_per_s: 1}\n"
+    )
+    csv = tmp_path / "out.csv"
+    status, out, err = run(capsys, a, "--reference", ref, "--csv", csv)
+    assert status == 1, err
+    rows = pd.read_csv(csv).set_index(["workload", "target"])
+    rows = rows[rows["section"] == "reference"]
+    assert rows.loc[("paper", "host-1cpu"), "verdict"] == "slower"
+    assert rows.loc[("paper", "host-1cpu"), "ratio"] == pytest.approx(100 / 112, abs=0.002)
+    assert rows.loc[("paper", "host-2cpu"), "verdict"] == "no measured difference"
+    assert rows.loc[(WORKLOAD, "host-1cpu"), "verdict"] == "no measured difference"
+    assert rows.loc[("absent", "host-1cpu"), "verdict"] == "no run"
+    assert list(rows["regression"]) == [True, False, False, False]
+    assert "## Against the reference" in out and "the reference's 112 images/s" in err
+    # Met: exit 0. Too few runs for a verdict: a ratio, no regression.
+    ref.write_text("targets:\n  host-1cpu: {images_per_s: 99}\n")
+    assert run(capsys, a, "--reference", ref)[0] == 0
+    few = tmp_path / "few"
+    for k in (1, 2):
+        write_run(few, "host-1cpu", k, 50.0 + k, MONDAY)
+    status, out, _ = run(capsys, few, "--reference", ref)
+    assert status == 0 and "2 runs: too few for a verdict (3 needed)" in out
+    # A bad reference file: one line naming the file and the key.
+    for text, says in (
+        ("targets:\n  host-1cpu: {images_per_s: 0}\n", "targets.host-1cpu.images_per_s: 0 is"),
+        ("targets:\n  host-1cpu: {images_per_sec: 9}\n", "targets.host-1cpu.images_per_sec: "
+                                                         "unknown key"),
+        ("tolerance: 2\ntargets: {}\n", "tolerance: 2 is greater than the maximum of 1"),
+        ("tolerance: 0.1\n", "holds no target"),
+        ("targets: [\n", "line 2, column 1"),
+    ):  # fmt: skip
+        ref.write_text(text)
+        status, out, err = run(capsys, a, "--reference", ref)
+        (line,) = err.strip().splitlines()
+        assert status == 2 and out == "" and line.startswith(f"embryo-bench: error: {ref}")
+        assert says in line, line
+
+
+def test_a_target_on_two_cpus_is_split_never_pooled(tmp_path, capsys):
+    """Folder B's rounds 1-3 ran on Monday's AVX2 Xeon, 4-5 on Tuesday's AMX one (3x the
+    speed), under one host name: its host-1cpu is two rows, each of one machine's runs;
+    the AVX2 part is compared with folder A's host-1cpu on that same CPU."""
+    a = result_folder(tmp_path / "a", 100.0, workload=False, faster=1.5)
+    b = tmp_path / "b"
+    outdir_on_two_machines(b, MONDAY, TUESDAY)  # host-2cpu 1.5 x host-1cpu too
+    csv = tmp_path / "out.csv"
+    status, out, err = run(capsys, a, b, "--csv", csv)
+    assert status == 0, err  # no slowdown measured: the AVX2 part is as fast, AMX 3x
+    rows = pd.read_csv(csv)
+    rows = rows[(rows["section"] == "across") & rows["target"].str.startswith("host-1cpu")]
+    avx2, amx = rows.iloc[0], rows.iloc[1]
+    assert avx2["target"].startswith("host-1cpu@xeon-avx2-2c-24g-")
+    assert amx["target"].startswith("host-1cpu@xeon-avx512-amx-2c-24g-")
+    assert (avx2["runs"], amx["runs"]) == (3, 2)  # 5 runs never pooled
+    assert avx2["reference_target"] == "host-1cpu" == amx["reference_target"]
+    assert avx2["machine"] == avx2["reference_machine"]  # same CPU: ratio about 1
+    assert avx2["ratio"] == pytest.approx(102 / 100, abs=0.03)
+    assert amx["machine"] != amx["reference_machine"]  # the only host-1cpu A has
+    assert amx["ratio"] == pytest.approx(304.5 / 100, abs=0.05)
+    assert amx["verdict"] == "2 runs on a side: too few for a verdict (3 needed)"
+    assert "host-1cpu ran on 2 machines (isa differ)" in out
+
+
+def write_bad(root: Path, what: str) -> Path:
+    """A folder that is not a result folder as ``what`` says."""
+    if what == "empty":
+        root.mkdir()
+    elif what == "metrics":
+        write_run(root, "host-1cpu", 1, 100.0, MONDAY)
+        path = root / "train/host-1cpu/repeat-1/metrics.json"
+        metrics = json.loads(path.read_text())
+        del metrics["provenance"]
+        path.write_text(json.dumps(metrics))
+    elif what == "other data":
+        write_run(root, "host-1cpu", 1, 100.0, EPYC, n_train=999)
+    elif what == "folder name":
+        write_run(root, "host-1cpu", 1, 100.0, MONDAY)
+        (root / "train/host-1cpu/repeat-1").rename(root / "train/host-1cpu/repeat-7")
+    return root
+
+
+@pytest.mark.parametrize(
+    "what, says",
+    [
+        ("missing", "is not a folder (a result folder, an outdir)"),
+        ("empty", "holds no finished run (no train/<target>/repeat-<k>/metrics.json, nor "
+                  "workloads/<name>/train/<target>/repeat-<k>/metrics.json)"),
+        ("metrics", "train/host-1cpu/repeat-1/metrics.json lacks ['provenance']"),
+        ("other data", "is not comparable with"),
+        ("folder name", "is of target host-1cpu repeat 1, but its folder is host-1cpu/repeat-7"),
+        ("same", "are the same folder"),
+    ],
+)  # fmt: skip
+def test_a_folder_that_is_not_a_result_folder_is_one_line(tmp_path, capsys, what, says):
+    a = result_folder(tmp_path / "a", 100.0, workload=False)
+    bad = a if what == "same" else write_bad(tmp_path / "bad", what)
+    csv = tmp_path / "out.csv"
+    status, out, err = run(capsys, a, f"{bad}/" if what == "same" else bad, "--csv", csv)
+    assert status == 2 and out == "" and not csv.exists()
+    (line,) = err.strip().splitlines()
+    assert line.startswith("embryo-bench: error: compare: ") and says in line, line
+    if what == "other data":
+        assert "(n_train: theirs 999, ours 1000)" in line
+
+
+def test_bad_options_are_one_line(tmp_path, capsys):
+    a = result_folder(tmp_path / "a", 100.0, workload=False)
+    for args, says in (
+        ([a], "compare: give two or more result folders, or one and --reference"),
+        ([a, a, "--min-difference", "2"], "--min-difference: min_difference: 2.0 is greater"),
+        ([a, a, "--csv", tmp_path / "no" / "x.csv"], "--csv"),
+        ([a, "--reference", tmp_path / "none.yaml"], "none.yaml: not a file"),
+    ):
+        status, out, err = run(capsys, *args)
+        (line,) = err.strip().splitlines()
+        assert status == 2 and out == "" and says in line, line
