@@ -17,6 +17,9 @@ LATE = {
         "the model module imports Keras, which must wait for the backend choice"
     ),
     ("training.train", "workloads.build"): "the same: it imports Keras",
+    ("workloads.build", "training.fused_adam"): (
+        "it imports TensorFlow, which only the tensorflow backend may load"
+    ),
 }
 PREFIX = PACKAGE + "."
 

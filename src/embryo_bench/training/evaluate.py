@@ -123,7 +123,7 @@ def load_checked_model(model_path: Path, image_size: int):
         model_path: the file. image_size: the input side its settings.json gives (px).
 
     Returns:
-        the Keras model.
+        the Keras model, uncompiled (scoring only predicts).
 
     Raises:
         DataError: not a zip file, a zip that is not a Keras 3 model archive (no config.json
@@ -134,7 +134,9 @@ def load_checked_model(model_path: Path, image_size: int):
     import keras
 
     try:
-        model = keras.models.load_model(model_path)
+        # Uncompiled: scoring only predicts, and the optimizer a run trained with may be
+        # one Keras knows only once its module is imported (training.fused_adam).
+        model = keras.models.load_model(model_path, compile=False)
     except Exception as exc:  # Keras raises many types for a damaged archive
         raise DataError(
             f"{model_path}: Keras cannot load this model ({type(exc).__name__}: "

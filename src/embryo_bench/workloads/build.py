@@ -72,9 +72,26 @@ def _learning_rate(recipe: Recipe, options: dict):
     return rate
 
 
+def make_adam(**kwargs) -> keras.optimizers.Adam:
+    """Adam with ``keras.optimizers.Adam``'s arguments (``learning_rate``, ``epsilon``...):
+    on the TensorFlow backend :class:`embryo_bench.training.fused_adam.FusedAdam` (the same
+    update through TensorFlow's fused kernel: docs/results.md, bench_studies), else, and
+    with ``amsgrad=True`` (which that kernel does not compute), Keras's.
+
+    Raises:
+        TypeError, ValueError: as ``keras.optimizers.Adam`` for an argument it does not take.
+    """
+    if keras.backend.backend() != "tensorflow" or kwargs.get("amsgrad"):
+        return keras.optimizers.Adam(**kwargs)
+    # Imported here: it imports TensorFlow, which only that backend may load.
+    from ..training.fused_adam import FusedAdam
+
+    return FusedAdam(**kwargs)
+
+
 def make_optimizer(recipe: Recipe) -> keras.optimizers.Optimizer:
     """The recipe's optimizer: ``keras.optimizers`` by name, with its learning rate (or
-    schedule) and options.
+    schedule) and options; Adam by :func:`make_adam`.
 
     Raises:
         ConfigError: an optimizer Keras does not know, or an option it does not take.
@@ -83,6 +100,8 @@ def make_optimizer(recipe: Recipe) -> keras.optimizers.Optimizer:
     kwargs = {k: v for k, v in options.items() if k not in SCHEDULE_OPTIONS}
     kwargs["learning_rate"] = _learning_rate(recipe, options)
     try:
+        if recipe.optimizer.lower() == "adam":
+            return make_adam(**kwargs)
         return keras.optimizers.deserialize({"class_name": recipe.optimizer, "config": kwargs})
     except (TypeError, ValueError) as exc:
         raise ConfigError(
