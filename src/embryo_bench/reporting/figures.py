@@ -710,6 +710,7 @@ def make_all(
     compare_base: str = "",
     min_difference: float = 0.05,
     baseline: dict | None = None,
+    rounds_note: str = "",
 ) -> None:
     """Write every figure and table (the ``figures`` rule).
 
@@ -735,6 +736,9 @@ def make_all(
             ``compare.min_difference``. ``runs`` must come in the planned order
             (:attr:`embryo_bench.planning.plan.Plan.runs`): the comparison checks the runs' start
             times against it.
+        rounds_note: why the rounds stopped (``compare.until``:
+            :meth:`embryo_bench.reporting.rounds.Decision.note`), said under the comparison
+            tables; "" without it.
 
     Raises:
         ConfigError: the cost base target did not run or is unpriced.
@@ -789,6 +793,8 @@ def make_all(
         f"is called only when the interval excludes 1 and the median is more than "
         f"{min_difference:.0%} from 1 (compare.min_difference). {order_note}."
     )
+    if rounds_note:  # compare.until: why the rounds stopped (issue 33, item 4)
+        paired_note += f" Rounds: {rounds_note}."
     _write_table(
         paired.assign(min_difference=min_difference, order=order_note),
         out_dir,
