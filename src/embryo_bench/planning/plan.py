@@ -723,7 +723,7 @@ class Plan:
     ) -> tuple[int, Decision | None]:
         """How many rounds run: :attr:`first_rounds` without ``compare.until``; with it,
         one more after each round whose check asks for one
-        (:func:`embryo_bench.reporting.rounds.decide`), up to :attr:`max_rounds`, and every
+        (:func:`embryo_bench.planning.rounds.decide`), up to :attr:`max_rounds`, and every
         round already finished after those (:meth:`round_finished`: a goal loosened later
         keeps what was measured).
 

@@ -737,7 +737,7 @@ def make_all(
             (:attr:`embryo_bench.planning.plan.Plan.runs`): the comparison checks the runs' start
             times against it.
         rounds_note: why the rounds stopped (``compare.until``:
-            :meth:`embryo_bench.reporting.rounds.Decision.note`), said under the comparison
+            :meth:`embryo_bench.planning.rounds.Decision.note`), said under the comparison
             tables; "" without it.
 
     Raises:
