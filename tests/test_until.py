@@ -174,15 +174,19 @@ def test_the_half_width_is_that_of_the_comparisons_interval_on_the_log_scale():
     assert half_width(0.9, 0.9) is None and half_width(float("nan"), 1.0) is None
 
 
-def test_a_damaged_round_check_is_one_line_naming_the_file(tmp_path):
-    path = tmp_path / check_path(3)
+def test_a_damaged_round_check_is_one_line_naming_the_file_before_any_job(tmp_path):
+    config = copy.deepcopy(ROUNDS)
+    config["outdir"] = str(tmp_path)
+    path = tmp_path / check_path(6)
     path.parent.mkdir()
     path.write_text("{not json")
-    with pytest.raises(DataError, match=rf"{path}.*delete {path} to have the workflow measure"):
-        read_check(path, 3)
+    plan(config)  # without compare.until no check is read
+    with pytest.raises(ConfigError, match=rf"{path}: not valid JSON .*; delete {path} to have "
+                       "the workflow measure round 6 again"):  # fmt: skip
+        plan(config, until=0.03, max_rounds=10)
     path.write_text('{"format": 1, "round": 2, "workloads": {}}')
-    with pytest.raises(DataError, match="a check of round 2, not 3"):
-        read_check(path, 3)
+    with pytest.raises(DataError, match="a check of round 2, not 6"):
+        read_check(path, 6)
 
 
 # --- the workflow ----------------------------------------------------------------------------

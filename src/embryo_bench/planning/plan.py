@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..data import registry
-from ..errors import ConfigError
+from ..errors import ConfigError, DataError
 from ..io import tree_stamp
 from ..published import paper
 from ..recording import hardware
@@ -39,7 +39,7 @@ from . import bounds, layout
 from .config import Source, apply_defaults, load_config, load_schema
 from .figspec import FiguresSpec, check_written_spec
 from .layout import PAPER_WORKLOAD
-from .rounds import Decision, decide
+from .rounds import Decision, check_path, decide, read_check
 from .spec import Container, Preprocessing, RunSpec
 from .workloads import Workload, resolve_workloads
 
@@ -521,8 +521,10 @@ class Plan:
                 that does not run, an unknown or unpriced cost base, a ``merge:`` folder that
                 is missing or holds no finished run, two ``docker_host`` values with the
                 same file key, a ``stability.baseline`` that cannot be used
-                (:attr:`baseline`), or a file the figures job would fail on
-                (:meth:`check_figures_inputs`, only ``on_this_machine``).
+                (:attr:`baseline`), a file the figures job would fail on
+                (:meth:`check_figures_inputs`, only ``on_this_machine``),
+                ``compare.max_rounds`` below the first rounds (:meth:`check_rounds`), or a
+                damaged round check (:meth:`check_round_checks`, only ``on_this_machine``).
         """
         schema = schema or load_schema()
         config = load_config(config, schema, sources)
@@ -570,6 +572,7 @@ class Plan:
         plan.baseline  # noqa: B018
         if on_this_machine:  # a cluster job's parse: the workflow that submitted it checked
             plan.check_figures_inputs()
+            plan.check_round_checks()
         return plan
 
     def workload_targets(self, workload: str) -> dict[str, Target]:
@@ -705,6 +708,25 @@ class Plan:
                 for w in self.workloads
             },
         }
+
+    def check_round_checks(self) -> None:
+        """The round checks already on disk (``compare.until``), checked before any job: the
+        workflow reads them when it plans the jobs, and makes one again only when its runs
+        or settings change, so a damaged one would fail every plan.
+
+        Raises:
+            ConfigError: as :func:`embryo_bench.planning.rounds.read_check` (naming the file,
+                and that deleting it has the round measured again).
+        """
+        if not self.until:
+            return
+        for k in range(self.first_rounds, self.max_rounds + 1):
+            path = Path(self.outdir) / check_path(k)
+            if path.is_file():
+                try:
+                    read_check(path, k)
+                except DataError as exc:
+                    raise ConfigError(str(exc)) from None
 
     def round_finished(self, round_: int) -> bool:
         """Every run of round ``round_`` has all its files on disk (a round finished before
