@@ -18,6 +18,8 @@ report: "workflow/report/workflow.rst"
 # Reads every configfile again and checks the merged configuration against
 # config/schema.yaml, naming the file and the setting it refuses in one line; then plans.
 include: "workflow/rules/common.smk"
+# compare.until: the rounds that run, decided after each round (a checkpoint).
+include: "workflow/rules/rounds.smk"
 
 
 # The same schema through Snakemake's own check (which would print the whole configuration
@@ -53,11 +55,13 @@ localrules:
     workload_figures,
     workload_figures_spec,
     workload_run_spec,
+    round_check,
 
 
 rule all:
     default_target: True
     input:
         FIGURES,
-        RUN_OUTPUTS,
-        WORKLOAD_OUTPUTS,
+        run_outputs,
+        workload_outputs,
+        WORKLOAD_FIGURES,

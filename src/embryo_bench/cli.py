@@ -473,6 +473,11 @@ def cmd_figures(p):
         help="an augment shard (its preprocessing settings; the paper's workload)",
     )
     p.add_argument(
+        "--rounds-note",
+        default="",
+        help="why the rounds stopped (compare.until), for the comparison table",
+    )
+    p.add_argument(
         "--out-dir",
         required=True,
         help="the figures folder; the spec's configuration is written there as config.yaml "
@@ -520,8 +525,30 @@ def cmd_figures(p):
                 compare_base=own.name(spec.compare_base),
                 min_difference=spec.min_difference,
                 baseline=load_baseline(baseline) if baseline else None,
+                rounds_note=a.rounds_note,
             )
             _write_config(spec.config, out_dir / "config.yaml")
+
+    return run
+
+
+def cmd_round_check(p):
+    """measure every target's ratio interval after a round (compare.until: the workflow
+    adds rounds until they are narrow enough)"""
+    p.add_argument(
+        "--check",
+        required=True,
+        help="JSON: round, min_difference, and per workload its base target and its runs "
+        "of rounds 1..round",
+    )
+    p.add_argument("--out", required=True, help="the round check (rounds/round-<k>.json)")
+
+    def run(a):
+        from .io import parse_json
+        from .reporting.rounds import check_round, write_check
+
+        c = parse_json(a.check, "--check")
+        write_check(check_round(c["round"], c["workloads"], c["min_difference"]), a.out)
 
     return run
 

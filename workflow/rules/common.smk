@@ -155,6 +155,7 @@ PAPER_RUNS = layout.PAPER_WORKLOAD in PLAN.workloads
 wildcard_constraints:
     shard=r"\d+",
     repeat=r"\d+",
+    round=r"\d+",
     image="cpu|gpu",
     daemon=r"[A-Za-z0-9._-]+",
     target="|".join(re.escape(n) for n in PLAN.targets),
@@ -163,10 +164,13 @@ wildcard_constraints:
     file=r"[A-Za-z0-9][A-Za-z0-9._-]*",
 
 
-RUN_DIRS = PLAN.run_dirs
 # Every file a run writes: `all` asks for them, so a deleted model.keras or telemetry.csv
-# reruns its training (Snakemake checks only the outputs something asks for; issue 25).
-RUN_OUTPUTS = [f"{d}/{f}" for d in RUN_DIRS for f in layout.RUN_FILES]
+# reruns its training (Snakemake checks only the outputs something asks for; issue 25). The
+# runs are those of every round that runs (rounds.smk: with compare.until, as decided so far).
+def run_outputs(wildcards):
+    return [f"{d}/{f}" for d in decided_run_dirs() for f in layout.RUN_FILES]
+
+
 # Finished runs of other machines' result folders (merge:), read by the figures job only.
 MERGED_RUN_DIRS = PLAN.merged_run_dirs
 UTILISATION = [
@@ -188,10 +192,16 @@ FIGURES = (
     if PAPER_RUNS
     else []
 )
-# Each other workload's runs and figures (workflow/rules/workloads.smk).
-WORKLOAD_OUTPUTS = [
-    f"{d}/{f}"
-    for w in WORKLOADS
-    for d in PLAN.workload_run_dirs(w)
-    for f in layout.RUN_FILES
-] + [f"{OUT}/workloads/{w}/figures/results_table.csv" for w in WORKLOADS]
+
+
+# Each other workload's runs (every round that runs) and figures (workloads.smk).
+def workload_outputs(wildcards):
+    return [
+        f"{d}/{f}"
+        for w in WORKLOADS
+        for d in decided_run_dirs(w)
+        for f in layout.RUN_FILES
+    ]
+
+
+WORKLOAD_FIGURES = [f"{OUT}/workloads/{w}/figures/results_table.csv" for w in WORKLOADS]

@@ -12,6 +12,9 @@ from embryo_bench.io import keep_complete, kept_missing, kept_path
 
 
 rule figures_spec:
+    input:
+        # compare.until: the round checks that decide which runs the figures read.
+        rounds=round_checks,
     output:
         f"{OUT}/{layout.FIGURES_SPEC}",
     log:
@@ -23,7 +26,7 @@ rule figures_spec:
     params:
         # Prices, paper systems, sweep points, bases, thresholds: a price edit reruns this
         # rule and the figures, nothing else.
-        spec=PLAN.figures_spec().to_dict(),
+        spec=lambda wc: PLAN.figures_spec(rounds=decided_rounds()[0]).to_dict(),
         code=code_hash("embryo_bench.planning.figspec"),
     script:
         "../scripts/figures_spec.py"
@@ -32,11 +35,11 @@ rule figures_spec:
 rule figures:
     input:
         figures_spec=rules.figures_spec.output[0],
-        specs=[f"{d}/{layout.RUN_SPEC}" for d in RUN_DIRS],
-        runs=[f"{d}/{layout.METRICS}" for d in RUN_DIRS],
-        histories=[f"{d}/{layout.HISTORY}" for d in RUN_DIRS],
-        telemetry=[f"{d}/{layout.TELEMETRY}" for d in RUN_DIRS],
-        windows=[f"{d}/{layout.WINDOWS}" for d in RUN_DIRS],
+        specs=lambda wc: [f"{d}/{layout.RUN_SPEC}" for d in decided_run_dirs()],
+        runs=lambda wc: [f"{d}/{layout.METRICS}" for d in decided_run_dirs()],
+        histories=lambda wc: [f"{d}/{layout.HISTORY}" for d in decided_run_dirs()],
+        telemetry=lambda wc: [f"{d}/{layout.TELEMETRY}" for d in decided_run_dirs()],
+        windows=lambda wc: [f"{d}/{layout.WINDOWS}" for d in decided_run_dirs()],
         # Runs made elsewhere (merge:): read, never written.
         merged=[
             f"{d}/{f}"
@@ -49,6 +52,7 @@ rule figures:
         shard=expand(rules.augment.output[0], shard=SHARDS[0]),
         # The machine's probe baseline (embryo-bench calibrate), when the config names one.
         baseline=CONFIG["stability"]["baseline"] or [],
+        rounds=round_checks,
     output:
         **{
             f"{n}_{ext}": (
@@ -108,11 +112,12 @@ rule figures:
         bench_slot=OTHER_JOB_SLOTS,
     params:
         out_dir=lambda wc, output: os.path.dirname(output.results_table_csv),
+        rounds_note=lambda wc: rounds_note(),
         code=code("figures"),
     shell:
         "python3 -m embryo_bench.cli figures --spec {input.figures_spec:q} "
         "--selection {input.selection:q} --select-summary {input.counts:q} "
-        "--source-info {input.source:q} --shard {input.shard:q} "
+        "--source-info {input.source:q} --shard {input.shard:q} {params.rounds_note:q} "
         "--out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 

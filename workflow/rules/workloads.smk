@@ -134,6 +134,8 @@ rule workload_train:
 
 
 rule workload_figures_spec:
+    input:
+        rounds=round_checks,
     output:
         f"{OUT}/workloads/{{workload}}/{layout.FIGURES_SPEC}",
     log:
@@ -143,7 +145,7 @@ rule workload_figures_spec:
     resources:
         bench_slot=OTHER_JOB_SLOTS,
     params:
-        spec=lambda wc: PLAN.figures_spec(wc.workload).to_dict(),
+        spec=lambda wc: PLAN.figures_spec(wc.workload, decided_rounds()[0]).to_dict(),
         code=code_hash("embryo_bench.planning.figspec"),
     script:
         "../scripts/figures_spec.py"
@@ -153,22 +155,21 @@ rule workload_figures:
     input:
         figures_spec=rules.workload_figures_spec.output[0],
         specs=lambda wc: [
-            f"{d}/{layout.RUN_SPEC}" for d in PLAN.workload_run_dirs(wc.workload)
+            f"{d}/{layout.RUN_SPEC}" for d in decided_run_dirs(wc.workload)
         ],
-        runs=lambda wc: [
-            f"{d}/{layout.METRICS}" for d in PLAN.workload_run_dirs(wc.workload)
-        ],
+        runs=lambda wc: [f"{d}/{layout.METRICS}" for d in decided_run_dirs(wc.workload)],
         histories=lambda wc: [
-            f"{d}/{layout.HISTORY}" for d in PLAN.workload_run_dirs(wc.workload)
+            f"{d}/{layout.HISTORY}" for d in decided_run_dirs(wc.workload)
         ],
         telemetry=lambda wc: [
-            f"{d}/{layout.TELEMETRY}" for d in PLAN.workload_run_dirs(wc.workload)
+            f"{d}/{layout.TELEMETRY}" for d in decided_run_dirs(wc.workload)
         ],
         windows=lambda wc: [
-            f"{d}/{layout.WINDOWS}" for d in PLAN.workload_run_dirs(wc.workload)
+            f"{d}/{layout.WINDOWS}" for d in decided_run_dirs(wc.workload)
         ],
         info=rules.workload_data.output.info,
         baseline=CONFIG["stability"]["baseline"] or [],
+        rounds=round_checks,
     output:
         **{
             f"{n}_{ext}": f"{OUT}/workloads/{{workload}}/figures/{n}.{ext}"
@@ -189,7 +190,9 @@ rule workload_figures:
         bench_slot=OTHER_JOB_SLOTS,
     params:
         out_dir=lambda wc, output: os.path.dirname(output.results_table_csv),
+        rounds_note=lambda wc: rounds_note(wc.workload),
         code=code("figures"),
     shell:
         "python3 -m embryo_bench.cli figures --spec {input.figures_spec:q} "
-        "--source-info {input.info:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+        "--source-info {input.info:q} {params.rounds_note:q} --out-dir {params.out_dir:q} "
+        "> {log:q} 2>&1"

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..data import registry
-from ..errors import ConfigError
+from ..errors import ConfigError, DataError
 from ..io import tree_stamp
 from ..published import paper
 from ..recording import hardware
@@ -39,6 +39,7 @@ from . import bounds, layout
 from .config import Source, apply_defaults, load_config, load_schema
 from .figspec import FiguresSpec, check_written_spec
 from .layout import PAPER_WORKLOAD
+from .rounds import Decision, check_path, decide, read_check
 from .spec import Container, Preprocessing, RunSpec
 from .workloads import Workload, resolve_workloads
 
@@ -429,9 +430,12 @@ def williams_rows(n: int) -> list[list[int]]:
     return rows + [row[::-1] for row in rows] if n % 2 and n > 1 else rows
 
 
-def round_order(targets: dict[str, Target], order: str = "alternate", seed: int = 0):
+def round_order(
+    targets: dict[str, Target], order: str = "alternate", seed: int = 0, rounds: int = 0
+):
     """Every run as (target, repeat) in the order rounds run them (issue 23): round k holds
-    repeat k of every target with at least k repeats.
+    repeat k of every target with at least k repeats; a round beyond every target's repeats
+    (``compare.until`` adds them, issue 33) holds every target.
 
     Args:
         targets: main targets (config order), then sweep points.
@@ -442,6 +446,8 @@ def round_order(targets: dict[str, Target], order: str = "alternate", seed: int 
             (:func:`williams_rows`) in turn, so over a cycle of n rounds (2n for an odd n)
             every target runs in every position equally often and after every other
             target equally often (for two targets it is "alternate").
+        rounds: how many rounds (0: the most repeats of any target). Round k's runs and
+            their order do not depend on it, so more rounds only add runs at the end.
 
     Returns:
         list of (target, repeat), round 1 first.
@@ -451,10 +457,10 @@ def round_order(targets: dict[str, Target], order: str = "alternate", seed: int 
     """
     if order not in ROUND_ORDERS:
         raise ValueError(f"round order must be one of {', '.join(ROUND_ORDERS)}, got {order!r}")
-    rounds = max(t.repeats for t in targets.values())
+    most = max(t.repeats for t in targets.values())
     runs = []
-    for k in range(1, rounds + 1):
-        names = [n for n, t in targets.items() if t.repeats >= k]
+    for k in range(1, (rounds or most) + 1):
+        names = [n for n, t in targets.items() if t.repeats >= k or k > most]
         if order == "shuffle":
             random.Random(f"{seed}/{k}").shuffle(names)
         elif order == "balanced":
@@ -547,8 +553,10 @@ class Plan:
                 that does not run, an unknown or unpriced cost base, a ``merge:`` folder that
                 is missing or holds no finished run, two ``docker_host`` values with the
                 same file key, a ``stability.baseline`` that cannot be used
-                (:attr:`baseline`), or a file the figures job would fail on
-                (:meth:`check_figures_inputs`, only ``on_this_machine``).
+                (:attr:`baseline`), a file the figures job would fail on
+                (:meth:`check_figures_inputs`, only ``on_this_machine``),
+                ``compare.max_rounds`` below the first rounds (:meth:`check_rounds`), or a
+                damaged round check (:meth:`check_round_checks`, only ``on_this_machine``).
         """
         schema = schema or load_schema()
         config = load_config(config, schema, sources)
@@ -588,6 +596,7 @@ class Plan:
             on_this_machine,
             resolve_workloads(config),
         )
+        plan.check_rounds()
         # The checks that a property makes, made now: before any job, and by check-config.
         plan.merged_run_dirs  # noqa: B018
         plan.remote_daemons  # noqa: B018
@@ -595,6 +604,7 @@ class Plan:
         plan.baseline  # noqa: B018
         if on_this_machine:  # a cluster job's parse: the workflow that submitted it checked
             plan.check_figures_inputs()
+            plan.check_round_checks()
         return plan
 
     def workload_targets(self, workload: str) -> dict[str, Target]:
@@ -605,19 +615,77 @@ class Plan:
             return self.targets
         return {n: t for n, t in self.targets.items() if not t.sweep}
 
+    def _round_targets(self) -> dict[tuple[str, str], Target]:
+        """(workload, target name) -> target, for every run's workload and target."""
+        return {(w, n): t for w in self.workloads for n, t in self.workload_targets(w).items()}
+
+    @property
+    def first_rounds(self) -> int:
+        """The rounds that always run: the most repeats of any target (the base's)."""
+        return max(t.repeats for t in self._round_targets().values())
+
+    def check_rounds(self) -> None:
+        """``compare.max_rounds`` leaves room for the rounds that run first
+        (:attr:`first_rounds`) when ``compare.until`` is set.
+
+        Raises:
+            ConfigError: naming both settings and the target with the most repeats.
+        """
+        first = self.first_rounds
+        if self.until and self.max_rounds < first:
+            most = next(n for (_, n), t in self._round_targets().items() if t.repeats == first)
+            raise ConfigError(
+                f"compare.max_rounds {self.max_rounds}: fewer than the {first} rounds that run "
+                f"first (the repeats of target {most}); compare.until adds rounds after "
+                f"those, so set max_rounds >= {first}"
+            )
+
+    @property
+    def until(self) -> float:
+        """``compare.until``: the half-width wanted of every ratio interval (a fraction);
+        0.0 when rounds are not added."""
+        return float(self.config["compare"]["until"])
+
+    @property
+    def max_rounds(self) -> int:
+        """The most rounds that may run: ``compare.max_rounds`` with ``compare.until``, else
+        :attr:`first_rounds`."""
+        return self.config["compare"]["max_rounds"] if self.until else self.first_rounds
+
+    @functools.cached_property
+    def planned_runs(self) -> list[tuple[str, str, int]]:
+        """Every run that may run, as (workload, target, repeat), in the order the rounds
+        run them (issue 23; :func:`round_order`, ``compare.order``), up to
+        :attr:`max_rounds` rounds: round k holds repeat k of every workload on every
+        target, so a drift of the machine's speed lands on every workload alike; the rounds
+        ``compare.until`` adds are shared by every workload alike."""
+        c = self.config["compare"]
+        order = round_order(self._round_targets(), c["order"], c["seed"], self.max_rounds)
+        return [(w, n, k) for (w, n), k in order]
+
+    def round_runs(self, rounds: int | None = None) -> list[tuple[str, str, int]]:
+        """The runs of rounds 1..``rounds`` (default: :attr:`first_rounds`) as (workload,
+        target, repeat), in the planned order (:attr:`planned_runs`).
+
+        Raises:
+            ValueError: ``rounds`` is more than :attr:`max_rounds`.
+        """
+        rounds = rounds or self.first_rounds
+        if rounds > self.max_rounds:
+            raise ValueError(f"{rounds} rounds: this plan has at most {self.max_rounds}")
+        return [r for r in self.planned_runs if r[2] <= rounds]
+
     @functools.cached_property
     def all_runs(self) -> list[tuple[str, str, int]]:
-        """Every run of every workload as (workload, target, repeat), in the order the
-        rounds run them (issue 23; :func:`round_order`, ``compare.order``): round k holds
-        repeat k of every workload on every target, so a drift of the machine's speed lands
-        on every workload alike."""
-        c = self.config["compare"]
-        keyed = {(w, n): t for w in self.workloads for n, t in self.workload_targets(w).items()}
-        return [(w, n, k) for (w, n), k in round_order(keyed, c["order"], c["seed"])]
+        """Every run of the rounds that always run (:attr:`first_rounds`: without
+        ``compare.until``, every run) as (workload, target, repeat), in the planned order
+        (:attr:`planned_runs`)."""
+        return self.round_runs()
 
-    def workload_runs(self, workload: str) -> list[tuple[str, int]]:
-        """A workload's runs as (target, repeat), in the planned order."""
-        return [(t, k) for w, t, k in self.all_runs if w == workload]
+    def workload_runs(self, workload: str, rounds: int | None = None) -> list[tuple[str, int]]:
+        """A workload's runs of rounds 1..``rounds`` (default: :attr:`first_rounds`) as
+        (target, repeat), in the planned order."""
+        return [(t, k) for w, t, k in self.round_runs(rounds) if w == workload]
 
     @property
     def runs(self) -> list[tuple[str, int]]:
@@ -628,14 +696,14 @@ class Plan:
     def previous_run(
         self, target: str, repeat: int, workload: str = PAPER_WORKLOAD
     ) -> tuple[str, int, str] | None:
-        """The run that runs just before this one in :attr:`all_runs`, as (target, repeat,
-        workload) (None for the first): the workflow makes each run wait for it, so the
-        rounds run in the planned order.
+        """The run that runs just before this one in :attr:`planned_runs`, as (target,
+        repeat, workload) (None for the first): the workflow makes each run wait for it, so
+        the rounds run in the planned order.
 
         Raises:
             KeyError: no such run.
         """
-        runs = self.all_runs
+        runs = self.planned_runs
         try:
             i = runs.index((workload, target, repeat))
         except ValueError:
@@ -644,6 +712,93 @@ class Plan:
             return None
         w, t, k = runs[i - 1]
         return t, k, w
+
+    # --- rounds until the answer is sure (compare.until, issue 33, item 4) -----------------
+
+    def comparison_base(self, workload: str = PAPER_WORKLOAD) -> str:
+        """The target a workload's runs are compared with: :attr:`compare_base` where it
+        trains that workload, else the target of the workload's first run (as the figures
+        take it)."""
+        if self.compare_base in self.workload_targets(workload):
+            return self.compare_base
+        return self.workload_runs(workload)[0][0]
+
+    def round_run_dirs(self, rounds: int) -> list[str]:
+        """Every run folder of every workload in rounds 1..``rounds``, in the planned order
+        (what the check after round ``rounds`` reads)."""
+        return [f"{self.outdir}/{layout.run_dir(t, k, w)}" for w, t, k in self.round_runs(rounds)]
+
+    def round_check_params(self, round_: int) -> dict:
+        """What the check after round ``round_`` measures (the ``round_check`` rule's
+        params; :func:`embryo_bench.reporting.rounds.check_round`): per workload its base
+        and its run folders of rounds 1..``round_``, and ``compare.min_difference``."""
+        return {
+            "round": round_,
+            "min_difference": float(self.config["compare"]["min_difference"]),
+            "workloads": {
+                w: {"base": self.comparison_base(w), "runs": self.workload_run_dirs(w, round_)}
+                for w in self.workloads
+            },
+        }
+
+    def check_round_checks(self) -> None:
+        """The round checks already on disk (``compare.until``), checked before any job: the
+        workflow reads them when it plans the jobs, and makes one again only when its runs
+        or settings change, so a damaged one would fail every plan.
+
+        Raises:
+            ConfigError: as :func:`embryo_bench.planning.rounds.read_check` (naming the file,
+                and that deleting it has the round measured again).
+        """
+        if not self.until:
+            return
+        for k in range(self.first_rounds, self.max_rounds + 1):
+            path = Path(self.outdir) / check_path(k)
+            if path.is_file():
+                try:
+                    read_check(path, k)
+                except DataError as exc:
+                    raise ConfigError(str(exc)) from None
+
+    def round_finished(self, round_: int) -> bool:
+        """Every run of round ``round_`` has all its files on disk (a round finished before
+        ``compare.until`` or ``compare.max_rounds`` was changed: it is kept, not dropped)."""
+        runs = [(w, t) for w, t, k in self.planned_runs if k == round_]
+        return bool(runs) and all(
+            (Path(self.outdir) / layout.run_dir(t, round_, w) / f).is_file()
+            for w, t in runs
+            for f in (*layout.RUN_FILES, layout.RUN_SPEC)
+        )
+
+    def rounds_wanted(
+        self,
+        read_check: Callable[[int], dict],
+        finished: Callable[[int], bool] | None = None,
+    ) -> tuple[int, Decision | None]:
+        """How many rounds run: :attr:`first_rounds` without ``compare.until``; with it,
+        one more after each round whose check asks for one
+        (:func:`embryo_bench.planning.rounds.decide`), up to :attr:`max_rounds`, and every
+        round already finished after those (:meth:`round_finished`: a goal loosened later
+        keeps what was measured).
+
+        Args:
+            read_check: round k -> the check after round k (the workflow reads the
+                ``round_check`` checkpoint's output: asking for one that is not made yet
+                makes Snakemake make it, and the runs before it, then ask again).
+            finished: round k -> it is on disk (default: :meth:`round_finished`).
+
+        Returns:
+            (rounds, the decision after the last of them; None without ``compare.until``).
+        """
+        if not self.until:
+            return self.first_rounds, None
+        finished = finished or self.round_finished
+        k = self.first_rounds
+        while True:
+            decision = decide(read_check(k), k, self.until, self.max_rounds)
+            if k >= self.max_rounds or not (decision.more or finished(k + 1)):
+                return k, decision
+            k += 1
 
     @property
     def preprocessing(self) -> Preprocessing:
@@ -830,7 +985,7 @@ class Plan:
             ConfigError: naming the file (and, for a run, the folder to delete to retrain it).
         """
         for w in self.workloads:
-            check_own_runs(self.workload_run_dirs(w))
+            check_own_runs(self.workload_run_dirs(w, self.max_rounds))
             check_written_spec(f"{self.outdir}/{layout.workload_dir(w)}{layout.FIGURES_SPEC}")
 
     @property
@@ -988,20 +1143,24 @@ class Plan:
         """Every run's folder of the paper's workload, in the planned order (:attr:`runs`)."""
         return self.workload_run_dirs(PAPER_WORKLOAD)
 
-    def workload_run_dirs(self, workload: str) -> list[str]:
-        """Every run's folder of a workload, in the planned order."""
+    def workload_run_dirs(self, workload: str, rounds: int | None = None) -> list[str]:
+        """Every run's folder of a workload, rounds 1..``rounds`` (default:
+        :attr:`first_rounds`), in the planned order."""
         return [
             f"{self.outdir}/{layout.run_dir(t, k, workload)}"
-            for t, k in self.workload_runs(workload)
+            for t, k in self.workload_runs(workload, rounds)
         ]
 
-    def figures_spec(self, workload: str = PAPER_WORKLOAD) -> FiguresSpec:
-        """What a workload's figures job is given (its ``figures-spec.json``). Other
+    def figures_spec(
+        self, workload: str = PAPER_WORKLOAD, rounds: int | None = None
+    ) -> FiguresSpec:
+        """What a workload's figures job is given (its ``figures-spec.json``): its runs of
+        rounds 1..``rounds`` (default: :attr:`first_rounds`; :meth:`rounds_wanted`). Other
         machines' folders (``merge:``) are merged into the paper's workload's figures only."""
         paper = workload == PAPER_WORKLOAD
         targets = self.workload_targets(workload)
         return FiguresSpec(
-            runs=self.workload_run_dirs(workload),
+            runs=self.workload_run_dirs(workload, rounds),
             merge=list(self.config["merge"]) if paper else [],
             targets={n: t.report_fields() for n, t in targets.items()},
             cost_base=self.cost_base,

@@ -752,6 +752,7 @@ def make_all(
     compare_base: str = "",
     min_difference: float = 0.05,
     baseline: dict | None = None,
+    rounds_note: str = "",
 ) -> None:
     """Write every figure and table (the ``figures`` rule).
 
@@ -776,6 +777,9 @@ def make_all(
             ``compare.min_difference``. ``runs`` must come in the planned order
             (:attr:`embryo_bench.planning.plan.Plan.runs`): the comparison checks the runs' start
             times against it.
+        rounds_note: why the rounds stopped (``compare.until``:
+            :meth:`embryo_bench.planning.rounds.Decision.note`), said under the comparison
+            tables; "" without it.
 
     Raises:
         ConfigError: the cost base target did not run or is unpriced.
@@ -840,6 +844,8 @@ def make_all(
         f"compare.min_difference). {order_note}. "
         + summary.comparison_note(paired)  # once here, not on every row
     ).strip()
+    if rounds_note:  # compare.until: why the rounds stopped (issue 33, item 4)
+        paired_note += f" Rounds: {rounds_note}."
     _write_table(
         paired.assign(min_difference=min_difference, order=order_note),
         out_dir,

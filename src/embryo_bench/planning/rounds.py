@@ -1,0 +1,148 @@
+"""Whether another round is needed (``compare.until``, issue 33, item 4), from the round
+checks the workflow writes after each round (:mod:`embryo_bench.reporting.rounds` measures
+them). This module is read when the workflow plans its jobs
+(:meth:`embryo_bench.planning.plan.Plan.rounds_wanted`), so it imports no statistics.
+
+A round check (``rounds/round-<k>.json``) holds, per workload, every target's ratio to the
+base with its interval and that interval's *half-width* on the log scale, (ln high - ln low)
+/ 2 (0.03 is about +-3 %). It holds measurements only: the decision follows from them and
+``compare.until`` / ``compare.max_rounds`` here, so changing either reruns no check and no
+run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import DataError
+from ..io import check_format, read_json
+
+#: Format version of a round check. (Its path is here, not in
+#: :mod:`embryo_bench.planning.layout`, which every training's code hash includes.)
+ROUND_CHECK_FORMAT = 1
+
+
+def check_path(round_: int | str) -> str:
+    """Where the check after round ``round_`` goes, under ``outdir``:
+    ``rounds/round-<k>.json``."""
+    return f"rounds/round-{round_}.json"
+
+
+def read_check(path: str | Path, round_: int) -> dict:
+    """A round check written by :func:`embryo_bench.reporting.rounds.check_round`, checked.
+
+    Raises:
+        DataError: naming the file: missing, not JSON, a newer format, another round, or
+            not the shape :func:`embryo_bench.reporting.rounds.check_round` writes; and how
+            to have it measured again.
+    """
+    again = f"; delete {path} to have the workflow measure round {round_} again"
+    try:
+        d = read_json(path)
+        if not isinstance(d, dict):
+            raise DataError(f"{path}: expected a JSON object, found {type(d).__name__}")
+        check_format(d, ROUND_CHECK_FORMAT, str(path))
+    except DataError as exc:
+        raise DataError(f"{exc}{again}") from None
+    if d.get("round") != round_:
+        raise DataError(f"{path}: a check of round {d.get('round')!r}, not {round_}{again}")
+    workloads = d.get("workloads")
+    if not isinstance(workloads, dict) or not all(
+        isinstance(w, dict)
+        and isinstance(w.get("targets"), dict)
+        and all(isinstance(t, dict) and "half_width" in t for t in w["targets"].values())
+        for w in workloads.values()
+    ):
+        raise DataError(f"{path}: no workloads with targets and half-widths{again}")
+    return d
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a round check says with ``compare.until`` and ``compare.max_rounds``.
+
+    Attributes:
+        rounds: the rounds measured.
+        more: another round is needed (some interval is wider than ``until`` and fewer than
+            ``max_rounds`` rounds ran).
+        why: "goal" (every interval is at most ``until`` wide), "max_rounds", "no target"
+            (no workload has a target besides its base), or "more".
+        widest: workload -> (its target with the widest interval, that half-width; None for
+            no interval), for the workloads that have a target besides the base.
+        until, max_rounds: the settings decided with.
+    """
+
+    rounds: int
+    more: bool
+    why: str
+    widest: dict[str, tuple[str, float | None]]
+    until: float
+    max_rounds: int
+
+    def note(self, workload: str) -> str:
+        """What a workload's comparison table says about its rounds, e.g.
+        "compare.until 3 %: half-width 2.8 % after 7 rounds (widest: docker-1cpu)" or
+        "compare.until 3 %: max_rounds 10 reached: 4.1 % (widest: docker-1cpu)"."""
+        head = f"compare.until {_pct(self.until)}: "
+        if workload not in self.widest:
+            return head + f"no target besides the base; {self.rounds} rounds"
+        target, width = self.widest[workload]
+        if self.why == "goal":
+            return head + f"half-width {_pct(width)} after {self.rounds} rounds (widest: {target})"
+        if self.why == "max_rounds":
+            text = head + f"max_rounds {self.max_rounds} reached: {_pct(width)} (widest: {target})"
+            unsure = [w for w, (_, x) in self.widest.items() if not _sure(x, self.until)]
+            if _sure(width, self.until):  # sure here: another workload's was not
+                text += f"; not reached in {', '.join(unsure)}"
+            return text
+        return head + f"half-width {_pct(width)} after {self.rounds} rounds (widest: {target})"
+
+
+def _pct(fraction: float | None) -> str:
+    """A half-width as the tables write it: "2.8 %", "0.45 %", "3 %" (trailing zeros
+    dropped), or "no interval"."""
+    if fraction is None:
+        return "no interval"
+    percent = 100 * fraction
+    return f"{percent:.1f}".rstrip("0").rstrip(".") + " %" if percent >= 1 else f"{percent:.2g} %"
+
+
+def _sure(width: float | None, until: float) -> bool:
+    """An interval at most ``until`` wide (none is never sure)."""
+    return width is not None and width <= until
+
+
+def decide(check: dict, rounds: int, until: float, max_rounds: int) -> Decision:
+    """Whether another round is needed after ``rounds`` rounds.
+
+    Args:
+        check: the round check after round ``rounds``
+            (:func:`embryo_bench.reporting.rounds.check_round`).
+        until: ``compare.until`` (a half-width, fraction; > 0).
+        max_rounds: ``compare.max_rounds``.
+
+    Returns:
+        a :class:`Decision`: another round while some target of some workload has an
+        interval wider than ``until`` (or none) and ``rounds`` < ``max_rounds``.
+    """
+    widest = {}
+    for workload, w in check["workloads"].items():
+        widths = {t: m["half_width"] for t, m in w["targets"].items()}
+        if widths:
+            widest[workload] = max(widths.items(), key=lambda tw: _width_key(tw[1]))
+    if not widest:
+        why = "no target"
+    elif all(_sure(x, until) for _, x in widest.values()):
+        why = "goal"
+    elif rounds >= max_rounds:
+        why = "max_rounds"
+    else:
+        why = "more"
+    return Decision(rounds, why == "more", why, widest, until, max_rounds)
+
+
+def _width_key(width: float | None) -> float:
+    """Order of half-widths, no interval the widest."""
+    return math.inf if width is None else width
