@@ -108,7 +108,7 @@ def test_the_train_commands_hash_leaves_out_image_building_and_the_figures():
         "recording", "recording.calibrate", "recording.evidence", "recording.hardware",
         "recording.provenance", "recording.record", "recording.telemetry",
         "runners", "runners.docker_api", "runners.docker_runner", "runners.lifeline",
-        "training", "training.backend", "training.inputs", "training.train",
+        "training", "training.backend", "training.fused_adam", "training.inputs", "training.train",
         "workloads", "workloads.build", "workloads.catalog", "workloads.paper",
         "workloads.user",
     }  # fmt: skip

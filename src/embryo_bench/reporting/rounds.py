@@ -62,7 +62,7 @@ def measure(runs: pd.DataFrame, base: str, min_difference: float) -> dict[str, d
         row = table.loc[target]
         out[target] = {
             "pairs": int(row["pairs"]),
-            "ratio": _number(row["ratio_median"]),
+            "ratio": _number(row["ratio"]),
             "low": _number(row["ratio_low"]),
             "high": _number(row["ratio_high"]),
             "half_width": half_width(row["ratio_low"], row["ratio_high"]),
