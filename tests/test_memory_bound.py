@@ -1,6 +1,10 @@
 """A memory-input run holds its data once (issue 32, item 5: "a run never holds more than
 the dataset once plus one batch per input worker").
 
+The paper's workload reads its augmented shards into one array per split holding each image
+once, plus one shard's images while they are read (:func:`test_the_paper_shards_are_read_
+into_their_arrays_once`, traced by tracemalloc: NumPy reports its data allocations to it).
+
 Two ``embryo-bench train`` runs, each in a fresh process, of the same workload on synthetic
 arrays that differ only in their training samples (about 256 MiB more in the large run):
 what the runs hold that does not depend on the data (TensorFlow, the model, the batches in
@@ -20,13 +24,19 @@ import json
 import os
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
+from embryo_bench.data import stages
 from embryo_bench.data.arrays import write_synthetic
+from embryo_bench.errors import DataError
+from embryo_bench.io import save_arrays
 from embryo_bench.planning.plan import Plan
+from embryo_bench.planning.spec import Preprocessing
 from embryo_bench.training import train
 
 REPO = Path(__file__).resolve().parents[1]
@@ -144,3 +154,60 @@ def test_a_files_run_keeps_none_of_its_training_images_in_memory(tmp_path):
     assert x.shape == (0, *SHAPE) and x.dtype == "uint8"
     assert x.base is None, "an empty view that keeps the training images alive"
     assert len(data["y_train"]) == 64 and data["x_test"].shape == (8, *SHAPE)
+
+
+def _augment_shard(path: Path, rng, n: int, size: int = 64) -> dict:
+    """An augment-stage shard of ``n`` random images of ``size`` px (both splits), its
+    settings saying 64 px; its arrays."""
+    settings = {"stage": "augment", "preprocessing": Preprocessing(48, 0.5, 128, 90.0, 64)}
+    arrays = {
+        "images": rng.integers(0, 256, (n, size, size), dtype=np.uint8),
+        "cells": rng.integers(1, 5, n).astype(np.int8),
+        "split": np.where(rng.random(n) < 0.8, "train", "test"),
+        "embryo": np.full(n, "E01"),
+        "frame": np.arange(n).astype(str),
+        "angle": np.zeros(n, np.float32),
+    }
+    record = {**settings, "preprocessing": settings["preprocessing"].to_dict()}
+    save_arrays(path, **arrays, settings=np.array(json.dumps(record, sort_keys=True)))
+    return arrays
+
+
+def test_the_paper_shards_are_read_into_their_arrays_once(tmp_path):
+    """Eight shards, 16 MiB of images: the peak of what load_dataset allocates is the arrays
+    it returns plus the largest shard's images (read one at a time), plus 1 MiB (the labels,
+    splits and masks: under 0.2 MiB here; NumPy's reading buffer 0.25 MiB). Concatenating
+    every shard and then splitting held the images 3 times. The arrays are the shards'
+    samples in order, split as a concatenation would split them."""
+    rng = np.random.default_rng(0)
+    shards = [tmp_path / f"a-{k}.npz" for k in range(8)]
+    parts = [_augment_shard(p, rng, int(rng.integers(400, 600))) for p in shards]
+    tracemalloc.start()
+    try:
+        data, _ = stages.load_dataset(shards)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    held = sum(a.nbytes for a in data.values())
+    largest = max(p["images"].nbytes for p in parts)
+    assert peak <= held + largest + 2**20, f"peak {peak / held:.2f} times the arrays returned"
+    images = np.concatenate([p["images"] for p in parts])
+    cells = np.concatenate([p["cells"] for p in parts]).astype(np.int32)
+    split = np.concatenate([p["split"] for p in parts])
+    assert list(data) == ["x_train", "y_train", "x_test", "y_test"]
+    for name in ("train", "test"):
+        assert np.array_equal(data[f"x_{name}"], images[split == name][..., None])
+        assert data[f"y_{name}"].dtype == np.int32
+        assert np.array_equal(data[f"y_{name}"], cells[split == name] - 1)
+
+
+def test_a_shard_of_other_images_is_named(tmp_path):
+    rng = np.random.default_rng(0)
+    _augment_shard(tmp_path / "a-0.npz", rng, 20)
+    _augment_shard(tmp_path / "a-1.npz", rng, 20, size=32)
+    with pytest.raises(DataError) as err:
+        stages.load_dataset([tmp_path / "a-0.npz", tmp_path / "a-1.npz"])
+    assert str(err.value) == (
+        f"{tmp_path / 'a-1.npz'}: images of uint8 (32, 32); {tmp_path / 'a-0.npz'} holds "
+        "uint8 (64, 64); expected the same in every shard"
+    )
