@@ -224,23 +224,27 @@ def save_arrays(path: str | os.PathLike, **arrays: np.ndarray) -> None:
         np.savez(fh, **arrays)
 
 
-def load_arrays(path: str | os.PathLike, required: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
-    """Load every array of an ``.npz`` file into memory.
+def load_arrays(
+    path: str | os.PathLike,
+    required: tuple[str, ...] = (),
+    keys: tuple[str, ...] | None = None,
+) -> dict[str, np.ndarray]:
+    """Load the arrays of an ``.npz`` file into memory: every one, or only those of ``keys``
+    that it holds (the others are not read).
 
     Raises:
         DataError: the file is missing, unreadable, or lacks one of ``required``.
     """
     try:
         with np.load(path, allow_pickle=False) as npz:
-            data = {k: npz[k] for k in npz.files}
+            missing = [k for k in required if k not in npz.files]
+            if missing:
+                raise DataError(f"{path}: missing arrays {missing}; has {sorted(npz.files)}")
+            return {k: npz[k] for k in npz.files if keys is None or k in keys}
     except FileNotFoundError as exc:
         raise DataError(f"{path}: file not found") from exc
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise DataError(f"{path}: not a readable .npz array file ({exc})") from exc
-    missing = [k for k in required if k not in data]
-    if missing:
-        raise DataError(f"{path}: missing arrays {missing}; has {sorted(data)}")
-    return data
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:

@@ -245,21 +245,31 @@ def load_dataset(
     """Concatenate augmented shards into train and test arrays for the model, with the
     preprocessing settings that made them (their ``settings`` records).
 
+    Memory: the images are held once (the arrays returned) plus one shard's images while
+    they are read: the labels and splits are read first, the arrays made at their final
+    size, and each shard's images copied into them and let go in turn (issue 32, item 5; a
+    concatenation of every shard, then split, held them three times).
+
     Args:
         shards: augment-stage ``.npz`` shards.
         expected: the settings the run asks for (its spec); None: accept the shards'.
 
     Returns:
         (data, preprocessing): data has ``x_train`` uint8 (N, S, S, 1), ``y_train`` int32
-        (N,) class index (cells - 1), ``x_test``, ``y_test`` likewise.
+        (N,) class index (cells - 1), ``x_test``, ``y_test`` likewise; the samples in the
+        shards' order.
 
     Raises:
         DataError: a shard is missing, malformed or not from the augment stage; shards made
             with different settings; settings other than ``expected`` (naming the setting
-            and both values); or an empty split.
+            and both values); an empty split; a shard whose images are not one per label,
+            or not of the first shard's size and dtype.
     """
-    parts = [load_arrays(p, required=("images", "cells", "split")) for p in shards]
-    records = [_input_settings(p, d, "augment") for p, d in zip(shards, parts, strict=True)]
+    heads = [
+        load_arrays(p, required=("images", "cells", "split"), keys=("cells", "split", "settings"))
+        for p in shards
+    ]
+    records = [_input_settings(p, d, "augment") for p, d in zip(shards, heads, strict=True)]
     pp = Preprocessing.from_dict(records[0], str(shards[0]))
     for path, rec in zip(shards[1:], records[1:], strict=True):
         if Preprocessing.from_dict(rec, str(path)) != pp:
@@ -278,14 +288,39 @@ def load_dataset(
             + ", ".join(f"{k}={a} but the run asks for {k}={b}" for k, (a, b) in diff.items())
             + "; rerun the stages (snakemake reruns them when the config changes)"
         )
-    images = np.concatenate([p["images"] for p in parts])
-    cells = np.concatenate([p["cells"] for p in parts]).astype(np.int32)
-    split = np.concatenate([p["split"] for p in parts])
-    out = {}
-    for name in ("train", "test"):
-        mask = split == name
-        if not mask.any():
+    splits = ("train", "test")
+    masks = [{name: head["split"] == name for name in splits} for head in heads]
+    counts = {name: sum(int(m[name].sum()) for m in masks) for name in splits}
+    for name in splits:
+        if not counts[name]:
             raise DataError(f"no {name} samples in {len(shards)} augmented shards")
-        out[f"x_{name}"] = images[mask][..., None]
-        out[f"y_{name}"] = cells[mask] - 1
+    x: dict[str, np.ndarray] = {}
+    filled = dict.fromkeys(splits, 0)
+    for path, mask in zip(shards, masks, strict=True):
+        images = load_arrays(path, keys=("images",))["images"]
+        if len(images) != len(mask["train"]):
+            raise DataError(
+                f"{path}: {len(images)} images for {len(mask['train'])} labels; expected one "
+                "label per image"
+            )
+        if not x:
+            x = {n: np.empty((counts[n], *images.shape[1:]), images.dtype) for n in splits}
+        elif images.shape[1:] != x["train"].shape[1:] or images.dtype != x["train"].dtype:
+            raise DataError(
+                f"{path}: images of {images.dtype} {images.shape[1:]}; {shards[0]} holds "
+                f"{x['train'].dtype} {x['train'].shape[1:]}; expected the same in every shard"
+            )
+        for name in splits:
+            k = filled[name] + int(mask[name].sum())
+            # Into place, no temporary (mode "raise" would copy ``out`` first; the indices
+            # are in range).
+            rows = np.flatnonzero(mask[name])
+            np.take(images, rows, axis=0, out=x[name][filled[name] : k], mode="clip")
+            filled[name] = k
+        del images  # before the next shard's are read
+    out = {}
+    for name in splits:
+        cells = np.concatenate([h["cells"][m[name]] for h, m in zip(heads, masks, strict=True)])
+        out[f"x_{name}"] = x[name][..., None]
+        out[f"y_{name}"] = cells.astype(np.int32) - 1
     return out, pp

@@ -170,14 +170,24 @@ def input_pipeline(
             only. 0: all.
 
     TensorFlow: a ``tf.data`` pipeline built once per run (indices shuffled, batched, then
-    the images gathered from one in-memory tensor) with tf.data autotuning switched off.
+    each batch's images and labels gathered from ``x`` and ``y`` by NumPy,
+    :func:`_gather_from`) with tf.data autotuning switched off.
     With autotuning on (as in the pipeline Keras builds itself from numpy arrays) every
     iterator starts a model-optimisation thread that sleeps in doubling timed waits
     (10 ms, 20 ms, ... 10.24 s, 20.48 s ...); when an iterator is destroyed at the end of an
     epoch or of an evaluation, the destructor can wait out that sleep, which showed as
     10-20 s at 0 % CPU per epoch in our runs (issue 10). Nothing here needs autotuning:
     the batches are gathered from memory. JAX and PyTorch: the arrays themselves (Keras
-    feeds numpy arrays to those backends without tf.data).
+    feeds numpy arrays to those backends without tf.data, slicing a batch at a time).
+
+    Memory (issue 32, item 5): ``x`` and ``y`` are held once, by the caller, plus the batches
+    in flight (the one being gathered, one prefetched) and, when shuffling, tf.data's shuffle
+    buffer of the N indices (about 200 bytes each: one tensor per index). The images are not
+    copied into a tensor: with TensorFlow 2.21, ``tf.constant`` of 256 MiB of images grew the
+    RSS by 520 MiB for as long as it lived, and starting an iterator over a pipeline that
+    captured it by 267 MiB more for a moment (a run's peak held the data about 3.2 times
+    more than the arrays). The indices are shuffled by the same ``tf.data`` shuffle, seed and
+    buffer as before, so the batches are the same for the same seed.
 
     Returns:
         a :class:`Feed`.
@@ -188,7 +198,6 @@ def input_pipeline(
         return Feed((x, y), batch_size)
     import tensorflow as tf
 
-    images, labels = tf.constant(x), tf.constant(y)
     order = tf.data.Dataset.range(len(y))
     if shuffle:
         order = order.shuffle(len(y), seed=seed, reshuffle_each_iteration=True)
@@ -197,10 +206,31 @@ def input_pipeline(
     order = order.batch(batch_size, drop_remainder=endless)
     if endless:
         order = order.repeat()
-    batches = order.map(lambda i: (tf.gather(images, i), tf.gather(labels, i))).prefetch(1)
+    batches = order.map(_gather_from(x, y)).prefetch(1)
     options = tf.data.Options()
     options.autotune.enabled = False
     return Feed(batches.with_options(options), None)
+
+
+def _gather_from(x: np.ndarray, y: np.ndarray):
+    """The map function of :func:`input_pipeline`'s TensorFlow pipeline: a batch of indices
+    (int64 (B,)) to the samples and labels at them, ``(x[i], y[i])``, gathered by NumPy in
+    tf.data's thread (``tf.numpy_function``) from the arrays themselves, with their static
+    shapes (B known when the batches drop their remainder)."""
+    import tensorflow as tf
+
+    def gather(i: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return x[i], y[i]
+
+    def batch(i):
+        images, labels = tf.numpy_function(
+            gather, [i], (tf.as_dtype(x.dtype), tf.as_dtype(y.dtype)), stateful=False
+        )
+        images.set_shape(i.shape.concatenate(x.shape[1:]))
+        labels.set_shape(i.shape)
+        return images, labels
+
+    return batch
 
 
 def distribution_scope(strategy: str, replicas: int):

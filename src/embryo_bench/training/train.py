@@ -599,8 +599,9 @@ def _workload_data(spec: RunSpec, arrays: str | Path | None) -> dict:
             )
     if w.input_mode == "files":
         # The training images come from files (:func:`files_feed`): not held in memory as
-        # well; the test set is scored from memory.
-        x_train = x_train[:0]
+        # well (an empty array of their own: a slice ``x_train[:0]`` would keep the whole
+        # array alive); the test set is scored from memory.
+        x_train = np.empty((0, *x_train.shape[1:]), x_train.dtype)
     data = {"x_train": x_train, "y_train": y_train, "x_test": x_test, "y_test": y_test}
     return data
 
