@@ -169,7 +169,8 @@ def input_pipeline(
             every time the batches are read (the original script's test batch); TensorFlow
             only. 0: all.
 
-    TensorFlow: a ``tf.data`` pipeline built once per run (indices shuffled, batched, then
+    TensorFlow: a ``tf.data`` pipeline built once per run (indices in a new random order every
+    pass, :func:`_shuffled_passes`, batched, then
     each batch's images and labels gathered from ``x`` and ``y`` by NumPy,
     :func:`_gather_from`) with tf.data autotuning switched off.
     With autotuning on (as in the pipeline Keras builds itself from numpy arrays) every
@@ -181,13 +182,15 @@ def input_pipeline(
     feeds numpy arrays to those backends without tf.data, slicing a batch at a time).
 
     Memory (issue 32, item 5): ``x`` and ``y`` are held once, by the caller, plus the batches
-    in flight (the one being gathered, one prefetched) and, when shuffling, tf.data's shuffle
-    buffer of the N indices (about 200 bytes each: one tensor per index). The images are not
-    copied into a tensor: with TensorFlow 2.21, ``tf.constant`` of 256 MiB of images grew the
-    RSS by 520 MiB for as long as it lived, and starting an iterator over a pipeline that
-    captured it by 267 MiB more for a moment (a run's peak held the data about 3.2 times
-    more than the arrays). The indices are shuffled by the same ``tf.data`` shuffle, seed and
-    buffer as before, so the batches are the same for the same seed.
+    in flight (the one being gathered, one prefetched) and, when shuffling, one pass's order
+    of the N indices (:func:`_shuffled_passes`: int64, about 20 bytes a sample with its
+    slices). The images are not copied into a tensor: with TensorFlow 2.21, ``tf.constant``
+    of 256 MiB of images grew the RSS by 520 MiB for as long as it lived, and starting an
+    iterator over a pipeline that captured it by 267 MiB more for a moment (a run's peak held
+    the data about 3.2 times more than the arrays); and the order is not a
+    ``Dataset.shuffle`` buffer of the N indices, which held about 300 bytes a sample (one
+    tensor per index: more than a 164-byte text sample itself) and took 11 s to fill for 2
+    million samples (a NumPy permutation: 2.6 s, 41 MiB).
 
     Returns:
         a :class:`Feed`.
@@ -198,18 +201,48 @@ def input_pipeline(
         return Feed((x, y), batch_size)
     import tensorflow as tf
 
-    order = tf.data.Dataset.range(len(y))
     if shuffle:
-        order = order.shuffle(len(y), seed=seed, reshuffle_each_iteration=True)
-    if take:
-        order = order.take(take)
-    order = order.batch(batch_size, drop_remainder=endless)
-    if endless:
-        order = order.repeat()
+        order = _shuffled_passes(len(y), batch_size, seed, endless=endless, take=take)
+    else:
+        order = tf.data.Dataset.range(len(y))
+        if take:
+            order = order.take(take)
+        order = order.batch(batch_size, drop_remainder=endless)
+        if endless:
+            order = order.repeat()
     batches = order.map(_gather_from(x, y)).prefetch(1)
     options = tf.data.Options()
     options.autotune.enabled = False
     return Feed(batches.with_options(options), None)
+
+
+def _shuffled_passes(n: int, batch_size: int, seed: int, *, endless: bool, take: int):
+    """Batches of sample indices (int64 (B,)), each pass over the N samples in a new random
+    order: a NumPy permutation of range(n) (:meth:`numpy.random.Generator.permutation`,
+    seeded with ``seed`` and a number drawn per pass from ``tf.data.Dataset.random(seed,
+    rerandomize_each_iteration=True)``, so the same seed gives the same passes, and each
+    epoch's iterator a new one), sliced into batches. One pass when not ``endless`` (Keras
+    makes an iterator per epoch), else passes one after another, each pass's leftover
+    (N mod B) dropped; ``take``: each pass's first ``take`` indices only (0: all)."""
+    import tensorflow as tf
+
+    size = min(take, n) if take else n
+
+    def permutation(draw: np.int64) -> np.ndarray:
+        order = np.random.default_rng([seed, int(draw) & (2**63 - 1)]).permutation(n)
+        return order[:size]
+
+    def batches(draw):
+        order = tf.numpy_function(permutation, [draw], tf.int64, stateful=False)
+        order.set_shape([size])
+        return tf.data.Dataset.from_tensor_slices(order).batch(batch_size, drop_remainder=endless)
+
+    draws = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+    passes = (draws if endless else draws.take(1)).flat_map(batches)
+    # flat_map hides how many batches a pass holds; Keras, not knowing, takes the end of an
+    # epoch for data running out (a warning, and a step's time outside every window).
+    steps = tf.data.INFINITE_CARDINALITY if endless else -(-size // batch_size)
+    return passes.apply(tf.data.experimental.assert_cardinality(steps))
 
 
 def _gather_from(x: np.ndarray, y: np.ndarray):
