@@ -1,0 +1,172 @@
+"""The numbers the four studies around the paper published (issue 34), read from one CSV file
+per study beside this module and always drawn labelled as the study's. The studies are listed
+in ``studies.yaml`` (shared/seeds/ numbers them 001-004); the paper's own numbers are
+:mod:`embryo_bench.published.paper`.
+
+A numbers file has one row per published number, with the columns of :data:`COLUMNS`:
+
+- ``system``: the study's machine as it names it ("Ryzen 2700X", "GCE 16 vCPU", "K80").
+- ``workload``: the catalog name of the workload (``workloads/catalog.yaml``) the number is
+  about; "" for a number about the system alone (its price, its vCPUs).
+- ``metric`` and ``unit``: one of :data:`METRICS`, in the unit given there.
+- ``value``: the number as the study printed it (a float).
+- ``settings``: what else the number depends on, ``key=value`` pairs joined by ``;``
+  (``batch_size=500;threads=8``; keys in :data:`SETTING_KEYS`); "" for none.
+- ``source``: where it was printed: the seed file and table, figure or section, or the file
+  of a public repository it was read from (``minimaxir/keras-cntk-benchmark:v2/logs/...``).
+- ``used``: ``true`` for the number our tables use; ``false`` for a number kept because the
+  study printed two that disagree (its text and its table), the note saying which.
+- ``note``: free text ("" for none).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from ..errors import DataError
+
+HERE = Path(__file__).parent
+REGISTRY = HERE / "studies.yaml"
+
+COLUMNS = ["system", "workload", "metric", "value", "unit", "settings", "source", "used", "note"]
+
+#: Metric -> its unit. A number in another unit is converted by the file's author, not here.
+METRICS = {
+    "epoch_seconds": "s",  # one epoch's training
+    "training_seconds": "s",  # a whole training (the study's epochs or iterations)
+    "throughput": "images/s",  # samples per second of training (images, sequences)
+    "test_accuracy": "fraction",
+    "relative_time": "x base",  # training time / the study's base system's
+    "relative_cost": "x base",  # training cost / the study's base system's
+    "hourly_usd": "USD/h",  # the system's price
+    "cost_usd": "USD",  # a whole training's cost
+    "gpu_utilisation": "%",
+    "cpu_utilisation": "%",
+    "vcpus": "count",  # the system's (virtual) cores
+    "gpus": "count",
+}
+
+#: Keys a ``settings`` cell may hold.
+SETTING_KEYS = {
+    "batch_size",
+    "threads",
+    "epochs",
+    "iterations",
+    "framework",
+    "blas",
+    "input",
+    "precision",
+}
+
+
+@dataclass(frozen=True)
+class Study:
+    """One ``studies.yaml`` entry: name (the config's ``study:``), number (its seed's),
+    seed (the seed file's name), title, numbers (its CSV file), claims (the module
+    ``embryo_bench.reporting.claims.<claims>``), base_system ("" for none)."""
+
+    name: str
+    number: str
+    seed: str
+    title: str
+    numbers: str
+    claims: str
+    base_system: str
+
+
+def studies(path: Path = REGISTRY) -> dict[str, Study]:
+    """Every study of ``studies.yaml``, by name.
+
+    Raises:
+        DataError: the file is missing, not YAML or an entry lacks a field (one line naming
+            the file and the entry).
+    """
+    try:
+        entries = yaml.safe_load(path.read_text())["studies"]
+    except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
+        raise DataError(f"{path}: expected a mapping 'studies' of study entries ({exc})") from exc
+    out = {}
+    fields = set(Study.__dataclass_fields__) - {"name"}
+    for name, entry in entries.items():
+        if not isinstance(entry, dict) or set(entry) != fields:
+            got = sorted(entry) if isinstance(entry, dict) else type(entry).__name__
+            raise DataError(f"{path}: study {name!r} has {got}; expected {sorted(fields)}")
+        out[name] = Study(name=name, **{k: str(v) for k, v in entry.items()})
+    return out
+
+
+def parse_settings(text: str, where: str = "settings") -> dict[str, str]:
+    """``"batch_size=500;threads=8"`` -> ``{"batch_size": "500", "threads": "8"}``.
+
+    Raises:
+        DataError: a pair without ``=`` or a key not in :data:`SETTING_KEYS`, named with
+            ``where``.
+    """
+    out = {}
+    for pair in filter(None, (p.strip() for p in str(text or "").split(";"))):
+        key, sep, value = pair.partition("=")
+        if not sep or key.strip() not in SETTING_KEYS:
+            raise DataError(
+                f"{where}: {pair!r} is not key=value with a key of {sorted(SETTING_KEYS)}"
+            )
+        out[key.strip()] = value.strip()
+    return out
+
+
+def load_numbers(study: str | Study, path: Path | None = None) -> pd.DataFrame:
+    """The numbers a study published: a table with :data:`COLUMNS` (value float64, used
+    bool, the rest str), one row per number, in the file's order.
+
+    Args:
+        study: a study name of ``studies.yaml`` (or its :class:`Study`).
+        path: the CSV file (default: the study's file beside this module).
+
+    Raises:
+        DataError: an unknown study, a missing file, other columns, a value that is not a
+            finite number, a metric not in :data:`METRICS` or a unit other than its own,
+            bad settings, an empty source, or ``used`` other than true/false: one line naming
+            the file, its line and what was expected.
+    """
+    if isinstance(study, str):
+        known = studies()
+        if study not in known:
+            raise DataError(f"study {study!r}: expected one of {sorted(known)}")
+        study = known[study]
+    path = Path(path) if path is not None else HERE / study.numbers
+    try:
+        table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise DataError(f"{path}: cannot read the study's numbers: {exc}") from exc
+    if list(table.columns) != COLUMNS:
+        raise DataError(f"{path}: columns {list(table.columns)}; expected {COLUMNS}")
+    values, used = [], []
+    for i, row in table.iterrows():
+        where = f"{path}, line {i + 2}"
+        try:
+            value = float(row["value"])
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise DataError(f"{where}: value {row['value']!r} is not a finite number")
+        if row["metric"] not in METRICS:
+            raise DataError(f"{where}: metric {row['metric']!r}; expected one of {list(METRICS)}")
+        if row["unit"] != METRICS[row["metric"]]:
+            raise DataError(
+                f"{where}: unit {row['unit']!r} for {row['metric']}; "
+                f"expected {METRICS[row['metric']]!r}"
+            )
+        if not row["source"].strip():
+            raise DataError(f"{where}: no source")
+        if row["used"] not in ("true", "false"):
+            raise DataError(f"{where}: used {row['used']!r}; expected true or false")
+        parse_settings(row["settings"], where)
+        values.append(value)
+        used.append(row["used"] == "true")
+    table["value"] = pd.Series(values, index=table.index, dtype="float64")
+    table["used"] = pd.Series(used, index=table.index, dtype=bool)
+    return table
