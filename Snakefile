@@ -37,6 +37,7 @@ include: "workflow/rules/images.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/workloads.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/study.smk"
 
 
 # Run where Snakemake runs, not as cluster jobs: downloads and image builds need the
@@ -56,6 +57,9 @@ localrules:
     workload_figures_spec,
     workload_run_spec,
     round_check,
+    study_ours,
+    study,
+    workload_view,
 
 
 rule all:
@@ -65,3 +69,5 @@ rule all:
         run_outputs,
         workload_outputs,
         WORKLOAD_FIGURES,
+        STUDY_OUTPUTS,
+        WORKLOAD_VIEW_OUTPUTS,

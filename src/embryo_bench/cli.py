@@ -18,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-from .errors import ConfigError, EmbryoBenchError, Interrupted
+from .errors import ConfigError, DataError, EmbryoBenchError, Interrupted
 from .runners import lifeline
 
 log = logging.getLogger("embryo_bench")
@@ -528,6 +528,74 @@ def cmd_figures(p):
                 rounds_note=a.rounds_note,
             )
             _write_config(spec.config, out_dir / "config.yaml")
+
+    return run
+
+
+def cmd_study_ours(p):
+    """every workload's runs as one table, and per workload and target (issue 34: what a
+    study's numbers and claims are put beside, and the workload x target view)"""
+    p.add_argument(
+        "--workloads",
+        required=True,
+        help="JSON list: per workload its name, catalog, input, data, spec (figures-spec.json) "
+        "and info (its data's record)",
+    )
+    p.add_argument("--runs-out", required=True, help="study/runs.csv: every run")
+    p.add_argument("--ours-out", required=True, help="study/ours.csv: per workload and target")
+
+    def run(a):
+        from .io import atomic_path, parse_json
+        from .reporting.study import StudyWorkload, ours_tables
+
+        entries = parse_json(a.workloads, "--workloads")
+        if not isinstance(entries, list):
+            raise ConfigError("--workloads: expected a JSON list of workloads")
+        workloads = [StudyWorkload.from_dict(e, f"--workloads[{i}]") for i, e in enumerate(entries)]
+        runs, ours = ours_tables(workloads)
+        for table, path in ((runs, a.runs_out), (ours, a.ours_out)):
+            with atomic_path(path) as tmp:
+                table.to_csv(tmp, index=False)
+        log.info("%d runs, %d workload x target rows", len(runs), len(ours))
+
+    return run
+
+
+def cmd_study(p):
+    """a study's published numbers beside ours, and its claims checked on our runs (issue 34)"""
+    p.add_argument("--study", required=True, help="a study of published/studies.yaml")
+    p.add_argument("--numbers", required=True, help="the study's numbers file (CSV)")
+    p.add_argument("--ours", required=True, help="study/ours.csv (embryo-bench study-ours)")
+    p.add_argument("--runs", required=True, help="study/runs.csv (each workload's cost base)")
+    p.add_argument("--out-dir", required=True, help="study/: numbers, claims, study.png")
+
+    def run(a):
+        from .published.studies import load_numbers, studies
+        from .reporting.study import read_ours, read_runs, write_study
+
+        known = studies()
+        if a.study not in known:
+            raise ConfigError(f"--study {a.study!r}: expected one of {sorted(known)}")
+        study = known[a.study]
+        runs = read_runs(a.runs)
+        cost_base = dict(zip(runs["workload"], runs["cost_base"], strict=True))
+        write_study(study, load_numbers(study, a.numbers), read_ours(a.ours), a.out_dir, cost_base)
+
+    return run
+
+
+def cmd_workload_view(p):
+    """time and cost relative to the base target, per workload and target (issue 34)"""
+    p.add_argument("--runs", required=True, help="study/runs.csv (embryo-bench study-ours)")
+    p.add_argument("--out", required=True, help="the view's path without extension")
+
+    def run(a):
+        from .reporting.study import read_runs, write_workload_view
+
+        try:
+            write_workload_view(read_runs(a.runs), a.out)
+        except ValueError as exc:
+            raise DataError(f"{a.runs}: {exc}") from None
 
     return run
 

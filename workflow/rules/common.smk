@@ -205,3 +205,12 @@ def workload_outputs(wildcards):
 
 
 WORKLOAD_FIGURES = [f"{OUT}/workloads/{w}/figures/results_table.csv" for w in WORKLOADS]
+
+
+# Issue 34 (study.smk): the study's tables and figure and the workload view in the report.
+def study_report(path, name, kind):
+    """``path`` as a report entry of layout.STUDY_REPORT_ENTRIES[name]."""
+    category, words = layout.STUDY_REPORT_ENTRIES[name]
+    return report(
+        path, caption=f"../report/{name}.rst", category=category, labels={kind: words}
+    )

@@ -90,12 +90,16 @@ TABLE_FORMATS = ("csv", "md")
 
 #: Where each figure and table sits in the ``snakemake --report`` (category, numbered so the
 #: paper's own figures come first) and the words it is listed under.
-COMPARISON = "1. The comparison: each target against the base, round by round"
-PAPER_FIGURES = "2. The paper's figures, reproduced"
-OUR_FIGURES = "3. Speed, efficiency and cost (beyond the paper)"
-TABLES = "4. Tables"
-UTILISATION = "5. Utilisation of each run"
-CONFIGURATION = "6. Configuration"
+#: Issue 34: the workload x target view leads when a configuration has several workloads,
+#: then the study's numbers beside ours (:data:`STUDY_REPORT_ENTRIES`).
+WORKLOAD_VIEW_CATEGORY = "1. Every workload: time and cost relative to the base target"
+STUDY_CATEGORY = "2. The study's published numbers beside ours, and its claims"
+COMPARISON = "3. The comparison: each target against the base, round by round"
+PAPER_FIGURES = "4. The paper's figures, reproduced"
+OUR_FIGURES = "5. Speed, efficiency and cost (beyond the paper)"
+TABLES = "6. Tables"
+UTILISATION = "7. Utilisation of each run"
+CONFIGURATION = "8. Configuration"
 REPORT_ENTRIES = {
     "comparison": (COMPARISON, "Speed relative to the base target, paired within rounds"),
     "comparison_table": (COMPARISON, "The paired comparison, with intervals and verdicts"),
@@ -149,3 +153,24 @@ def utilisation_name(target: str, repeat: int) -> str:
     """File name (without extension, PNG only) of a run's utilisation figure, under
     ``figures/``."""
     return f"utilisation/{target}-repeat-{repeat}"
+
+
+#: Issue 34, under ``outdir``: every workload's runs as one table (``study/runs.csv``: the
+#: results table's rows with the workload's bases) and per workload and target
+#: (``study/ours.csv``, :data:`embryo_bench.reporting.study.OURS_COLUMNS`); the study's
+#: numbers beside ours and its claims (``study/<name>.csv`` and ``.md``, :data:`STUDY_TABLES`)
+#: with one figure (``study/study.png``); the workload x target view
+#: (``study/workload_view.csv``, ``.md``, ``.png``).
+STUDY_DIR = "study"
+STUDY_RUNS = "study/runs.csv"
+STUDY_OURS = "study/ours.csv"
+STUDY_TABLES = ("numbers", "claims")
+STUDY_FIGURE = "study/study.png"
+WORKLOAD_VIEW = "study/workload_view"
+#: The study's outputs and the workload view in the ``snakemake --report``: (category, words).
+STUDY_REPORT_ENTRIES = {
+    "workload_view": (WORKLOAD_VIEW_CATEGORY, "Time and cost relative to the base, per workload"),
+    "numbers": (STUDY_CATEGORY, "The study's numbers beside ours, both machines named"),
+    "claims": (STUDY_CATEGORY, "The study's headline claims, checked on our runs"),
+    "study": (STUDY_CATEGORY, "The study's throughput beside ours, per workload"),
+}

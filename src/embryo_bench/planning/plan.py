@@ -29,7 +29,7 @@ from .. import __version__
 from ..data import registry
 from ..errors import ConfigError, DataError
 from ..io import tree_stamp
-from ..published import paper
+from ..published import paper, studies
 from ..recording import hardware
 from ..recording.baseline import SETTING, load_baseline, machine_differences, settings_differences
 from ..recording.calibrate import LAG_REACH, judged_lengths
@@ -478,6 +478,30 @@ def round_order(
 Probe = Callable[[Target], "str | None"]
 
 
+def check_study(name: str) -> None:
+    """``study:`` names a study of ``published/studies.yaml`` whose numbers file and claims
+    module exist (issue 34); "" (no study) passes.
+
+    Raises:
+        ConfigError: one line naming the setting and the known names, or the missing file.
+        DataError: the registry itself is unreadable (naming it).
+    """
+    if not name:
+        return
+    known = studies.studies()
+    if name not in known:
+        raise ConfigError(
+            f"study: {name!r} is not a study of {studies.REGISTRY.name}; expected one of "
+            f'{", ".join(sorted(known))} (or "" for none)'
+        )
+    study = known[name]
+    numbers = studies.HERE / study.numbers
+    claims = Path(studies.HERE).parent / "reporting" / "claims" / f"{study.claims}.py"
+    for what, path in (("numbers file", numbers), ("claims module", claims)):
+        if not path.is_file():
+            raise ConfigError(f"study: {name}: its {what} {path} does not exist")
+
+
 def default_probe(mode: str) -> Probe | None:
     """The hardware check of ``hardware_check`` mode: "local" (this host and the targets'
     Docker daemons), "slurm" (the cluster's nodes from sinfo) or "none" (None: no check).
@@ -560,6 +584,7 @@ class Plan:
         """
         schema = schema or load_schema()
         config = load_config(config, schema, sources)
+        check_study(config.get("study", ""))
         if probe is None:
             probe = default_probe(hardware_check or config["hardware_check"])
         targets, skipped = {}, {}
@@ -1171,6 +1196,40 @@ class Plan:
             stability=dict(self.config["stability"]),
             config=self.workload_config(workload),
         )
+
+    def study_workloads(self) -> list[dict]:
+        """Every workload as the study tables read it
+        (:class:`embryo_bench.reporting.study.StudyWorkload`): name, catalog (the catalog
+        workload it trains: "paper" for the paper's, "" for a model of the user's own), input,
+        data ("synthetic" or "real"), spec (its ``figures-spec.json``) and info (its data's
+        record: the index stage's ``manifest/source.json`` for the paper's)."""
+        entries = {e["name"]: e for e in self.config["workloads"]}
+        out = []
+        for name, w in self.workloads.items():
+            folder = f"{self.outdir}/{layout.workload_dir(name)}"
+            if w.is_paper:
+                synthetic = self.config["dataset"]["kind"] == "synthetic"
+                catalog, mode, info = (
+                    PAPER_WORKLOAD,
+                    "memory",
+                    f"{self.outdir}/manifest/source.json",
+                )
+            else:
+                entry = entries[name]
+                synthetic = w.spec.synthetic
+                catalog = entry.get("catalog") or ("" if entry.get("model") else name)
+                mode, info = w.spec.input_mode, f"{folder}{layout.WORKLOAD_DATA_INFO}"
+            out.append(
+                {
+                    "name": name,
+                    "catalog": catalog,
+                    "input": mode,
+                    "data": "synthetic" if synthetic else "real",
+                    "spec": f"{folder}{layout.FIGURES_SPEC}",
+                    "info": info,
+                }
+            )
+        return out
 
     def workload_config(self, workload: str = PAPER_WORKLOAD) -> dict:
         """The effective configuration as a workload's figures record it: its own entry of

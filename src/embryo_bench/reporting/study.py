@@ -1,0 +1,1005 @@
+"""A study around the paper beside our runs (issue 34, items 3 and 4).
+
+* :func:`ours_tables`: every workload's finished runs of a configuration read as the figures
+  read them (:func:`embryo_bench.reporting.runs.load_runs`, merged folders, one target's runs
+  on two machines split, :func:`embryo_bench.reporting.summary.run_table` and
+  :func:`~embryo_bench.reporting.summary.target_summary`, the paired ratios of
+  :func:`embryo_bench.reporting.compare.comparison_table`), as two tables: every run
+  (``study/runs.csv``) and one row per workload and target (``study/ours.csv``,
+  :data:`OURS_COLUMNS`: what a study's claims module receives).
+* :func:`side_by_side`: the study's published numbers
+  (:func:`embryo_bench.published.studies.load_numbers`) and ours on the same workloads, in
+  one table with a ``side`` column ("theirs" / "ours") and both machines named, and
+  :func:`fig_study`, their throughput on one log axis per workload.
+* :func:`run_claims`: the study's claims module (``studies.yaml``'s ``claims``) run on
+  ``published`` and ``ours``.
+* :func:`workload_view`: per workload, each target's training time and cost relative to the
+  base target (minimaxir's charts), with the 95 % interval of the paired rounds
+  (:func:`embryo_bench.reporting.compare.compare`) from
+  :data:`~embryo_bench.reporting.compare.MIN_PAIRS` pairs on; :func:`fig_workload_view` draws it.
+
+Only measured values and the study's printed ones are shown; the study's are always labelled
+as the study's, with their source. Where our runs trained on synthetic data, accuracy is
+shown as meaningless and every table and figure says SYNTHETIC on its face.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+from ..errors import DataError  # noqa: E402
+from ..io import atomic_path, read_json  # noqa: E402
+from ..planning.codehash import module_path  # noqa: E402
+from ..planning.figspec import FiguresSpec  # noqa: E402
+from ..published.studies import Study, parse_settings  # noqa: E402
+from . import compare, summary  # noqa: E402
+from .claims.common import Claim  # noqa: E402
+from .merge import merge_runs, split_by_machine  # noqa: E402
+from .runs import as_number, load_runs  # noqa: E402
+
+#: One row per (workload, target) of a configuration's finished runs (the preamble of issue
+#: 34 lists them): workload (the config's name), catalog (the catalog workload, "paper" for
+#: the paper's, "" for a model of the user's own), input ("memory" | "files"), data
+#: ("synthetic" | "real"), target, runner, backend, cpus, threads, gpus, batch_size (ints),
+#: sweep (the sweep point's name, "" for a main target), runs (finished runs), epoch_seconds
+#: (median steady epoch, s), throughput (median images/s), throughput_per_core (images/s per
+#: cpu), training_seconds (median, s), test_accuracy (median final, a fraction; NaN where no
+#: test set was scored), hourly_usd (USD/h), cost_usd (median, USD; NaN unpriced),
+#: input_wait_share (median share of training time spent waiting for input, 0..1; NaN for
+#: memory input), ratio, ratio_low, ratio_high (throughput / the compare base target's in
+#: the same workload, with its 95 % interval; 1 for the base; NaN where none), verdict
+#: (:func:`embryo_bench.reporting.compare.verdict`'s words, "base" for the base, "" where
+#: none), pairing ("paired" | "unpaired" | ""; "" for the base), machine (the machine label,
+#: :class:`embryo_bench.reporting.runs.Machines`).
+OURS_COLUMNS = [
+    "workload",
+    "catalog",
+    "input",
+    "data",
+    "target",
+    "runner",
+    "backend",
+    "cpus",
+    "threads",
+    "gpus",
+    "batch_size",
+    "sweep",
+    "runs",
+    "epoch_seconds",
+    "throughput",
+    "throughput_per_core",
+    "training_seconds",
+    "test_accuracy",
+    "hourly_usd",
+    "cost_usd",
+    "input_wait_share",
+    "ratio",
+    "ratio_low",
+    "ratio_high",
+    "verdict",
+    "pairing",
+    "machine",
+]
+INT_COLUMNS = ("cpus", "threads", "gpus", "batch_size", "runs")
+#: What ``study/runs.csv`` adds to each results-table row
+#: (:func:`embryo_bench.reporting.summary.run_table`): the workload's catalog name and data,
+#: its compare and cost bases as the tables name them, whether the run was merged from
+#: another folder (compared unpaired) and ``compare.min_difference``.
+RUN_EXTRA_COLUMNS = ["catalog", "data", "compare_base", "cost_base", "merged", "min_difference"]
+
+SYNTHETIC_NOTE = (
+    "SYNTHETIC: our runs trained on synthetic data of each dataset's shape; their speeds are "
+    "measured, their accuracy is meaningless (not shown)."
+)
+MEANINGLESS = "meaningless (SYNTHETIC data)"
+
+
+@dataclass(frozen=True)
+class StudyWorkload:
+    """One workload of a configuration, as :func:`ours_tables` reads it.
+
+    Attributes:
+        name: the config's workload name (``workloads[].name``, "paper" for the paper's).
+        catalog: the catalog workload it trains ("paper" for the paper's, "" for a model
+            of the user's own).
+        input: "memory" or "files".
+        data: "synthetic" or "real".
+        spec: its ``figures-spec.json`` (:class:`embryo_bench.planning.figspec.FiguresSpec`:
+            its runs in the planned order, merged folders, prices, bases).
+        info: its data's record (the index stage's ``source.json``, a workload's
+            ``data/info.json``): the data's ``label``.
+    """
+
+    name: str
+    catalog: str
+    input: str
+    data: str
+    spec: str
+    info: str
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "workload") -> StudyWorkload:
+        """From a mapping of the attributes' names (the rule's JSON).
+
+        Raises:
+            DataError: a key missing or unknown, naming ``where``.
+        """
+        fields = set(cls.__dataclass_fields__)
+        if not isinstance(d, dict) or set(d) != fields:
+            got = sorted(d) if isinstance(d, dict) else type(d).__name__
+            raise DataError(f"{where}: {got}; expected the keys {sorted(fields)}")
+        return cls(**{k: str(v) for k, v in d.items()})
+
+
+def _median(values: pd.Series) -> float:
+    """The median of the numbers of ``values`` (NaN without one)."""
+    v = pd.to_numeric(values, errors="coerce").dropna()
+    return float(v.median()) if len(v) else math.nan
+
+
+def _or_nan(value) -> float:
+    """A number (:func:`embryo_bench.reporting.summary.as_number`), else NaN."""
+    v = as_number(value)
+    return math.nan if v is None else v
+
+
+def read_workload(w: StudyWorkload) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One workload's runs, as its figures read them: (its rows of ``study/runs.csv``, its
+    rows of :data:`OURS_COLUMNS`).
+
+    Raises:
+        DataError: a spec, info or run file missing or unreadable (naming it).
+        ConfigError: as :func:`embryo_bench.reporting.merge.merge_runs`.
+    """
+    spec = FiguresSpec.read(w.spec)
+    runs = load_runs(spec.runs)
+    merged, targets = merge_runs(spec.merge, runs, spec.targets)
+    own = split_by_machine(runs, merged, targets)
+    label = read_json(w.info).get("label", w.data)
+    table = summary.run_table([*own.runs, *merged], own.targets, label, spec.stability)
+    table["workload"] = w.name  # the config's name (a merged run's says its own folder's)
+    elsewhere = set(table["target"].iloc[len(own.runs) :])
+    base = own.name(spec.compare_base) or table["target"].iloc[0]
+    paired = compare.comparison_table(table, base, spec.min_difference, elsewhere=elsewhere)
+    table = table.assign(
+        catalog=w.catalog,
+        data=w.data,
+        compare_base=base,
+        cost_base=own.name(spec.cost_base),
+        merged=[i >= len(own.runs) for i in range(len(table))],
+        min_difference=spec.min_difference,
+    )
+    by_target = paired.set_index("target")
+    rows = []
+    for _, s in summary.target_summary(table).iterrows():
+        mine = table[table["target"] == s["target"]]
+        p = by_target.loc[s["target"]] if s["target"] in by_target.index else None
+        is_base = p is not None and p["pairing"] == "base"
+        cpus = int(s["cpus"])
+        throughput = s["images_per_s_median"]
+        rows.append(
+            {
+                "workload": w.name,
+                "catalog": w.catalog,
+                "input": w.input,
+                "data": w.data,
+                "target": s["target"],
+                "runner": s["runner"],
+                "backend": s["backend"],
+                "cpus": cpus,
+                "threads": s["threads"],
+                "gpus": s["gpus"],
+                "batch_size": s["batch_size"],
+                "sweep": s["target"] if s["sweep"] else "",
+                "runs": int(s["repeats"]),
+                "epoch_seconds": s["steady_epoch_s_median"],
+                "throughput": throughput,
+                "throughput_per_core": throughput / cpus if cpus else math.nan,
+                "training_seconds": s["training_s_median"],
+                "test_accuracy": s["final_test_accuracy_median"],
+                "hourly_usd": _or_nan(s["hourly_usd"]),
+                "cost_usd": s["cost_usd_median"],
+                "input_wait_share": _median(mine["input_wait_share"]),
+                "ratio": math.nan if p is None else p["throughput_ratio"],
+                "ratio_low": math.nan if p is None else p["throughput_low"],
+                "ratio_high": math.nan if p is None else p["throughput_high"],
+                "verdict": "" if p is None else str(p["throughput_verdict"]),
+                "pairing": "" if p is None or is_base else p["pairing"],
+                "machine": s["machine"],
+            }
+        )
+    return table, pd.DataFrame(rows, columns=OURS_COLUMNS)
+
+
+def ours_tables(workloads: list[StudyWorkload]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every workload's finished runs of a configuration (the paper's and each
+    ``workloads:`` entry): (every run, ``study/runs.csv``: the results table's columns and
+    :data:`RUN_EXTRA_COLUMNS`; one row per workload and target, :data:`OURS_COLUMNS`, with
+    :data:`INT_COLUMNS` as integers (nullable ``Int64``), the rest float64 or str).
+
+    Raises:
+        DataError: no workload, or as :func:`read_workload`.
+        ConfigError: as :func:`read_workload`.
+    """
+    if not workloads:
+        raise DataError("no workload given: the tables need at least one workload's runs")
+    parts = [read_workload(w) for w in workloads]
+    runs = pd.concat([r for r, _ in parts], ignore_index=True)
+    ours = pd.concat([o for _, o in parts], ignore_index=True)
+    for col in INT_COLUMNS:
+        ours[col] = pd.to_numeric(ours[col], errors="coerce").astype("Int64")
+    return runs, ours[OURS_COLUMNS]
+
+
+def read_ours(path: str | Path) -> pd.DataFrame:
+    """``study/ours.csv`` read back as :func:`ours_tables` made it (str columns "" where
+    empty).
+
+    Raises:
+        DataError: missing, unreadable, or other columns than :data:`OURS_COLUMNS`.
+    """
+    text = ("workload", "catalog", "input", "data", "target", "runner", "backend", "sweep",
+            "verdict", "pairing", "machine")  # fmt: skip
+    table = _read_csv(path, text)
+    if list(table.columns) != OURS_COLUMNS:
+        raise DataError(f"{path}: columns {list(table.columns)}; expected {OURS_COLUMNS}")
+    for col in INT_COLUMNS:
+        table[col] = pd.to_numeric(table[col], errors="coerce").astype("Int64")
+    return table
+
+
+def _read_csv(path: str | Path, text: tuple[str, ...] = ()) -> pd.DataFrame:
+    """A CSV table, the columns ``text`` as str ("" where empty); DataError naming ``path``
+    when it is missing or unreadable."""
+    try:
+        table = pd.read_csv(path, dtype={c: str for c in text})
+        for col in text:
+            if col in table:
+                table[col] = table[col].fillna("")
+        return table
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"{path}: not a readable CSV table ({why})") from exc
+
+
+# --- the study beside ours (issue 34, item 3) ------------------------------------------------
+
+#: Columns of :func:`side_by_side`: side ("theirs" | "ours"), workload (the catalog name),
+#: system (their system as the study names it; our target), machine (theirs: the system;
+#: ours: the machine label), settings (``key=value;...``), cpus (their vCPUs; our target's),
+#: gpus, epoch_seconds (s), throughput (images/s), throughput_per_core (images/s per core,
+#: CPU systems only), time_relative and cost_relative (x the base: theirs the study's
+#: ``base_system``, ours the config's ``cost.base_target`` in the same workload; NaN where
+#: no base or no price), hourly_usd (USD/h), test_accuracy (a fraction; NaN where not
+#: published or our data was synthetic), data ("published", "real" or "SYNTHETIC"), our
+#: workload (the config's name; "" for theirs), source (theirs: where it was printed; ours:
+#: "measured, <n> runs").
+SIDE_COLUMNS = [
+    "side",
+    "workload",
+    "system",
+    "machine",
+    "settings",
+    "cpus",
+    "gpus",
+    "epoch_seconds",
+    "throughput",
+    "throughput_per_core",
+    "time_relative",
+    "cost_relative",
+    "hourly_usd",
+    "test_accuracy",
+    "data",
+    "our_workload",
+    "source",
+]
+#: Their metrics a row of :func:`side_by_side` shows, by column.
+THEIR_METRICS = {
+    "epoch_seconds": "epoch_seconds",
+    "throughput": "throughput",
+    "test_accuracy": "test_accuracy",
+    "time_relative": "relative_time",
+    "cost_relative": "relative_cost",
+}
+#: Their per-system metrics (rows with workload ""): price and cores.
+SYSTEM_METRICS = ("hourly_usd", "vcpus", "gpus")
+
+
+def _system_facts(used: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """Per system, the first used value of each :data:`SYSTEM_METRICS` among the rows with
+    no workload."""
+    facts: dict[str, dict[str, float]] = {}
+    for _, r in used[(used["workload"] == "") & used["metric"].isin(SYSTEM_METRICS)].iterrows():
+        facts.setdefault(r["system"], {}).setdefault(r["metric"], float(r["value"]))
+    return facts
+
+
+def _their_cost(row: dict, hourly: float) -> float:
+    """A row's cost (USD): its published cost_usd, else its training time (a whole
+    training's, else one epoch's, s) x the system's price (USD/h); NaN without either."""
+    if np.isfinite(row.get("cost_usd", math.nan)):
+        return row["cost_usd"]
+    seconds = row.get("training_seconds", math.nan)
+    if not np.isfinite(seconds):
+        seconds = row.get("epoch_seconds", math.nan)
+    return seconds / 3600.0 * hourly if np.isfinite(hourly) else math.nan
+
+
+def theirs_table(published: pd.DataFrame, study: Study) -> pd.DataFrame:
+    """The study's used numbers (``used`` true) as :data:`SIDE_COLUMNS` rows: one per
+    (system, workload, settings), in the file's order.
+
+    Per core only for a CPU system (its vCPUs published, and no GPU count above 0);
+    time_relative and cost_relative as published (``relative_time``, ``relative_cost``),
+    else computed against ``study.base_system``'s row of the same workload (the same
+    settings, else its one row of that workload): times from ``training_seconds`` (else
+    ``epoch_seconds``), costs from ``cost_usd`` (else time x the systems' ``hourly_usd``);
+    NaN without a base or a price.
+    """
+    used = published[published["used"]]
+    facts = _system_facts(used)
+    keyed: dict[tuple[str, str, str], dict] = {}
+    for _, r in used[used["workload"] != ""].iterrows():
+        key = (r["system"], r["workload"], r["settings"])
+        row = keyed.setdefault(key, {"sources": []})
+        row.setdefault(r["metric"], float(r["value"]))
+        if r["source"] not in row["sources"]:
+            row["sources"].append(r["source"])
+    rows = []
+    for (system, workload, settings), row in keyed.items():
+        f = facts.get(system, {})
+        vcpus, gpus = f.get("vcpus", math.nan), f.get("gpus", math.nan)
+        hourly = f.get("hourly_usd", math.nan)
+        throughput = row.get("throughput", math.nan)
+        cpu_system = np.isfinite(vcpus) and not (np.isfinite(gpus) and gpus > 0)
+        time_rel, cost_rel = row.get("relative_time", math.nan), row.get("relative_cost", math.nan)
+        base = _their_base(keyed, study.base_system, workload, settings)
+        if base is not None and (system, workload, settings) != base[0]:
+            b = base[1]
+            b_hourly = facts.get(study.base_system, {}).get("hourly_usd", math.nan)
+            for key in ("training_seconds", "epoch_seconds"):
+                if not np.isfinite(time_rel) and np.isfinite(row.get(key, math.nan)):
+                    time_rel = row[key] / b.get(key, math.nan)
+            if not np.isfinite(cost_rel):
+                cost_rel = _their_cost(row, hourly) / _their_cost(b, b_hourly)
+        elif base is not None:
+            time_rel = 1.0 if not np.isfinite(time_rel) else time_rel
+            cost_rel = 1.0 if not np.isfinite(cost_rel) else cost_rel
+        rows.append(
+            {
+                "side": "theirs",
+                "workload": workload,
+                "system": system,
+                "machine": system,
+                "settings": settings,
+                "cpus": vcpus,
+                "gpus": gpus,
+                "epoch_seconds": row.get("epoch_seconds", math.nan),
+                "throughput": throughput,
+                "throughput_per_core": throughput / vcpus if cpu_system else math.nan,
+                "time_relative": time_rel,
+                "cost_relative": cost_rel,
+                "hourly_usd": hourly,
+                "test_accuracy": row.get("test_accuracy", math.nan),
+                "data": "published",
+                "our_workload": "",
+                "source": "; ".join(row["sources"]),
+            }
+        )
+    return pd.DataFrame(rows, columns=SIDE_COLUMNS)
+
+
+def _their_base(
+    keyed: dict, base_system: str, workload: str, settings: str
+) -> tuple[tuple, dict] | None:
+    """The base system's row of ``workload`` with ``settings`` (else its only row of that
+    workload), as (key, row); None without one."""
+    if not base_system:
+        return None
+    same = (base_system, workload, settings)
+    if same in keyed:
+        return same, keyed[same]
+    rows = [(k, v) for k, v in keyed.items() if k[0] == base_system and k[1] == workload]
+    return rows[0] if len(rows) == 1 else None
+
+
+def our_settings(row) -> str:
+    """An ``ours`` row's settings in the numbers files' form
+    (:func:`embryo_bench.published.studies.parse_settings`):
+    ``batch_size=128;threads=2;input=memory``."""
+    parts = {"batch_size": row["batch_size"], "threads": row["threads"], "input": row["input"]}
+    text = ";".join(f"{k}={v}" for k, v in parts.items() if not pd.isna(v) and v != "")
+    parse_settings(text, "our settings")  # the same keys as the study's
+    return text
+
+
+def ours_side(ours: pd.DataFrame, cost_base: str | dict[str, str] = "") -> pd.DataFrame:
+    """``ours`` (:data:`OURS_COLUMNS`) as :data:`SIDE_COLUMNS` rows: time and cost relative
+    to ``cost_base`` (the config's ``cost.base_target`` as the tables name it; a dict:
+    per our workload) in the same workload; test accuracy only from real data."""
+    rows = []
+    for _, r in ours.iterrows():
+        base_name = cost_base.get(r["workload"], "") if isinstance(cost_base, dict) else cost_base
+        base = ours[(ours["workload"] == r["workload"]) & (ours["target"] == base_name)]
+        time_rel = cost_rel = math.nan
+        if len(base):
+            time_rel = r["training_seconds"] / base["training_seconds"].iloc[0]
+            cost_rel = r["cost_usd"] / base["cost_usd"].iloc[0]
+        synthetic = r["data"] == "synthetic"
+        gpus = not pd.isna(r["gpus"]) and int(r["gpus"]) > 0
+        rows.append(
+            {
+                "side": "ours",
+                "workload": r["catalog"],
+                "system": r["target"],
+                "machine": r["machine"],
+                "settings": our_settings(r),
+                "cpus": r["cpus"],
+                "gpus": r["gpus"],
+                "epoch_seconds": r["epoch_seconds"],
+                "throughput": r["throughput"],
+                "throughput_per_core": math.nan if gpus else r["throughput_per_core"],
+                "time_relative": time_rel,
+                "cost_relative": cost_rel,
+                "hourly_usd": r["hourly_usd"],
+                "test_accuracy": math.nan if synthetic else r["test_accuracy"],
+                "data": "SYNTHETIC" if synthetic else "real",
+                "our_workload": r["workload"],
+                "source": f"measured, {r['runs']} run{'s' * (r['runs'] != 1)}",
+            }
+        )
+    return pd.DataFrame(rows, columns=SIDE_COLUMNS)
+
+
+def side_by_side(
+    published: pd.DataFrame,
+    ours: pd.DataFrame,
+    study: Study,
+    cost_base: str | dict[str, str] = "",
+) -> pd.DataFrame:
+    """The study's numbers and ours on the same workloads (issue 34, item 3): the study's
+    rows (:func:`theirs_table`, every workload it published) and ours on the workloads it
+    published (:func:`ours_side`; matched on the catalog name), grouped by workload in the
+    study's order, theirs first; :data:`SIDE_COLUMNS`.
+
+    Args:
+        published: :func:`embryo_bench.published.studies.load_numbers` of ``study``.
+        ours: :data:`OURS_COLUMNS` (:func:`ours_tables`).
+        study: its ``studies.yaml`` entry (``base_system`` for their relative time and cost).
+        cost_base: the config's ``cost.base_target`` (as the tables name it), or per our
+            workload; "" for none (our relative time and cost then NaN).
+    """
+    theirs = theirs_table(published, study)
+    mine = ours_side(ours, cost_base)
+    order = list(dict.fromkeys(theirs["workload"]))
+    mine = mine[mine["workload"].isin(order)]
+    parts = []
+    for w in order:
+        parts += [theirs[theirs["workload"] == w], mine[mine["workload"] == w]]
+    frames = [p for p in parts if len(p)]
+    if not frames:
+        return pd.DataFrame(columns=SIDE_COLUMNS)
+    return pd.concat(frames, ignore_index=True)[SIDE_COLUMNS]
+
+
+def _num(value, fmt: str = ".4g") -> str:
+    """A number as text; "" for NaN / missing."""
+    v = as_number(value)
+    return "" if v is None else format(v, fmt)
+
+
+def readable_side(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`side_by_side` as a person reads it: side, workload, system or target, machine,
+    settings, s/epoch, images/s, images/s per core, time and cost relative to the base,
+    test accuracy ("meaningless (SYNTHETIC data)" for our synthetic runs), source."""
+    return pd.DataFrame(
+        {
+            "side": table["side"],
+            "workload": table["workload"],
+            "system / target": table["system"],
+            "machine": table["machine"],
+            "settings": table["settings"],
+            "s/epoch": table["epoch_seconds"].map(_num),
+            "images/s": table["throughput"].map(_num),
+            "images/s per core": table["throughput_per_core"].map(_num),
+            "time vs base": table["time_relative"].map(lambda v: _num(v, ".3g")),
+            "cost vs base": table["cost_relative"].map(lambda v: _num(v, ".3g")),
+            "test accuracy": [
+                MEANINGLESS if d == "SYNTHETIC" else _num(a, ".3f")
+                for a, d in zip(table["test_accuracy"], table["data"], strict=True)
+            ],
+            "source": table["source"],
+        }
+    )
+
+
+# --- the study's claims --------------------------------------------------------------------
+
+CLAIM_COLUMNS = ["claim", "verdict", "theirs", "ours", "source"]
+CLAIMS_PACKAGE = "embryo_bench.reporting.claims"
+
+
+def claims_module_path(study: Study) -> Path:
+    """Where the study's claims module's source should be:
+    ``src/embryo_bench/reporting/claims/<claims>.py``."""
+    return Path(__file__).parent / "claims" / f"{study.claims}.py"
+
+
+def run_claims(study: Study, published: pd.DataFrame, ours: pd.DataFrame) -> pd.DataFrame:
+    """The study's headline claims checked on ``ours``: its module
+    ``embryo_bench.reporting.claims.<study.claims>``'s ``claims(published, ours)``, as a
+    table of :data:`CLAIM_COLUMNS` (verdict as printed, e.g. "cannot be checked here (no
+    GPU)"), one row per claim in the module's order.
+
+    Raises:
+        DataError: one line naming the module's file: it does not exist, cannot be imported,
+            has no ``claims`` function, raised, or returned something other than a list of
+            :class:`embryo_bench.reporting.claims.common.Claim`.
+    """
+    name = f"{CLAIMS_PACKAGE}.{study.claims}"
+    where = f"study {study.name}: claims module {name}"
+    try:
+        path = module_path(name)
+    except FileNotFoundError:
+        raise DataError(
+            f"{where}: {claims_module_path(study)} does not exist; expected a module "
+            "defining claims(published, ours) -> list[Claim]"
+        ) from None
+    where = f"{where} ({path})"
+    try:
+        module = importlib.import_module(name)
+    except Exception as exc:  # noqa: BLE001 - any import failure is the module's, named
+        raise DataError(f"{where} cannot be imported: {type(exc).__name__}: {exc}") from None
+    check = getattr(module, "claims", None)
+    if not callable(check):
+        raise DataError(f"{where} defines no claims(published, ours)")
+    try:
+        found = check(published.copy(), ours.copy())
+    except Exception as exc:  # noqa: BLE001 - a failing check is named in one line
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise DataError(f"{where} failed: {type(exc).__name__}: {first}") from None
+    if not isinstance(found, list) or not all(isinstance(c, Claim) for c in found):
+        raise DataError(f"{where} returned {type(found).__name__}; expected a list of Claim")
+    return pd.DataFrame(
+        [(c.claim, c.verdict_text, c.theirs, c.ours, c.source) for c in found],
+        columns=CLAIM_COLUMNS,
+    )
+
+
+# --- files ---------------------------------------------------------------------------------
+
+
+def write_table(
+    table: pd.DataFrame,
+    path: Path,
+    readable: pd.DataFrame | None = None,
+    head: str = "",
+) -> None:
+    """``path``.csv with every column of ``table`` and ``path``.md with ``readable`` (else
+    ``table``) under ``head`` (Markdown), each written atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path.with_suffix(".csv")) as tmp:
+        table.to_csv(tmp, index=False)
+    shown = table if readable is None else readable
+    text = shown.to_markdown(index=False, floatfmt=".4g") if len(shown) else "(no rows)"
+    with atomic_path(path.with_suffix(".md")) as tmp:
+        tmp.write_text(f"{head.strip()}\n\n{text}\n" if head.strip() else f"{text}\n")
+
+
+def save_figure(fig: plt.Figure, path: Path, footer: str) -> None:
+    """Save ``fig`` as PNG at ``path`` (atomically) with ``footer`` under it, as the figures
+    of :mod:`embryo_bench.reporting.figures` do."""
+    fig.text(0.01, -0.02, footer, fontsize=7, color="dimgray", ha="left", va="top")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path, suffix=".png") as tmp:
+        fig.savefig(tmp, dpi=150, bbox_inches="tight", format="png")
+    plt.close(fig)
+
+
+def _grid(n: int, width: float = 5.0, height: float = 3.0):
+    """A figure of ``n`` panels, up to 3 a row; returns (fig, the n axes)."""
+    cols = min(3, max(n, 1))
+    rows = math.ceil(max(n, 1) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    flat = list(axes.flat)
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
+def _synthetic(table: pd.DataFrame) -> bool:
+    return bool((table["data"].astype(str).str.upper() == "SYNTHETIC").any())
+
+
+THEIR_COLOR, OUR_COLOR = "tab:purple", "tab:blue"
+
+
+def fig_study(table: pd.DataFrame, study: Study, path: Path) -> None:
+    """Per workload of :func:`side_by_side`, their systems and our targets on one
+    throughput axis (images/s, log scale), each bar labelled "theirs: <system>" or "ours:
+    <target> (<machine>)"; a workload the study published no images/s for says so. SYNTHETIC
+    on the figure's face when our runs were synthetic."""
+    workloads = list(dict.fromkeys(table["workload"]))
+    fig, axes = _grid(len(workloads), width=6.0, height=0.5 + 0.35 * max(
+        [len(table[table["workload"] == w]) for w in workloads] or [1]))  # fmt: skip
+    synthetic = _synthetic(table)
+    for ax, w in zip(axes, workloads, strict=True):
+        rows = table[(table["workload"] == w) & np.isfinite(table["throughput"].astype(float))]
+        if rows.empty:
+            ax.text(0.5, 0.5, f"{w}: no images/s published or measured", ha="center",
+                    va="center", transform=ax.transAxes, fontsize=8, color="dimgray")  # fmt: skip
+            ax.set_xticks([])
+            ax.set_yticks([])
+            continue
+        y = np.arange(len(rows))
+        colors = [THEIR_COLOR if s == "theirs" else OUR_COLOR for s in rows["side"]]
+        ax.barh(y, rows["throughput"].astype(float), color=colors)
+        labels = [
+            f"theirs: {s}"
+            if side == "theirs"
+            else f"ours: {s}" + (f", {o}" if o != w else "") + f" ({m})"
+            for side, s, m, o in zip(
+                rows["side"], rows["system"], rows["machine"], rows["our_workload"], strict=True
+            )
+        ]
+        ax.set_yticks(y, labels, fontsize=6)
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.set_xlabel("images/s (log scale)", fontsize=7)
+        has_theirs = (table.loc[table["workload"] == w, "side"] == "theirs").any()
+        missing = (
+            "" if (rows["side"] == "theirs").any() or not has_theirs else " (no images/s published)"
+        )
+        ax.set_title(f"{w}{missing}", fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+    title = f"{study.title.strip()} beside ours: training throughput"
+    if synthetic:
+        title = f"SYNTHETIC DATA (ours) - {title}"
+    fig.suptitle(title, fontsize=9, color="tab:red" if synthetic else "black")
+    fig.tight_layout()
+    footer = (
+        "purple: the study's systems, as published (study/numbers.csv: source); blue: our "
+        "targets, measured (median over runs)"
+    )
+    save_figure(fig, path, (SYNTHETIC_NOTE + " " if synthetic else "") + footer)
+
+
+def study_head(study: Study, table: pd.DataFrame) -> str:
+    """The Markdown above the study's numbers: the study, both sides, SYNTHETIC where our
+    runs were."""
+    machines = sorted(set(table.loc[table["side"] == "ours", "machine"]))
+    lines = [
+        f"# {study.title.strip()} (seed {study.number}) beside ours",
+        "",
+        "Theirs: as the study published them (source on each row; the numbers file's `used` "
+        "rows). Ours: measured here, the median over each target's runs, on "
+        + (", ".join(machines) if machines else "no machine (no run on these workloads)")
+        + ". Time and cost vs base: theirs relative to "
+        + (study.base_system or "no base (the study names none)")
+        + "; ours relative to the configuration's cost.base_target in the same workload.",
+    ]
+    if _synthetic(table):
+        lines = [f"**{SYNTHETIC_NOTE}**", "", *lines]
+    return "\n".join(lines)
+
+
+def claims_head(study: Study, ours: pd.DataFrame) -> str:
+    """The Markdown above the claims table."""
+    head = f"# {study.title.strip()}: its headline claims, checked on our runs"
+    if _synthetic(ours):
+        head = f"**{SYNTHETIC_NOTE}**\n\n{head}"
+    return head
+
+
+def write_study(
+    study: Study,
+    published: pd.DataFrame,
+    ours: pd.DataFrame,
+    out_dir: str | Path,
+    cost_base: str | dict[str, str] = "",
+) -> None:
+    """The study's outputs (the ``study`` rule): ``numbers.csv``/``.md``
+    (:func:`side_by_side`), ``claims.csv``/``.md`` (:func:`run_claims`) and ``study.png``
+    (:func:`fig_study`) in ``out_dir``. The claims run first: a failing claims module
+    writes nothing.
+
+    Raises:
+        DataError: as :func:`run_claims`.
+    """
+    out_dir = Path(out_dir)
+    claims = run_claims(study, published, ours)
+    table = side_by_side(published, ours, study, cost_base)
+    write_table(table, out_dir / "numbers", readable_side(table), study_head(study, table))
+    write_table(claims, out_dir / "claims", head=claims_head(study, ours))
+    fig_study(table, study, out_dir / "study.png")
+
+
+# --- the workload x target view (issue 34, item 4) -----------------------------------------
+
+#: Columns of :func:`workload_view`: workload, catalog, input, data, target, machine, base
+#: (the target every ratio of the workload is to), pairing ("base", "paired", "unpaired"),
+#: pairs (rounds with both runs; runs when unpaired), training_seconds (median, s),
+#: throughput (median images/s), time_relative, time_low, time_high (training time / the
+#: base's, geometric mean over the paired rounds, with its 95 % interval), hourly_usd
+#: (USD/h), cost_relative, cost_low, cost_high (the same x the price ratio; NaN where either
+#: is unpriced), verdict (:func:`embryo_bench.reporting.compare.verdict` on speed: "faster"
+#: = a shorter time).
+VIEW_COLUMNS = [
+    "workload",
+    "catalog",
+    "input",
+    "data",
+    "target",
+    "machine",
+    "base",
+    "pairing",
+    "pairs",
+    "training_seconds",
+    "throughput",
+    "time_relative",
+    "time_low",
+    "time_high",
+    "hourly_usd",
+    "cost_relative",
+    "cost_low",
+    "cost_high",
+    "verdict",
+]
+
+
+def _view_base(g: pd.DataFrame) -> str:
+    """A workload's base for the view: its cost base where it ran and is priced (time and
+    cost relative to one target, as minimaxir's charts), else its compare base."""
+    cost_base = str(g["cost_base"].iloc[0]) if "cost_base" in g else ""
+    if cost_base and cost_base != "nan":
+        priced = pd.to_numeric(g.loc[g["target"] == cost_base, "hourly_usd"], errors="coerce")
+        if priced.notna().any():
+            return cost_base
+    return str(g["compare_base"].iloc[0])
+
+
+def _time_ratios(g: pd.DataFrame, base: str) -> pd.DataFrame:
+    """Per target of ``g`` (one workload's main runs) other than ``base``: its training
+    time relative to the base's, from compare's ratios of the speed 1 / training_s (paired
+    within the rounds, unpaired for merged runs or targets sharing no round with the base):
+    target, pairing, pairs, time_relative, time_low, time_high, verdict."""
+    runs = g.assign(round=g["repeat"].astype(int), speed=1.0 / pd.to_numeric(g["training_s"]))
+    elsewhere = set(runs.loc[runs["merged"].astype(bool), "target"])
+    pairing = compare.pairings(runs, base, elsewhere)
+    kind = runs["target"].map(pairing)
+    noise = float(runs["min_difference"].iloc[0])
+    rows = []
+    for how, table in (
+        ("paired", compare.compare(runs[kind != "unpaired"], base, noise, "speed")),
+        ("unpaired", compare.compare_unpaired(runs[kind != "paired"], base, noise, "speed")),
+    ):
+        for _, t in table.iterrows():
+            rows.append(
+                {
+                    "target": t["target"],
+                    "pairing": how,
+                    "pairs": int(t["pairs"] if how == "paired" else t["runs"]),
+                    # time = 1 / speed: the interval's ends swap
+                    "time_relative": 1.0 / t["ratio"],
+                    "time_low": 1.0 / t["ratio_high"],
+                    "time_high": 1.0 / t["ratio_low"],
+                    "verdict": t["verdict"],
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def workload_view(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per workload (in the runs' order) and main target (no sweep points): training time
+    and cost relative to the workload's base target (:func:`_view_base`), with the 95 %
+    interval of compare's ratios (:data:`VIEW_COLUMNS`); the base's row first, at 1.
+
+    Args:
+        runs: ``study/runs.csv`` (:func:`ours_tables`' first table): one row per run with
+            workload, catalog, input, data, target, repeat (the round), machine, sweep,
+            training_s (s), images_per_s, hourly_usd (USD/h), compare_base, cost_base,
+            merged, min_difference.
+
+    Raises:
+        ValueError: a target with two runs in one round (as
+            :func:`embryo_bench.reporting.compare.paired_ratios`).
+    """
+    rows = []
+    for workload, g in runs.groupby("workload", sort=False):
+        g = g[g["sweep"].fillna("").astype(str) == ""]
+        if g.empty:
+            continue
+        base = _view_base(g)
+        if not (g["target"] == base).any():
+            base = str(g["target"].iloc[0])
+        ratios = _time_ratios(g, base).set_index("target") if g["target"].nunique() > 1 else None
+        hourly = {
+            t: as_number(v)
+            for t, v in g.groupby("target", sort=False)["hourly_usd"].first().items()
+        }
+        names = [base] + [t for t in dict.fromkeys(g["target"]) if t != base]
+        for name in names:
+            mine = g[g["target"] == name]
+            row = {
+                "workload": workload,
+                "catalog": mine["catalog"].iloc[0],
+                "input": mine["input"].iloc[0],
+                "data": mine["data"].iloc[0],
+                "target": name,
+                "machine": mine["machine"].iloc[0],
+                "base": base,
+                "training_seconds": _median(mine["training_s"]),
+                "throughput": _median(mine["images_per_s"]),
+                "hourly_usd": _or_nan(hourly.get(name)),
+            }
+            if name == base:
+                row.update(pairing="base", pairs=len(mine), verdict="base",
+                           time_relative=1.0, time_low=1.0, time_high=1.0)  # fmt: skip
+            elif ratios is not None and name in ratios.index:
+                row.update(ratios.loc[name].to_dict())
+            else:
+                row.update(pairing="", pairs=0, verdict="no run of the base to compare with")
+                row.update(time_relative=math.nan, time_low=math.nan, time_high=math.nan)
+            price = row["hourly_usd"] / _or_nan(hourly.get(base))
+            for end in ("relative", "low", "high"):
+                row[f"cost_{end}"] = row[f"time_{end}"] * price
+            rows.append(row)
+    return pd.DataFrame(rows, columns=VIEW_COLUMNS)
+
+
+def _ratio_text(row, what: str) -> str:
+    """ "0.912 [0.890, 0.930]" from :func:`workload_view`'s ``<what>_relative``, ``_low``,
+    ``_high``: the interval only from :data:`~embryo_bench.reporting.compare.MIN_PAIRS`
+    pairs on; "" where there is no ratio."""
+    value = as_number(row[f"{what}_relative"])
+    if value is None:
+        return ""
+    if row["pairing"] == "base" or int(row["pairs"]) < compare.MIN_PAIRS:
+        return f"{value:.3f}"
+    return f"{value:.3f} [{row[f'{what}_low']:.3f}, {row[f'{what}_high']:.3f}]"
+
+
+def readable_view(view: pd.DataFrame) -> pd.DataFrame:
+    """:func:`workload_view` as a person reads it: workload, target, machine, pairs, time
+    and cost vs the base [95 % interval], verdict, training (s), images/s."""
+    rows = [r for _, r in view.iterrows()]
+    return pd.DataFrame(
+        {
+            "workload": view["workload"],
+            "data": view["data"],
+            "target": view["target"],
+            "machine": view["machine"],
+            "pairing (pairs)": [f"{r['pairing']} ({int(r['pairs'])})" for r in rows],
+            "time vs base [95 % interval]": [_ratio_text(r, "time") for r in rows],
+            "cost vs base [95 % interval]": [_ratio_text(r, "cost") for r in rows],
+            "verdict": view["verdict"],
+            "training (s)": view["training_seconds"].map(lambda v: _num(v, ".1f")),
+            "images/s": view["throughput"].map(_num),
+        }
+    )
+
+
+def view_head(view: pd.DataFrame) -> str:
+    """The Markdown above the workload view: what the ratios are and how they were made."""
+    text = (
+        "# Every workload: time and cost relative to the base target\n\n"
+        "Per workload, each target's training time (median s) relative to the base's (its "
+        "cost.base_target where priced, else compare.base): the geometric mean over the "
+        "rounds of the per-round ratio, with a 95 % t interval on the logarithms from "
+        f"{compare.MIN_PAIRS} paired rounds on (fewer: the ratio alone); unpaired rows "
+        "(runs merged from elsewhere): the ratio of the geometric means with Welch's "
+        "interval. Cost = time x the config's hourly_usd, so its ratio is the time's x the "
+        "price ratio (empty where unpriced). The verdict is compare's, on speed (faster = "
+        "shorter)."
+    )
+    if _synthetic(view):
+        text = f"**{SYNTHETIC_NOTE}**\n\n{text}"
+    return text
+
+
+def _minor_label(value: float, _pos=None) -> str:
+    """A log axis' minor tick labelled at 2 and 5 times a power of ten, else unlabelled."""
+    if value <= 0:
+        return ""
+    lead = value / 10 ** math.floor(math.log10(value))
+    return f"{value:g}" if round(lead) in (2, 5) and abs(lead - round(lead)) < 1e-6 else ""
+
+
+def fig_workload_view(view: pd.DataFrame, path: Path) -> None:
+    """One panel per workload (minimaxir's charts): per target, training time (blue) and
+    cost (green) relative to the base (log scale, a line at 1), with the 95 % interval where
+    :data:`~embryo_bench.reporting.compare.MIN_PAIRS` or more pairs give one. SYNTHETIC on
+    its face when any workload's data was."""
+    workloads = list(dict.fromkeys(view["workload"]))
+    most = max([int((view["workload"] == w).sum()) for w in workloads] or [1])
+    fig, axes = _grid(len(workloads), width=5.0, height=0.8 + 0.45 * most)
+    for ax, w in zip(axes, workloads, strict=True):
+        rows = view[view["workload"] == w].reset_index(drop=True)
+        y = np.arange(len(rows))
+        ends = [1.0]
+        for what, color, marker, shift in (
+            ("time", "tab:blue", "o", -0.15),
+            ("cost", "tab:green", "s", 0.15),
+        ):
+            value = rows[f"{what}_relative"].astype(float).to_numpy()
+            ok = np.isfinite(value)
+            ax.plot(value[ok], y[ok] + shift, marker, color=color, ls="none", label=what, ms=5)
+            ends += list(value[ok])
+            shown = ok & (rows["pairs"].astype(int).to_numpy() >= compare.MIN_PAIRS)
+            shown &= (rows["pairing"] != "base").to_numpy()
+            if shown.any():
+                low = rows[f"{what}_low"].astype(float).to_numpy()
+                high = rows[f"{what}_high"].astype(float).to_numpy()
+                err = np.vstack([value - low, high - value])[:, shown]
+                ax.errorbar(value[shown], y[shown] + shift, xerr=err, fmt="none",
+                            ecolor=color, capsize=2, lw=0.8)  # fmt: skip
+                ends += list(low[shown]) + list(high[shown])
+        ax.axvline(1.0, color="gray", lw=0.8, ls="--")
+        ax.set_xscale("log")
+        ax.set_xlim(min(ends) / 1.3, max(ends) * 1.3)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(FuncFormatter(_minor_label))
+        ax.set_xlabel("x the base (log scale)", fontsize=7)
+        ax.set_ylim(len(rows) - 0.5, -0.5)
+        names = zip(rows["target"], rows["machine"], strict=True)
+        ax.set_yticks(y, [f"{t}\n({m})" for t, m in names], fontsize=6)
+        data = " SYNTHETIC" if (rows["data"] == "synthetic").any() else ""
+        ax.set_title(f"{w}{data} (base {rows['base'].iloc[0]} = 1)", fontsize=8)
+        ax.tick_params(axis="x", which="both", labelsize=7)
+        if not rows["cost_relative"].astype(float).notna().any():
+            ax.text(0.98, 0.02, "no prices: cost not computed", transform=ax.transAxes,
+                    ha="right", va="bottom", fontsize=6, color="dimgray")  # fmt: skip
+    if axes:
+        axes[0].legend(fontsize=6, loc="lower right")
+    synthetic = _synthetic(view)
+    title = "Time and cost relative to the base target, per workload (log scale)"
+    if synthetic:
+        title = f"SYNTHETIC DATA - {title}"
+    fig.suptitle(title, fontsize=9, color="tab:red" if synthetic else "black")
+    fig.tight_layout()
+    footer = (
+        f"points: geometric mean of the paired rounds' ratios; whiskers: 95 % interval from "
+        f"{compare.MIN_PAIRS} pairs on"
+    )
+    save_figure(fig, path, (SYNTHETIC_NOTE + " " if synthetic else "") + footer)
+
+
+def write_workload_view(runs: pd.DataFrame, out: str | Path) -> pd.DataFrame:
+    """The view's files (the ``workload_view`` rule): ``out``.csv, ``.md`` and ``.png``.
+
+    Raises:
+        ValueError: as :func:`workload_view`.
+    """
+    view = workload_view(runs)
+    out = Path(out)
+    write_table(view, out, readable_view(view), view_head(view))
+    fig_workload_view(view, out.with_suffix(".png"))
+    return view
+
+
+def read_runs(path: str | Path) -> pd.DataFrame:
+    """``study/runs.csv`` read back.
+
+    Raises:
+        DataError: missing, unreadable or without the columns :func:`workload_view` reads.
+    """
+    text = ("sweep", "cost_base", "compare_base", "catalog", "workload", "target", "data")
+    table = _read_csv(path, text)
+    needed = {"workload", "target", "repeat", "training_s", "images_per_s", "hourly_usd",
+              "sweep", "machine", "input", *RUN_EXTRA_COLUMNS}  # fmt: skip
+    if missing := sorted(needed - set(table.columns)):
+        raise DataError(f"{path}: no column {', '.join(missing)}; expected study/runs.csv")
+    return table
