@@ -294,3 +294,11 @@ def test_a_bad_workloads_entry_is_one_line(tmp_path, capsys):
     assert "--workloads[0]" in err and "expected the keys" in err
     with pytest.raises(DataError, match="no workload given"):
         study_mod.ours_tables([])
+
+
+def test_study_changes_no_figures_spec():
+    """``study:`` reaches the study's rules only: a workload's figures record a configuration
+    without it (so setting it reruns no figures)."""
+    config = yaml.safe_load((REPO / "config" / "offline.yaml").read_text())
+    plan = Plan.from_config(copy.deepcopy(config), probe=lambda t: None)
+    assert plan.config["study"] == "" and "study" not in plan.figures_spec().config

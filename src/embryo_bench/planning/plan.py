@@ -1235,7 +1235,8 @@ class Plan:
         """The effective configuration as a workload's figures record it: its own entry of
         ``workloads:`` only (none for the paper's, whose settings are the sections above),
         so adding or editing another workload reruns none of its figures."""
-        others = {k: v for k, v in self.config.items() if k != "workloads"}
+        # study: (issue 34) changes the study's tables only, not a workload's figures.
+        others = {k: v for k, v in self.config.items() if k not in ("workloads", "study")}
         if workload == PAPER_WORKLOAD:
             return others
         return {**others, "workloads": [e for e in self.config["workloads"]

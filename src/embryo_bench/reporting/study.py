@@ -633,7 +633,7 @@ def fig_study(table: pd.DataFrame, study: Study, path: Path) -> None:
     <target> (<machine>)"; a workload the study published no images/s for says so. SYNTHETIC
     on the figure's face when our runs were synthetic."""
     workloads = list(dict.fromkeys(table["workload"]))
-    fig, axes = _grid(len(workloads), width=6.0, height=0.5 + 0.35 * max(
+    fig, axes = _grid(len(workloads), width=6.0, height=1.0 + 0.35 * max(
         [len(table[table["workload"] == w]) for w in workloads] or [1]))  # fmt: skip
     synthetic = _synthetic(table)
     for ax, w in zip(axes, workloads, strict=True):
