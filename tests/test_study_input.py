@@ -4,12 +4,15 @@ were printed in the studies' own texts (``../shared/seeds/`` beside the reposito
 claim checks give each verdict on hand-made rows of our runs."""
 
 import math
+import os
 import re
 
 import pandas as pd
 import pytest
 from conftest import REPO
 
+from embryo_bench.planning.config import read_config_files
+from embryo_bench.planning.plan import Plan
 from embryo_bench.published import studies as pub
 from embryo_bench.reporting.claims import datamadness, v100_blog
 from embryo_bench.reporting.claims.common import CANNOT, DOES_NOT_HOLD, HOLDS
@@ -238,3 +241,34 @@ def test_v100_blog_claims_read_the_studys_side():
     assert len(cpu) == 2
     for _, row in cpu.iterrows():
         assert f"{row['system']}: {row['value']:g} images/s" in out[-1].theirs
+
+
+@pytest.mark.parametrize(
+    ("study", "catalogs"),
+    [
+        ("datamadness", {"datamadness-cnn"}),
+        ("v100-blog", {"catsdogs-cnn", "catsdogs-deeper", "catsdogs-128", "tf-cifar10"}),
+    ],
+)
+@pytest.mark.parametrize("short", [False, True])
+def test_the_study_configs_plan_both_input_modes_and_name_the_study(study, catalogs, short):
+    """Each study's config (and its short form over it) names the study, runs its image
+    workloads from memory and from files, and keeps the study's systems as targets: those
+    this 2-core machine lacks (more cores, a GPU) skipped, each with its reason."""
+    files = [REPO / "config" / f"{study}.yaml"]
+    if short:
+        files.append(REPO / "config" / f"{study}-short.yaml")
+    config, _ = read_config_files(files)
+    assert config["study"] == study and config["on_missing_hardware"] == "skip"
+    plan = Plan.from_config(config, hardware_check="local")
+    entries = config["workloads"]
+    named = {w.get("catalog", w["name"]) for w in entries}
+    assert named <= catalogs and (short or named == catalogs)
+    for name in named - {"tf-cifar10"}:
+        modes = {w.get("input", "memory") for w in entries if w.get("catalog", w["name"]) == name}
+        assert modes == {"memory", "files"}, name
+    gpus = [t["name"] for t in config["targets"] if t.get("gpus", 0)]
+    assert len(gpus) == 1
+    if len(os.sched_getaffinity(0)) < 8 and os.cpu_count() < 8:
+        assert gpus[0] in plan.skipped
+        assert all("\n" not in why for why in plan.skipped.values())
