@@ -39,6 +39,9 @@ COLUMNS = ["system", "workload", "metric", "value", "unit", "settings", "source"
 METRICS = {
     "epoch_seconds": "s",  # one epoch's training
     "training_seconds": "s",  # a whole training (the study's epochs or iterations)
+    "step_seconds": "s",  # one training step (one batch)
+    "steps_per_epoch": "count",  # training steps (batches) an epoch
+    "images": "count",  # training images (samples) the study's dataset holds
     "throughput": "images/s",  # samples per second of training (images, sequences)
     "test_accuracy": "fraction",
     "relative_time": "x base",  # training time / the study's base system's
@@ -61,6 +64,8 @@ SETTING_KEYS = {
     "blas",
     "input",
     "precision",
+    "workers",  # input workers of an image generator (Keras fit's workers=)
+    "augmentation",  # true / false: the generator augmented the images
 }
 
 
