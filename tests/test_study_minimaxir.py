@@ -1,0 +1,202 @@
+"""minimaxir's study (shared/seeds/002, issue 34): his numbers in published/minimaxir.csv are
+the ones his own logs (copied into published/minimaxir/) give, every row loads, and the
+claims module's verdicts on hand-made runs of ours."""
+
+import csv
+import math
+import statistics
+
+import pandas as pd
+import pytest
+
+from embryo_bench.errors import DataError
+from embryo_bench.published import minimaxir_logs as mm
+from embryo_bench.published import studies as pub
+from embryo_bench.reporting.claims import minimaxir as claims_mod
+from embryo_bench.reporting.claims.common import CANNOT, DOES_NOT_HOLD, HOLDS
+from embryo_bench.workloads.catalog import catalog
+
+
+@pytest.fixture(scope="module")
+def numbers():
+    return pub.load_numbers("minimaxir")
+
+
+def _log_of(source: str):
+    """The copied log a row's source names (``minimaxir/<repo>:<path>[; figure ...]``)."""
+    repo, _, inner = source.split(";")[0].partition(":")
+    short = {v: k for k, v in mm.REPOSITORIES.items()}[repo]
+    with open(mm.LOGS / short / inner, newline="") as f:
+        return [float(r["elapsed"]) for r in csv.DictReader(f)]
+
+
+def test_every_epoch_and_training_time_is_what_his_log_gives(numbers):
+    """Recomputed here with the csv module, not with the module that wrote the file."""
+    timed = numbers[numbers["metric"].isin(["epoch_seconds", "training_seconds"])]
+    assert len(timed) == 2 * len(mm.logs())
+    for _, row in timed.iterrows():
+        elapsed = _log_of(row["source"])
+        if row["metric"] == "epoch_seconds":
+            expected = statistics.median(elapsed[1:])
+        else:
+            expected = sum(elapsed)
+        assert row["value"] == round(expected, mm.DECIMALS), (row["system"], row["workload"])
+        assert f"epochs={len(elapsed)}" in row["settings"]
+
+
+def test_the_file_is_exactly_what_the_logs_and_the_typed_rows_give():
+    assert mm.main(["--check"]) == 0
+
+
+def test_an_edited_number_is_caught(tmp_path):
+    text = mm.NUMBERS.read_text()
+    row = next(line for line in text.splitlines() if ",relative_cost," in line)
+    value = row.split(",")[3]
+    edited = tmp_path / "minimaxir.csv"
+    edited.write_text(text.replace(row, row.replace(f",{value},", f",{float(value) + 0.01},")))
+    assert mm.main(["--check", "--path", str(edited)]) == 1
+
+
+def test_every_workload_is_a_catalog_workload_and_all_seven_are_there(numbers):
+    named = set(numbers["workload"]) - {""}
+    assert named <= set(catalog())
+    assert named == set(mm.SCRIPTS.values())
+
+
+def test_every_system_has_its_price_vcpus_and_gpus_typed_from_the_posts(numbers):
+    typed = numbers[numbers["workload"] == ""]
+    for system in mm.SYSTEMS:
+        mine = typed[typed["system"] == system]
+        assert sorted(mine["metric"]) == ["gpus", "hourly_usd", "vcpus"], system
+    assert set(typed["source"].str.split(",").str[0]) <= {mm.SEED} | {
+        s for s in typed["source"] if s.startswith("minimaxir/") and ".Rmd" in s
+    }
+
+
+def test_relative_numbers_are_to_each_posts_base_and_only_where_the_post_charts_them(numbers):
+    rel = numbers[numbers["metric"].isin(["relative_time", "relative_cost"])]
+    for base in mm.BASES.values():
+        assert (rel[rel["system"] == base]["value"] == 1.0).all()
+    for _, row in rel.iterrows():
+        assert row["workload"] in mm.FIGURES[mm.SYSTEMS[row["system"]][0]]
+    # the November post does not chart fastText or the text generator
+    nov = rel[rel["system"].map(lambda s: mm.SYSTEMS[s][0]) == mm.NOVEMBER]
+    assert not set(nov["workload"]) & {"imdb-fasttext", "text-generator"}
+
+
+def test_a_log_copied_over_another_machines_is_kept_but_not_used(numbers):
+    unused = numbers[~numbers["used"]]
+    assert set(unused["workload"]) == {"text-generator"}
+    assert set(unused["system"]) == {"K80 (2017-11)", "P100 (2017-11)"}
+    assert unused["note"].str.contains("byte-identical").all()
+
+
+def test_a_damaged_log_is_named_in_one_line(tmp_path):
+    bad = tmp_path / "mnist_mlp_tensorflow.csv"
+    bad.write_text("epoch,elapsed\n0,3.1\n2,abc\n")
+    with pytest.raises(DataError, match=r"mnist_mlp_tensorflow.csv: expected epochs 0, 1"):
+        mm.read_log(bad)
+    bad.write_text("epoch,seconds\n0,3.1\n")
+    with pytest.raises(DataError, match="expected columns epoch, elapsed"):
+        mm.read_log(bad)
+
+
+# --- the claims ----------------------------------------------------------------------------
+
+OURS_COLUMNS = [
+    "workload", "catalog", "input", "data", "target", "runner", "backend", "cpus", "threads",
+    "gpus", "batch_size", "sweep", "runs", "epoch_seconds", "throughput",
+    "throughput_per_core", "training_seconds", "test_accuracy", "hourly_usd", "cost_usd",
+    "input_wait_share", "ratio", "ratio_low", "ratio_high", "verdict", "pairing", "machine",
+]  # fmt: skip
+
+
+def ours(*runs):
+    """Hand-made runs of ours: (catalog, target, cpus, gpus, epoch_seconds, hourly_usd)."""
+    rows = []
+    for cat, target, cpus, gpus, seconds, price in runs:
+        row = dict.fromkeys(OURS_COLUMNS, "")
+        row.update(
+            workload=cat, catalog=cat, input="memory", data="synthetic", target=target,
+            runner="host", backend="tensorflow", cpus=cpus, threads=cpus, gpus=gpus,
+            batch_size=128, runs=3, epoch_seconds=seconds, throughput=60000 / seconds,
+            throughput_per_core=60000 / seconds / cpus, training_seconds=seconds * 20,
+            test_accuracy=math.nan, hourly_usd=price,
+            cost_usd=seconds * 20 * price / 3600 if price == price else math.nan,
+            input_wait_share=math.nan, ratio=math.nan, ratio_low=math.nan,
+            ratio_high=math.nan, machine="test",
+        )  # fmt: skip
+        rows.append(row)
+    return pd.DataFrame(rows, columns=OURS_COLUMNS)
+
+
+def verdicts(numbers, frame):
+    return {c.claim: c for c in claims_mod.claims(numbers, frame)}
+
+
+def test_fewer_cpus_cheaper_for_the_mlp_holds_when_one_core_costs_least(numbers):
+    frame = ours(
+        ("mnist-mlp", "host-1cpu", 1, 0, 10.0, 0.0075),
+        ("mnist-mlp", "host-2cpu", 2, 0, 6.0, 0.015),
+    )
+    claim = verdicts(numbers, frame)[claims_mod.MLP_FEWER_CPUS]
+    assert claim.verdict == HOLDS
+    assert "host-1cpu" in claim.ours and "GCE 8 vCPU compiled (2017-07)" in claim.theirs
+
+
+def test_fewer_cpus_cheaper_for_the_mlp_does_not_hold_when_two_cores_scale_perfectly(numbers):
+    frame = ours(
+        ("mnist-mlp", "host-1cpu", 1, 0, 10.0, 0.0075),
+        ("mnist-mlp", "host-2cpu", 2, 0, 4.0, 0.015),
+    )
+    assert verdicts(numbers, frame)[claims_mod.MLP_FEWER_CPUS].verdict == DOES_NOT_HOLD
+
+
+def test_the_mlp_claims_cannot_be_checked_without_priced_targets(numbers):
+    frame = ours(
+        ("mnist-mlp", "host-1cpu", 1, 0, 10.0, math.nan),
+        ("mnist-mlp", "host-2cpu", 2, 0, 6.0, math.nan),
+    )
+    claim = verdicts(numbers, frame)[claims_mod.MLP_FEWER_CPUS]
+    assert claim.verdict == CANNOT and "priced" in claim.why
+
+
+def test_the_gpu_claims_cannot_be_checked_without_a_gpu(numbers):
+    frame = ours(
+        ("mnist-mlp", "host-1cpu", 1, 0, 10.0, 0.0075),
+        ("mnist-cnn", "host-1cpu", 1, 0, 30.0, 0.0075),
+        ("imdb-bilstm", "host-1cpu", 1, 0, 200.0, 0.0075),
+    )
+    found = verdicts(numbers, frame)
+    for name in (claims_mod.MLP_CPU_CHEAPER, claims_mod.CNN_K80, claims_mod.BILSTM_GPU_SLOWER):
+        assert found[name].verdict == CANNOT and found[name].why == "no GPU", name
+        assert found[name].theirs  # the study's side is still given
+
+
+def test_the_gpu_claims_are_judged_where_a_gpu_ran(numbers):
+    frame = ours(
+        ("mnist-mlp", "host-2cpu", 2, 0, 6.0, 0.015),
+        ("mnist-mlp", "gpu-1", 4, 1, 3.0, 0.4975),
+        ("mnist-cnn", "host-2cpu", 2, 0, 100.0, 0.015),
+        ("mnist-cnn", "gpu-1", 4, 1, 1.0, 0.4975),
+        ("imdb-bilstm", "host-2cpu", 2, 0, 100.0, 0.015),
+        ("imdb-bilstm", "gpu-1", 4, 1, 20.0, 0.4975),
+    )
+    found = verdicts(numbers, frame)
+    assert found[claims_mod.MLP_CPU_CHEAPER].verdict == HOLDS
+    assert found[claims_mod.CNN_K80].verdict == HOLDS
+    assert found[claims_mod.BILSTM_GPU_SLOWER].verdict == DOES_NOT_HOLD
+
+
+def test_the_studys_side_is_read_from_the_numbers_not_typed(numbers):
+    """Changing his 8 vCPU compiled MLP cost changes the claim's 'theirs'."""
+    frame = ours(("mnist-mlp", "host-1cpu", 1, 0, 10.0, 0.0075))
+    before = verdicts(numbers, frame)[claims_mod.MLP_FEWER_CPUS].theirs
+    edited = numbers.copy()
+    pick = (
+        (edited["system"] == "GCE 8 vCPU compiled (2017-07)")
+        & (edited["workload"] == "mnist-mlp")
+        & (edited["metric"] == "relative_cost")
+    )
+    edited.loc[pick, "value"] = 0.5
+    assert verdicts(edited, frame)[claims_mod.MLP_FEWER_CPUS].theirs != before
