@@ -21,43 +21,14 @@ from embryo_bench.reporting.claims.input_bound import (
     input_bound_claims,
     more_cores_claim,
 )
+from embryo_bench.reporting.study import OURS_COLUMNS
 from embryo_bench.training.inputs import INPUT_BOUND_SHARE
 from embryo_bench.workloads.catalog import catalog
 
 SEEDS = REPO.parent / "shared" / "seeds"
 STUDIES = ["datamadness", "v100-blog"]
 
-#: The columns of embryo_bench.reporting.study.OURS_COLUMNS (issue 34 preamble), written out
-#: here so that these tests do not wait for that module.
-OURS = [
-    "workload",
-    "catalog",
-    "input",
-    "data",
-    "target",
-    "runner",
-    "backend",
-    "cpus",
-    "threads",
-    "gpus",
-    "batch_size",
-    "sweep",
-    "runs",
-    "epoch_seconds",
-    "throughput",
-    "throughput_per_core",
-    "training_seconds",
-    "test_accuracy",
-    "hourly_usd",
-    "cost_usd",
-    "input_wait_share",
-    "ratio",
-    "ratio_low",
-    "ratio_high",
-    "verdict",
-    "pairing",
-    "machine",
-]
+OURS = OURS_COLUMNS
 
 # A quoted passage of a note or source: opens after a space or "(" and closes before one.
 QUOTE = re.compile(r"(?:^|(?<=[\s(]))'(.+?)'(?=$|[\s),;.:])")

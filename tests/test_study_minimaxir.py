@@ -14,6 +14,7 @@ from embryo_bench.published import minimaxir_logs as mm
 from embryo_bench.published import studies as pub
 from embryo_bench.reporting.claims import minimaxir as claims_mod
 from embryo_bench.reporting.claims.common import CANNOT, DOES_NOT_HOLD, HOLDS
+from embryo_bench.reporting.study import OURS_COLUMNS
 from embryo_bench.workloads.catalog import catalog
 
 
@@ -102,13 +103,6 @@ def test_a_damaged_log_is_named_in_one_line(tmp_path):
 
 
 # --- the claims ----------------------------------------------------------------------------
-
-OURS_COLUMNS = [
-    "workload", "catalog", "input", "data", "target", "runner", "backend", "cpus", "threads",
-    "gpus", "batch_size", "sweep", "runs", "epoch_seconds", "throughput",
-    "throughput_per_core", "training_seconds", "test_accuracy", "hourly_usd", "cost_usd",
-    "input_wait_share", "ratio", "ratio_low", "ratio_high", "verdict", "pairing", "machine",
-]  # fmt: skip
 
 
 def ours(*runs):
