@@ -11,6 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from embryo_bench.planning.config import read_config_file, read_config_files
+from embryo_bench.planning.plan import Plan
 from embryo_bench.published import studies as pub
 from embryo_bench.reporting.claims import wu
 from embryo_bench.reporting.claims.common import CANNOT, DOES_NOT_HOLD, HOLDS, Claim
@@ -20,6 +22,8 @@ REPO = Path(__file__).resolve().parents[1]
 SEEDS = REPO.parent / "shared" / "seeds"
 STUDY = pub.studies()["wu"]
 SEED = SEEDS / STUDY.seed
+CONFIG = REPO / "config" / "wu.yaml"
+SHORT = REPO / "config" / "wu-short.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -295,3 +299,26 @@ def test_the_study_side_comes_from_the_file(numbers, tmp_path):
     changed = pub.load_numbers("wu", path)
     assert "1,114.34 / 990.00 / 937.37 s" in wu.batch_time_claim(changed, frame()).theirs
     assert "MKL 6,000.00 s (x5.38)" in wu.blas_claim(changed).theirs
+
+
+# --- the configurations -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("short", [False, True], ids=["full", "short"])
+def test_the_configs_run_the_study_batch_sizes_and_name_its_servers(short):
+    config = read_config_files([CONFIG, SHORT])[0] if short else read_config_file(CONFIG)
+    plan = Plan.from_config(config, probe=lambda target: None, on_this_machine=False)
+    assert plan.config["study"] == "wu"
+    model = catalog()[wu.MNIST].model
+    mnist = [w for w in plan.workloads.values() if w.spec and w.spec.model == model]
+    assert sorted(w.batch_size for w in mnist) == list(wu.BATCHES)
+    assert all(w.spec.synthetic and w.spec.input_mode == "memory" for w in mnist)
+    # The threads claim's pair: the same cores with one and with all threads.
+    two = [t for t in plan.targets.values() if t.cpus == 2 and not t.gpus]
+    assert sorted(t.threads for t in two) == [1, 2]
+    # The study's servers: Server-1's 4 and Server-2's 24 cores (from the numbers file), and
+    # one GPU each.
+    cores = pub.load_numbers("wu").query("metric == 'vcpus'")["value"].astype(int)
+    cpu_servers = [t for t in plan.targets.values() if t.cpus > 2 and not t.gpus]
+    assert sorted(t.cpus for t in cpu_servers) == sorted(cores)
+    assert len([t for t in plan.targets.values() if t.gpus == 1]) == 2
