@@ -264,6 +264,13 @@ def test_threads_claim_reads_table_xii_and_compares_our_thread_pools(numbers):
     assert f"{best['value']:,.2f} s" in claim.theirs
     slower = wu.threads_claim(numbers, frame(one, {**two, "throughput": 2900.0}))
     assert slower.verdict == HOLDS
+    # Only TensorFlow's default batch (Table VI(a)'s) counts: other batches are claim 1's.
+    assert wu.default_batch(numbers) == 50
+    other = [{**r, "batch_size": 500, "throughput": r["throughput"] * 2} for r in (one, two)]
+    assert wu.threads_claim(numbers, frame(one, {**two, "throughput": 2900.0}, *other)).verdict == (
+        HOLDS
+    )
+    assert wu.threads_claim(numbers, frame(*other)).verdict == CANNOT
 
 
 def test_threads_overlapping_intervals_are_not_faster(numbers):
