@@ -11,7 +11,8 @@ A numbers file has one row per published number, with the columns of :data:`COLU
 - ``metric`` and ``unit``: one of :data:`METRICS`, in the unit given there.
 - ``value``: the number as the study printed it (a float).
 - ``settings``: what else the number depends on, ``key=value`` pairs joined by ``;``
-  (``batch_size=500;threads=8``; keys in :data:`SETTING_KEYS`); "" for none.
+  (``batch_size=500;threads=8``; keys in :data:`SETTING_KEYS`; ``gpus=0`` marks a CPU
+  measurement, ``gpus=1`` one on a GPU); "" for none.
 - ``source``: where it was printed: the seed file and table, figure or section, or the file
   of a public repository it was read from (``minimaxir/keras-cntk-benchmark:v2/logs/...``).
 - ``used``: ``true`` for the number our tables use; ``false`` for a number kept because the
@@ -66,6 +67,7 @@ SETTING_KEYS = {
     "precision",
     "workers",  # input workers of an image generator (Keras fit's workers=)
     "augmentation",  # true / false: the generator augmented the images
+    "gpus",  # GPUs the number was measured with (0: CPU only)
 }
 
 

@@ -1,0 +1,331 @@
+"""Wu et al.'s study (seed 003, issue 34): its published numbers (published/wu.csv) load, name
+catalog workloads and are printed in the seed's text where the file says; its claims module
+gives each verdict on hand-made runs of ours."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from embryo_bench.planning.config import read_config_file, read_config_files
+from embryo_bench.planning.plan import Plan
+from embryo_bench.published import studies as pub
+from embryo_bench.reporting.claims import wu
+from embryo_bench.reporting.claims.common import CANNOT, DOES_NOT_HOLD, HOLDS, Claim
+from embryo_bench.workloads.catalog import catalog
+
+REPO = Path(__file__).resolve().parents[1]
+SEEDS = REPO.parent / "shared" / "seeds"
+STUDY = pub.studies()["wu"]
+SEED = SEEDS / STUDY.seed
+CONFIG = REPO / "config" / "wu.yaml"
+SHORT = REPO / "config" / "wu-short.yaml"
+
+
+@pytest.fixture(scope="module")
+def numbers() -> pd.DataFrame:
+    return pub.load_numbers("wu")
+
+
+# --- the published numbers ------------------------------------------------------------------
+
+
+def test_every_row_loads_and_names_the_seed(numbers):
+    assert len(numbers) == len(STUDY_ROWS())
+    assert numbers["source"].str.startswith(STUDY.seed + " ").all()
+
+
+def STUDY_ROWS() -> list[str]:  # noqa: N802 - the file's data lines, read apart from pandas
+    return [line for line in (pub.HERE / STUDY.numbers).read_text().splitlines()[1:] if line]
+
+
+def test_every_workload_is_a_catalog_workload_or_another_frameworks_network(numbers):
+    named = numbers[numbers["workload"] != ""]
+    assert set(named["workload"]) <= set(catalog())
+    # A row without a workload is about a system, or about Caffe's, Torch's or Theano's own
+    # network (Table XII's thread sweep), which the catalog does not hold.
+    for _, row in numbers[numbers["workload"] == ""].iterrows():
+        settings = pub.parse_settings(row["settings"])
+        assert row["metric"] == "vcpus" or settings["framework"] in {"caffe", "torch", "theano"}
+
+
+def test_every_measurement_says_cpu_or_gpu(numbers):
+    measured = numbers[numbers["metric"] != "vcpus"]
+    gpus = [pub.parse_settings(s).get("gpus") for s in measured["settings"]]
+    assert set(gpus) == {"0", "1"}
+
+
+def test_one_used_number_per_setting_and_the_other_kept_with_a_note(numbers):
+    key = ["system", "workload", "metric", "settings"]
+    used = numbers[numbers["used"]]
+    assert not used.duplicated(key).any()
+    for _, row in numbers[~numbers["used"]].iterrows():
+        twin = used[(used[key] == row[key]).all(axis=1)]
+        assert len(twin) == 1
+        # The note of either names the other's value as printed.
+        printed = f"{twin['value'].iloc[0]:.2f}"
+        assert printed in row["note"] and f"{row['value']:.2f}" in twin["note"].iloc[0]
+
+
+def _regions(text: str) -> dict[str, str]:
+    """Table number (roman) -> the text from the previous table's caption to its own, and
+    section number -> the section's text."""
+    lines = text.splitlines()
+    out, start = {}, 0
+    for i, line in enumerate(lines):
+        caption = re.match(r"TABLE ([IVX]+):", line)
+        if caption:
+            out[f"Table {caption.group(1)}"] = "\n".join(lines[start : i + 1])
+            start = i + 1
+        section = re.match(r"(\d+(?:\.\d+)+) [A-Z]", line)
+        if section:
+            end = next(
+                (j for j in range(i + 1, len(lines)) if re.match(r"\d+(\.\d+)+ [A-Z]", lines[j])),
+                len(lines),
+            )
+            out[f"section {section.group(1)}"] = "\n".join(lines[i:end])
+    return out
+
+
+def _printed(row) -> list[str]:
+    """The forms the study may have printed a number in: as in the file, with a thousands
+    comma, and a fraction as a percentage with two decimals."""
+    if row["unit"] == "fraction":
+        value = row["value"] * 100
+        return [f"{value:.2f}", f"{value:,.2f}"]
+    raw = row["raw"]
+    whole, _, decimals = raw.partition(".")
+    grouped = f"{int(whole):,}" + (f".{decimals}" if decimals else "")
+    return [raw, grouped]
+
+
+@pytest.mark.skipif(not SEED.is_file(), reason=f"the seed text {SEED} is not beside the repo")
+def test_every_number_is_printed_where_its_source_says(numbers):
+    regions = _regions(SEED.read_text())
+    raw = pd.read_csv(pub.HERE / STUDY.numbers, dtype=str, keep_default_na=False)["value"]
+    checked = 0
+    for (_, row), text in zip(numbers.iterrows(), raw, strict=True):
+        row = {**row, "raw": text}
+        places = re.findall(r"(Table [IVX]+|section [\d.]+)", row["source"])
+        assert places, f"{row['source']}: names no table or section"
+        for place in places:
+            assert place in regions, f"{place}: not in the seed"
+            pattern = "|".join(rf"(?<![\d.,]){re.escape(p)}(?![\d])(?!\.\d)" for p in _printed(row))
+            assert re.search(pattern, regions[place]), f"{row['value']} not printed in {place}"
+            checked += 1
+    assert checked > len(numbers)  # several rows name more than one table
+
+
+@pytest.mark.skipif(not SEED.is_file(), reason=f"the seed text {SEED} is not beside the repo")
+def test_the_batch_sweep_is_table_xv_as_printed(numbers):
+    """The batch rows the claim reads are Table XV's line by line: batch, total and per-epoch
+    time in one printed line each."""
+    table = _regions(SEED.read_text())["Table XV"]
+    sweep = wu.batch_sweep(numbers)
+    assert list(sweep.index) == [50, 500, 5000, 50000]
+    for batch, row in sweep.iterrows():
+        line = next(x for x in table.splitlines() if x.startswith(f"{batch} "))
+        assert f"{row['epoch_seconds']:.2f}" in line
+        assert f"{row['training_seconds']:,.2f}" in line
+
+
+# --- the claims on hand-made runs of ours ----------------------------------------------------
+
+#: The columns of ``embryo_bench.reporting.study.OURS_COLUMNS`` (issue 34's interface).
+OURS = [
+    "workload",
+    "catalog",
+    "input",
+    "data",
+    "target",
+    "runner",
+    "backend",
+    "cpus",
+    "threads",
+    "gpus",
+    "batch_size",
+    "sweep",
+    "runs",
+    "epoch_seconds",
+    "throughput",
+    "throughput_per_core",
+    "training_seconds",
+    "test_accuracy",
+    "hourly_usd",
+    "cost_usd",
+    "input_wait_share",
+    "ratio",
+    "ratio_low",
+    "ratio_high",
+    "verdict",
+    "pairing",
+    "machine",
+]
+
+
+def ours_row(**fields) -> dict:
+    row = dict.fromkeys(OURS, "")
+    row.update(
+        workload="tf-mnist-deep", catalog="tf-mnist-deep", input="memory", data="synthetic",
+        target="host-2cpu", runner="host", backend="tensorflow", cpus=2, threads=2, gpus=0,
+        batch_size=50, runs=3, epoch_seconds=10.0, throughput=5500.0, test_accuracy=0.1,
+        ratio=math.nan, ratio_low=math.nan, ratio_high=math.nan, machine="test VM",
+    )  # fmt: skip
+    row.update(fields)
+    return row
+
+
+def frame(*rows: dict) -> pd.DataFrame:
+    return pd.DataFrame(list(rows), columns=OURS)
+
+
+def sweep(times, data="synthetic", accuracies=(0.99, 0.98, 0.95), target="host-2cpu"):
+    return [
+        ours_row(
+            workload=f"tf-mnist-deep-bs{b}",
+            batch_size=b,
+            epoch_seconds=t,
+            data=data,
+            test_accuracy=a,
+            target=target,
+        )  # fmt: skip
+        for b, t, a in zip(wu.BATCHES, times, accuracies, strict=True)
+    ]
+
+
+def by_claim(claims: list[Claim]) -> dict[str, Claim]:
+    assert len(claims) == 6
+    return {c.claim.split()[0] + str(i): c for i, c in enumerate(claims)}
+
+
+def test_nothing_of_ours_ran_every_claim_says_why(numbers):
+    claims = wu.claims(numbers, frame())
+    assert [c.verdict for c in claims] == [CANNOT] * 6
+    assert [c.why for c in claims][3:] == [
+        "no GPU",
+        "no GPU",
+        "one TensorFlow build here; the study compiled TensorFlow 1.x with Eigen and with MKL",
+    ]
+
+
+def test_the_batch_shape_holds_when_every_step_is_faster(numbers):
+    claim = wu.batch_time_claim(numbers, frame(*sweep([12.0, 9.0, 8.5])))
+    assert claim.verdict == HOLDS
+    # The study's side from the file: Table XV's totals and its per-epoch drops.
+    table = wu.batch_sweep(numbers)
+    for seconds in table.loc[list(wu.BATCHES), "training_seconds"]:
+        assert f"{seconds:,.2f}" in claim.theirs
+    assert (
+        f"x{table.loc[500, 'epoch_seconds'] / table.loc[50, 'epoch_seconds']:.3f}" in claim.theirs
+    )
+    assert "12.00 / 9.00 / 8.50 s per epoch (x0.750, x0.708; runs 3/3/3; falls)" in claim.ours
+
+
+def test_the_batch_shape_does_not_hold_when_a_step_is_slower(numbers):
+    rows = sweep([12.0, 9.0, 8.5]) + sweep([12.0, 9.0, 9.5], target="host-1cpu")
+    claim = wu.batch_time_claim(numbers, frame(*rows))
+    assert claim.verdict == DOES_NOT_HOLD
+    assert "host-1cpu" in claim.ours and "does not fall at every step" in claim.ours
+
+
+def test_the_batch_shape_needs_all_three_batches_from_memory_on_a_cpu(numbers):
+    rows = sweep([12.0, 9.0, 8.5])
+    for broken in (
+        rows[:2],
+        [{**r, "input": "files"} for r in rows],
+        [{**r, "gpus": 1} for r in rows],
+        [{**r, "runs": 0} for r in rows],
+    ):
+        assert wu.batch_time_claim(numbers, frame(*broken)).verdict == CANNOT
+
+
+def test_accuracy_is_checked_on_real_data_only(numbers):
+    assert wu.batch_accuracy_claim(numbers, frame(*sweep([3, 2, 1]))).why == (
+        "synthetic data: accuracy is meaningless"
+    )
+    real = wu.batch_accuracy_claim(numbers, frame(*sweep([3, 2, 1], data="real")))
+    assert real.verdict == HOLDS and "0.9900 / 0.9800 / 0.9500" in real.ours
+    flat = sweep([3, 2, 1], data="real", accuracies=(0.99, 0.99, 0.95))
+    assert wu.batch_accuracy_claim(numbers, frame(*flat)).verdict == DOES_NOT_HOLD
+
+
+def test_threads_claim_reads_table_xii_and_compares_our_thread_pools(numbers):
+    one = ours_row(target="host-2cpu-t1", threads=1, throughput=3000.0)
+    two = ours_row(target="host-2cpu", threads=2, throughput=5000.0)
+    claim = wu.threads_claim(numbers, frame(one, two))
+    assert claim.verdict == DOES_NOT_HOLD  # two threads on two cores are faster
+    assert "2 threads 5000.0 images/s vs 1 threads 3000.0 images/s" in claim.ours
+    sweep_rows = numbers[numbers["source"].str.contains(r"Table XII(?!I)")]
+    best = sweep_rows.loc[sweep_rows["value"].idxmin()]
+    assert f"{best['value']:,.2f} s" in claim.theirs
+    slower = wu.threads_claim(numbers, frame(one, {**two, "throughput": 2900.0}))
+    assert slower.verdict == HOLDS
+    # Only TensorFlow's default batch (Table VI(a)'s) counts: other batches are claim 1's.
+    assert wu.default_batch(numbers) == 50
+    other = [{**r, "batch_size": 500, "throughput": r["throughput"] * 2} for r in (one, two)]
+    assert wu.threads_claim(numbers, frame(one, {**two, "throughput": 2900.0}, *other)).verdict == (
+        HOLDS
+    )
+    assert wu.threads_claim(numbers, frame(*other)).verdict == CANNOT
+
+
+def test_threads_overlapping_intervals_are_not_faster(numbers):
+    one = ours_row(target="host-2cpu-t1", threads=1, throughput=3000.0,
+                   ratio=1.0, ratio_low=0.95, ratio_high=1.05)  # fmt: skip
+    two = ours_row(target="host-2cpu", threads=2, throughput=3100.0,
+                   ratio=1.03, ratio_low=0.99, ratio_high=1.08)  # fmt: skip
+    claim = wu.threads_claim(numbers, frame(one, two))
+    assert claim.verdict == HOLDS and "(x1.03 [0.99, 1.08])" in claim.ours
+    apart = {**two, "ratio": 1.6, "ratio_low": 1.5, "ratio_high": 1.7}
+    assert wu.threads_claim(numbers, frame(one, apart)).verdict == DOES_NOT_HOLD
+    # Different cpus or batch sizes are not a thread comparison.
+    assert wu.threads_claim(numbers, frame(one, {**two, "cpus": 4})).verdict == CANNOT
+
+
+def test_a_gpu_run_makes_the_gpu_claim_checkable(numbers):
+    cpu = ours_row(target="host-2cpu", epoch_seconds=10.0)
+    gpu = ours_row(target="gpu-1", gpus=1, epoch_seconds=0.5)
+    claim = wu.gpu_claim(numbers, frame(cpu, gpu), wu.MNIST)
+    assert claim.verdict == HOLDS and "(x20.0)" in claim.ours
+    assert "(x16.3)" in claim.theirs  # 1,114.34 / 68.51, from the file
+    slow = wu.gpu_claim(numbers, frame(cpu, {**gpu, "epoch_seconds": 11.0}), wu.MNIST)
+    assert slow.verdict == DOES_NOT_HOLD
+    assert wu.gpu_claim(numbers, frame(gpu), wu.MNIST).why == "no CPU run of tf-mnist-deep"
+    assert wu.gpu_claim(numbers, frame(cpu, gpu), wu.CIFAR10).why == "no GPU"
+
+
+def test_the_study_side_comes_from_the_file(numbers, tmp_path):
+    """A changed number in the file changes the claim's text: nothing is typed in the module."""
+    path = tmp_path / "wu.csv"
+    text = (pub.HERE / STUDY.numbers).read_text()
+    path.write_text(text.replace(",986.52,", ",990.00,").replace(",6100.86,", ",6000.00,"))
+    changed = pub.load_numbers("wu", path)
+    assert "1,114.34 / 990.00 / 937.37 s" in wu.batch_time_claim(changed, frame()).theirs
+    assert "MKL 6,000.00 s (x5.38)" in wu.blas_claim(changed).theirs
+
+
+# --- the configurations -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("short", [False, True], ids=["full", "short"])
+def test_the_configs_run_the_study_batch_sizes_and_name_its_servers(short):
+    config = read_config_files([CONFIG, SHORT])[0] if short else read_config_file(CONFIG)
+    plan = Plan.from_config(config, probe=lambda target: None, on_this_machine=False)
+    assert plan.config["study"] == "wu"
+    model = catalog()[wu.MNIST].model
+    mnist = [w for w in plan.workloads.values() if w.spec and w.spec.model == model]
+    assert sorted(w.batch_size for w in mnist) == list(wu.BATCHES)
+    assert all(w.spec.synthetic and w.spec.input_mode == "memory" for w in mnist)
+    # The threads claim's pair: the same cores with one and with all threads.
+    two = [t for t in plan.targets.values() if t.cpus == 2 and not t.gpus]
+    assert sorted(t.threads for t in two) == [1, 2]
+    # The study's servers: Server-1's 4 and Server-2's 24 cores (from the numbers file), and
+    # one GPU each.
+    cores = pub.load_numbers("wu").query("metric == 'vcpus'")["value"].astype(int)
+    cpu_servers = [t for t in plan.targets.values() if t.cpus > 2 and not t.gpus]
+    assert sorted(t.cpus for t in cpu_servers) == sorted(cores)
+    assert len([t for t in plan.targets.values() if t.gpus == 1]) == 2
