@@ -16,6 +16,7 @@ from embryo_bench.planning.plan import Plan
 from embryo_bench.published import studies as pub
 from embryo_bench.reporting.claims import wu
 from embryo_bench.reporting.claims.common import CANNOT, DOES_NOT_HOLD, HOLDS, Claim
+from embryo_bench.reporting.study import OURS_COLUMNS
 from embryo_bench.workloads.catalog import catalog
 
 REPO = Path(__file__).resolve().parents[1]
@@ -135,36 +136,7 @@ def test_the_batch_sweep_is_table_xv_as_printed(numbers):
 
 # --- the claims on hand-made runs of ours ----------------------------------------------------
 
-#: The columns of ``embryo_bench.reporting.study.OURS_COLUMNS`` (issue 34's interface).
-OURS = [
-    "workload",
-    "catalog",
-    "input",
-    "data",
-    "target",
-    "runner",
-    "backend",
-    "cpus",
-    "threads",
-    "gpus",
-    "batch_size",
-    "sweep",
-    "runs",
-    "epoch_seconds",
-    "throughput",
-    "throughput_per_core",
-    "training_seconds",
-    "test_accuracy",
-    "hourly_usd",
-    "cost_usd",
-    "input_wait_share",
-    "ratio",
-    "ratio_low",
-    "ratio_high",
-    "verdict",
-    "pairing",
-    "machine",
-]
+OURS = OURS_COLUMNS
 
 
 def ours_row(**fields) -> dict:
