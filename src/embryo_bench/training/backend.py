@@ -183,7 +183,7 @@ def input_pipeline(
 
     Memory (issue 32, item 5): ``x`` and ``y`` are held once, by the caller, plus the batches
     in flight (the one being gathered, one prefetched) and, when shuffling, one pass's order
-    of the N indices (:func:`_shuffled_passes`: int64, about 20 bytes a sample with its
+    of the N indices (:func:`_shuffled_passes`: int32, 4-8 bytes a sample with its
     slices). The images are not copied into a tensor: with TensorFlow 2.21, ``tf.constant``
     of 256 MiB of images grew the RSS by 520 MiB for as long as it lived, and starting an
     iterator over a pipeline that captured it by 267 MiB more for a moment (a run's peak held
@@ -217,23 +217,27 @@ def input_pipeline(
 
 
 def _shuffled_passes(n: int, batch_size: int, seed: int, *, endless: bool, take: int):
-    """Batches of sample indices (int64 (B,)), each pass over the N samples in a new random
-    order: a NumPy permutation of range(n) (:meth:`numpy.random.Generator.permutation`,
-    seeded with ``seed`` and a number drawn per pass from ``tf.data.Dataset.random(seed,
-    rerandomize_each_iteration=True)``, so the same seed gives the same passes, and each
-    epoch's iterator a new one), sliced into batches. One pass when not ``endless`` (Keras
-    makes an iterator per epoch), else passes one after another, each pass's leftover
-    (N mod B) dropped; ``take``: each pass's first ``take`` indices only (0: all)."""
+    """Batches of sample indices (int32 (B,); int64 from 2**31 samples), each pass over the N
+    samples in a new random order: a NumPy permutation of range(n)
+    (:meth:`numpy.random.Generator.permutation`, seeded with ``seed`` and a number drawn per
+    pass from ``tf.data.Dataset.random(seed, rerandomize_each_iteration=True)``, so the same
+    seed gives the same passes, and each epoch's iterator a new one), sliced into batches.
+    One pass when not ``endless`` (Keras makes an iterator per epoch), else passes one after
+    another, each pass's leftover (N mod B) dropped; ``take``: each pass's first ``take``
+    indices only (0: all)."""
     import tensorflow as tf
 
     size = min(take, n) if take else n
+    # int32 indices where they fit: 4 bytes a sample (the same order as int64's: the shuffle
+    # does not depend on the dtype)
+    dtype = np.int32 if n < 2**31 else np.int64
 
     def permutation(draw: np.int64) -> np.ndarray:
-        order = np.random.default_rng([seed, int(draw) & (2**63 - 1)]).permutation(n)
-        return order[:size]
+        rng = np.random.default_rng([seed, int(draw) & (2**63 - 1)])
+        return rng.permutation(np.arange(n, dtype=dtype))[:size]
 
     def batches(draw):
-        order = tf.numpy_function(permutation, [draw], tf.int64, stateful=False)
+        order = tf.numpy_function(permutation, [draw], tf.as_dtype(dtype), stateful=False)
         order.set_shape([size])
         return tf.data.Dataset.from_tensor_slices(order).batch(batch_size, drop_remainder=endless)
 
