@@ -43,10 +43,8 @@ def test_comments_docstrings_and_formatting_change_nothing(pkg):
     _edit(pkg / "data/preprocess.py", "from __future__ import annotations\n",
           "from __future__ import annotations  # a comment\n\n\n# and another\n")  # fmt: skip
     _edit(pkg / "data/preprocess.py", '"""Rotate a uint8 array', '"""Turn a uint8 array')
-    signature = "def compile_model(\n    model: keras.Model, learning_rate: float = 1e-4, variant"
-    reflowed = (
-        "def compile_model(\n    model: keras.Model,\n    learning_rate: float = 1e-4,\n    variant"
-    )
+    signature = "def compile_model(\n    model: keras.Model,\n    learning_rate: float = 1e-4,\n"
+    reflowed = "def compile_model(\n    model: keras.Model, learning_rate: float = 1e-4,\n"
     _edit(pkg / "workloads/paper.py", signature, reflowed)
     assert _hashes(pkg) == before
 

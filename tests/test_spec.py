@@ -124,6 +124,7 @@ SAME_AS_CONFIG = {
     "accuracy_target": ("train", "accuracy_target"),
     "probe_seconds": ("train", "probe_seconds"),
     "variant": ("train", "variant"),
+    "steps_per_execution": ("train", "steps_per_execution"),
     "preprocessing.frame_size": ("dataset", "frame_size"),
     "preprocessing.crop_fraction": ("preprocess", "crop_fraction"),
     "preprocessing.invert_centre": ("preprocess", "invert_centre"),

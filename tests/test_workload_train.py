@@ -103,6 +103,29 @@ def test_a_workload_trains_from_its_arrays_in_memory(tmp_path):
 
 
 @pytest.mark.slow
+def test_several_steps_a_call_record_their_number_and_train_the_same_history(tmp_path):
+    """100 samples in batches of 4: 25 steps an epoch, windows of 2, so 2 steps a call (the
+    last call of an epoch one); ``train.steps_per_execution: 1`` gives Keras's one. Both
+    record the number that ran, train the same losses and close the same windows."""
+    entry = {"name": "mnist-mlp", "data": "synthetic", "epochs": 2, "batch_size": 4}
+    auto, one = _spec(entry), _spec(entry, steps_per_execution=1)
+    assert (auto.steps_per_execution, one.steps_per_execution) == (0, 1)
+    arrays = _arrays(tmp_path, auto, n_train=100)
+    for name, spec in (("auto", auto), ("one", one)):
+        proc = _train(tmp_path, spec, arrays, name)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    metrics = {name: _metrics(tmp_path, name) for name in ("auto", "one")}
+    assert [metrics[n]["steps_per_execution"] for n in ("auto", "one")] == [2, 1]
+    assert metrics["auto"]["provenance"]["compute"]["steps_per_execution"] == 2
+    columns = ["train_loss", "train_accuracy", "test_loss", "test_accuracy"]
+    history = {n: pd.read_csv(tmp_path / n / "history.csv")[columns] for n in ("auto", "one")}
+    pd.testing.assert_frame_equal(history["auto"], history["one"], check_exact=True)
+    windows = {n: pd.read_csv(tmp_path / n / "windows.csv") for n in ("auto", "one")}
+    steps = [list(windows[n]["steps"]) for n in ("auto", "one")]
+    assert steps[0] == steps[1] == ([2] * 12 + [1]) * 2
+
+
+@pytest.mark.slow
 def test_slowed_decoding_makes_a_files_run_input_bound_and_memory_input_does_not(tmp_path):
     """The issue's test: decoding slowed on purpose (20 ms an image, one worker) flags the
     run input-bound with its share; the same workload from memory is not flagged."""

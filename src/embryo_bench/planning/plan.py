@@ -146,6 +146,7 @@ class Target:
             container=container,
             sweep=self.sweep,
             **variant_settings(train),
+            **dispatch_settings(train),
         )
 
     def report_fields(self) -> dict:
@@ -161,6 +162,13 @@ def variant_settings(train: dict) -> dict:
     if train["variant"] == "keras":
         return {"variant": "keras", "epoch_steps": 0, "holdout": 0, "test_subset": 0}
     return {"variant": "original", **train["original"]}
+
+
+def dispatch_settings(train: dict) -> dict:
+    """The run-spec field of ``train.steps_per_execution`` where the ``train`` section has
+    it (a configuration's, its schema default filled in); none otherwise (the run spec's
+    default, the trainer's choice)."""
+    return {k: train[k] for k in ("steps_per_execution",) if k in train}
 
 
 def memory_defaults(schema: dict) -> dict[str, str]:

@@ -244,6 +244,10 @@ class RunSpec:
         workload: a workload other than the paper's (:class:`WorkloadSpec`); None: the
             paper's (then ``preprocessing`` is the settings its shards must have; a
             workload's run has none).
+        steps_per_execution: at most this many training steps per call into the backend
+            (``train.steps_per_execution``); 0: the trainer's choice
+            (:func:`embryo_bench.training.train.steps_per_execution_for`). Left out of
+            ``run.json`` at 0.
     """
 
     target: str
@@ -270,6 +274,7 @@ class RunSpec:
     holdout: int = 0
     test_subset: int = 0
     workload: WorkloadSpec | None = None
+    steps_per_execution: int = 0
 
     def __post_init__(self):
         as_floats(self)  # learning_rate: 1 reaches Keras as 1.0
@@ -315,8 +320,11 @@ class RunSpec:
         (:data:`embryo_bench.planning.layout.RUN_SPEC_FORMAT`). A run of the paper's workload
         is written as before workloads existed (format 1, no ``workload`` and its
         ``preprocessing``), so its ``run.json`` and its cached run stay as they were; another
-        workload's run is format 2 with its ``workload`` and no ``preprocessing``."""
+        workload's run is format 2 with its ``workload`` and no ``preprocessing``.
+        ``steps_per_execution`` is written only where set (not 0), for the same reason."""
         d = dataclasses.asdict(self)
+        if not self.steps_per_execution:
+            del d["steps_per_execution"]
         if self.workload is None:
             del d["workload"]
             return {"format": 1, **d}
@@ -489,6 +497,7 @@ RUN_SPEC_SCHEMA: dict = {
         "epoch_steps": {**_INT, "minimum": 0},
         "holdout": {**_INT, "minimum": 0},
         "test_subset": {**_INT, "minimum": 0},
+        "steps_per_execution": {**_INT, "minimum": 0},
     },
 }
 

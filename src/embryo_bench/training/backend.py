@@ -313,13 +313,18 @@ def distribution_scope(strategy: str, replicas: int):
 def compute_settings(model=None) -> dict:
     """The settings that change which kernels run, for provenance: ``jit_compile`` of a
     compiled Keras ``model`` (Keras 3 compiles train steps with XLA by default where the
-    backend supports it), ``XLA_FLAGS``, ``TF_ENABLE_ONEDNN_OPTS`` ("default": TensorFlow's
-    own default, oneDNN on for x86 Linux builds), and TensorFlow's build info (CUDA/cuDNN
-    versions when a CUDA build) when TensorFlow is loaded."""
+    backend supports it) and its ``steps_per_execution`` (training steps per call into the
+    backend: TensorFlow runs them in one graph loop), ``XLA_FLAGS``,
+    ``TF_ENABLE_ONEDNN_OPTS`` ("default": TensorFlow's own default, oneDNN on for x86 Linux
+    builds), and TensorFlow's build info (CUDA/cuDNN versions when a CUDA build) when
+    TensorFlow is loaded."""
     import sys
 
     out = {
         "jit_compile": None if model is None else getattr(model, "jit_compile", None),
+        "steps_per_execution": (
+            None if model is None else getattr(model, "steps_per_execution", None)
+        ),
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "tf_enable_onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default"),
     }

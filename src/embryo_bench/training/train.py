@@ -75,6 +75,55 @@ def window_steps_for(steps_per_epoch: int) -> int:
     return max(1, steps_per_epoch // WINDOWS_PER_EPOCH)
 
 
+#: The most training steps Keras runs per call into the backend
+#: (``compile(steps_per_execution=...)``) when the run leaves the number to the trainer
+#: (``train.steps_per_execution`` 0). Keras calls a compiled step from Python once per
+#: execution, with its callbacks and epoch iterator around it; at the studies' small
+#: batches that dispatch costs a few percent of a step (TensorFlow's MNIST network at batch
+#: 50, 45 ms steps on an EPYC core: about 9 % more samples per CPU second with 10 steps per
+#: call, issue 32 item 5). Ten steps leave under a tenth of that cost, and are the paper's
+#: 102-step epochs' whole window (10 steps), so a window is one call there.
+MAX_STEPS_PER_EXECUTION = 10
+
+
+def steps_per_execution_for(
+    steps_per_epoch: int, epoch_steps: int = 0, most: int = 0, backend: str = "tensorflow"
+) -> int:
+    """Training steps per Keras execution (``compile(steps_per_execution=...)``): the largest
+    divisor of the throughput window's steps (:func:`window_steps_for`) not above ``most``.
+
+    Steps per execution change only how often Python calls the compiled step: the batches,
+    the updates and the losses stay the same. Keras calls the batch callbacks once per
+    execution, with the index of its first step, so every window (a multiple of
+    :func:`window_steps_for`'s steps) must begin an execution: hence a divisor of the window.
+    An epoch whose steps are not a multiple of it ends with a shorter execution: TensorFlow's
+    loop stops where the data ends. Not so where the epoch ends before its data (the
+    original variant's ``epoch_steps`` over endless passes: Keras would run every execution
+    whole, past the epoch's end), nor on JAX (Keras reads a short last execution as input that
+    ran out, with a warning): there it divides the epoch's steps as well.
+
+    Args:
+        steps_per_epoch: training steps (batches) an epoch.
+        epoch_steps: the original variant's fixed steps an epoch (0: one pass over the data).
+        most: at most this many (``train.steps_per_execution``); 0: :data:`MAX_STEPS_PER_EXECUTION`.
+        backend: the Keras backend; "torch" always 1 (Keras runs one step per call there).
+
+    Returns:
+        an int >= 1 (1 where ``most`` is 1).
+
+    Raises:
+        ValueError: steps_per_epoch < 1 or most < 0.
+    """
+    if steps_per_epoch < 1 or most < 0:
+        raise ValueError(f"steps_per_epoch {steps_per_epoch} must be >= 1 and most {most} >= 0")
+    if backend == "torch":
+        return 1
+    limit = most or MAX_STEPS_PER_EXECUTION
+    whole = epoch_steps or (steps_per_epoch if backend != "tensorflow" else 0)
+    window = window_steps_for(steps_per_epoch)
+    return max(n for n in range(1, limit + 1) if window % n == 0 and (not whole or whole % n == 0))
+
+
 #: Columns of ``windows.csv``: epoch, window (1.. within the epoch), steps, images, full
 #: (every batch in it full: a partial last batch costs more per image, so such a window is not
 #: compared with the others), seconds (its training time, s), images_per_s, ended_unix_s
@@ -238,6 +287,8 @@ def fit_epochs(
             The clock is read at the start of a batch, after waiting for the previous step
             (once per window, so asynchronous backends still run ahead between windows);
             no batch-end callback is used, which would make Keras wait for every step.
+            ``model``'s ``steps_per_execution`` must divide ``window_steps`` (and
+            ``epoch_steps``): :func:`steps_per_execution_for`.
         feed: the training batches, ready (files mode:
             :class:`embryo_bench.training.inputs.TimedFeed`, one pass over ``train`` an
             epoch; ``train`` then gives only the labels' count); default: the in-memory
@@ -251,6 +302,11 @@ def fit_epochs(
         between them, s), losses and accuracies, images_per_s (training images /
         epoch_seconds), ended_unix_s (when the epoch's scoring ended, wall clock, s since
         1970: the clock of telemetry.csv's ``unix_s``, to place epochs on its samples).
+
+    Raises:
+        ValueError: the model's ``steps_per_execution`` does not divide ``window_steps``
+            or ``epoch_steps``.
+        ConfigError: ``epoch_steps`` with a files ``feed``.
 
     The batches come from :func:`embryo_bench.training.backend.input_pipeline`, built once: one
     ``fit`` call per run, not per epoch, so the input pipelines are not rebuilt and torn
@@ -279,6 +335,13 @@ def fit_epochs(
     rows: list[dict] = []
     n_steps = epoch_steps or -(-len(train[1]) // batch_size)
     window_steps = window_steps or window_steps_for(n_steps)
+    per_call = int(getattr(model, "steps_per_execution", 1) or 1)
+    if window_steps % per_call or epoch_steps % per_call:
+        raise ValueError(
+            f"steps_per_execution {per_call} must divide the window's {window_steps} steps "
+            f"and the fixed epoch's {epoch_steps} (0: none): windows and epochs would end "
+            "late (steps_per_execution_for chooses a divisor)"
+        )
 
     def images_in(first: int, last: int) -> int:
         """Images of steps first..last-1 of an epoch (its last batch may be partial)."""
@@ -311,7 +374,11 @@ def fit_epochs(
             self.window_from, self.window_start = step, now
 
         def on_train_batch_begin(self, batch, logs=None):
-            if windows is not None and batch and batch % window_steps == 0:
+            # With several steps per execution Keras calls this at each execution's first
+            # step (a divisor of window_steps: every window's start is one), and, where it
+            # does not know the epoch's length, once past the epoch's end before it finds no
+            # data: that window is closed by on_test_begin at n_steps.
+            if windows is not None and 0 < batch < n_steps and batch % window_steps == 0:
                 keras.ops.convert_to_numpy(self.model.optimizer.iterations)
                 self.close_window(batch, time.perf_counter())
 
@@ -479,7 +546,7 @@ def setup(
         data, pp = _workload_data(spec, arrays), None
     _check_batch(spec, len(data["y_train"]))
     with scope:
-        model = _model(spec, pp)
+        model = _model(spec, pp, len(data["y_train"]))
     session = Session(
         spec=spec,
         model=model,
@@ -530,14 +597,23 @@ def _paper_data(spec: RunSpec, shards: list[str]) -> tuple[dict, Preprocessing]:
     return data, pp
 
 
-def _model(spec: RunSpec, pp: Preprocessing | None):
+def _model(spec: RunSpec, pp: Preprocessing | None, n_train: int):
     """The run's compiled model: the paper CNN at the shards' image size, or a workload's by
     its builder with its recipe (:mod:`embryo_bench.workloads.build`; Keras is imported by
-    now).
+    now), running :func:`steps_per_execution_for`'s steps per execution (``n_train``: the
+    training samples, whose batches make an epoch).
 
     Raises:
         ConfigError: a builder that cannot be imported or refuses the shape.
     """
+    import keras
+
+    per_call = steps_per_execution_for(
+        spec.epoch_steps or -(-n_train // spec.batch_size),
+        spec.epoch_steps,
+        spec.steps_per_execution,
+        keras.backend.backend(),
+    )
     if spec.workload is None:
         from ..workloads.paper import build_model, compile_model
 
@@ -545,10 +621,11 @@ def _model(spec: RunSpec, pp: Preprocessing | None):
             build_model(pp.image_size, classes=4, dropout=spec.dropout, variant=spec.variant),
             spec.learning_rate,
             variant=spec.variant,
+            steps_per_execution=per_call,
         )
     from ..workloads.build import build_for_spec
 
-    return build_for_spec(spec.workload, spec.learning_rate)
+    return build_for_spec(spec.workload, spec.learning_rate, steps_per_execution=per_call)
 
 
 def _check_batch(spec: RunSpec, n: int) -> None:
@@ -717,6 +794,8 @@ def write_outputs(
         images_per_epoch, variant (with epoch_steps, holdout, test_subset), n_test,
         batch_size, parameter_count, setup_seconds, :func:`summarise`'s times (s) and
         throughput (images/s), throughput_windows (:func:`window_summary`), jit_compile,
+        steps_per_execution (the training steps Keras ran per call,
+        :func:`steps_per_execution_for`),
         calibration (the probes: before, after, in GFLOP/s), flops (training FLOPs per image
         and the run's achieved GFLOP/s and efficiency,
         :func:`embryo_bench.recording.calibrate.efficiency`), label counts, threads,
@@ -774,6 +853,7 @@ def write_outputs(
         **summary,
         "throughput_windows": window_summary(windows),
         "jit_compile": bool(getattr(session.model, "jit_compile", False)),
+        "steps_per_execution": int(getattr(session.model, "steps_per_execution", 1)),
         "calibration": {"before": before, "after": after, "method": PROBE_METHOD},
         "flops": {
             "training_flops_per_image": flops["training_flops"],

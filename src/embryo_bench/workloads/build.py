@@ -109,10 +109,13 @@ def make_optimizer(recipe: Recipe) -> keras.optimizers.Optimizer:
         ) from None
 
 
-def compile_model(model: keras.Model, recipe: Recipe) -> keras.Model:
+def compile_model(model: keras.Model, recipe: Recipe, steps_per_execution: int = 1) -> keras.Model:
     """Compile ``model`` with the recipe's optimizer (:func:`make_optimizer`), its loss
     (``from_logits`` as the recipe says) and ``metrics=["accuracy"]`` (Keras picks sparse
-    categorical or binary accuracy from the loss). Returns the same model.
+    categorical or binary accuracy from the loss), running ``steps_per_execution`` training
+    steps per call into the backend (a run's: :func:`embryo_bench.training.train.
+    steps_per_execution_for`; only the dispatch changes, not the updates). Returns the same
+    model.
 
     Raises:
         ConfigError: see :func:`make_optimizer`.
@@ -121,14 +124,18 @@ def compile_model(model: keras.Model, recipe: Recipe) -> keras.Model:
         optimizer=make_optimizer(recipe),
         loss=LOSS_CLASSES[recipe.loss](from_logits=recipe.from_logits),
         metrics=["accuracy"],
+        steps_per_execution=steps_per_execution,
     )
     return model
 
 
-def build_for_spec(spec: WorkloadSpec, learning_rate: float) -> keras.Model:
+def build_for_spec(
+    spec: WorkloadSpec, learning_rate: float, steps_per_execution: int = 1
+) -> keras.Model:
     """A run's model (:mod:`embryo_bench.training.train`): built by the builder its spec
     names at its input shape, class count and vocabulary, compiled with its optimizer (at
-    ``learning_rate``, the run's), options, loss and ``from_logits``.
+    ``learning_rate``, the run's), options, loss and ``from_logits``, running
+    ``steps_per_execution`` training steps per call (:func:`compile_model`).
 
     Raises:
         ConfigError: as :func:`build_model` and :func:`make_optimizer`.
@@ -154,4 +161,4 @@ def build_for_spec(spec: WorkloadSpec, learning_rate: float) -> keras.Model:
         ),
         vocabulary=spec.vocabulary,
     )
-    return compile_model(build_model(workload), workload.recipe)
+    return compile_model(build_model(workload), workload.recipe, steps_per_execution)

@@ -83,17 +83,23 @@ def build_model(
 
 
 def compile_model(
-    model: keras.Model, learning_rate: float = 1e-4, variant: str = "keras"
+    model: keras.Model,
+    learning_rate: float = 1e-4,
+    variant: str = "keras",
+    steps_per_execution: int = 1,
 ) -> keras.Model:
     """Compile with Adam (paper: learning rate 1e-4; epsilon Keras's 1e-7, or TensorFlow 1's
     1e-8 for the "original" variant; TensorFlow's fused update on that backend,
     :func:`embryo_bench.workloads.build.make_adam`) and sparse categorical cross-entropy on
-    logits; labels are int class indices (cells - 1). Returns the same model."""
+    logits; labels are int class indices (cells - 1); ``steps_per_execution`` training steps
+    per call into the backend (the run's: :func:`embryo_bench.training.train.
+    steps_per_execution_for`; the same updates and losses at any). Returns the same model."""
     epsilon = ORIGINAL_ADAM_EPSILON if variant == "original" else 1e-7
     model.compile(
         optimizer=make_adam(learning_rate=learning_rate, epsilon=epsilon),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["accuracy"],
+        steps_per_execution=steps_per_execution,
     )
     return model
 
