@@ -421,10 +421,17 @@ def test_check_config_accepts_the_shipped_configs_and_names_a_bad_setting(tmp_pa
     from embryo_bench.cli import main
 
     repo = Path(__file__).resolve().parents[1]
-    shipped = sorted(str(p) for p in (repo / "config").glob("*.yaml") if p.name != "schema.yaml")
-    assert len(shipped) == 6
+    files = sorted(p for p in (repo / "config").glob("*.yaml") if p.name != "schema.yaml")
+    # A study's short form (issue 34) is a second configfile, layered on the study's own.
+    layered = [p for p in files if p.stem.endswith("-short")]
+    shipped = [str(p) for p in files if p not in layered]
+    assert len(shipped) == 10 and len(layered) == 4
     assert main(["check-config", "--each", *shipped]) == 0
-    assert capsys.readouterr().out.count(": valid (") == 6
+    assert capsys.readouterr().out.count(": valid (") == 10
+    for short in layered:
+        base = short.with_name(short.name.replace("-short", ""))
+        assert main(["check-config", str(base), str(short)]) == 0, short.name
+    assert capsys.readouterr().out.count(": valid (") == 4
     bad = tmp_path / "bad.yaml"
     config = yaml.safe_load((repo / "config" / "offline.yaml").read_text())
     config["train"]["epochs"] = 0
