@@ -61,6 +61,11 @@ def pytest_configure(config) -> None:
     config.addinivalue_line(
         "markers", "all_cores: runs on every core, other tests beside it (2-cpu runs)"
     )
+    config.addinivalue_line(
+        "markers",
+        "ci_step(step, why): a minute or more of workflow runs: only in .ci/run's step of that "
+        "name (EMBRYO_BENCH_REQUIRE names it), out of the README's suite and its 10 minutes",
+    )
     _ORIGINAL_CORES.update(os.sched_getaffinity(0))
     worker = _worker()
     if worker and worker.startswith("gw"):
@@ -94,6 +99,14 @@ def _flock(path: Path, mode: int):
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def pytest_runtest_setup(item) -> None:
+    """A test marked ``ci_step(step, why)`` is skipped before its fixtures are set up (a
+    fixture may be the minute of training) unless its step is required."""
+    marker = item.get_closest_marker("ci_step")
+    if marker is not None:
+        run_only_when_required(*marker.args)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -76,6 +76,7 @@ def test_an_entry_without_its_framework_is_not_installed(bench, monkeypatch):
     assert gone["status"].startswith("not installed (no interpreter")
 
 
+@pytest.mark.ci_step("long-workflows", "every installed training entry timed (45 s on both cores)")
 @pytest.mark.all_cores  # its two halves each take a core of their own
 @pytest.mark.slow
 def test_tiny_run_of_every_installed_entry(bench, tmp_path):

@@ -682,6 +682,7 @@ def remote_run(second_daemon, pki, tmp_path_factory):
     return local, second_daemon, work, config, work / "out"
 
 
+@pytest.mark.ci_step("long-workflows", "a run shipped to the second daemon (a minute)")
 @pytest.mark.slow
 def test_a_target_on_another_daemon_trains_there(remote_run, pki):
     """The image is sent over TLS (docker save | docker load, same id), the container runs
@@ -724,6 +725,7 @@ def test_a_target_on_another_daemon_trains_there(remote_run, pki):
     assert _labelled(second) == [] and _labelled(local) == []
 
 
+@pytest.mark.ci_step("long-workflows", "a run shipped to the second daemon (a minute)")
 @pytest.mark.slow
 def test_the_image_is_sent_once(remote_run):
     """Nothing to do on a second invocation; sending again (the workflow's daemon record:
@@ -743,6 +745,7 @@ def test_the_image_is_sent_once(remote_run):
     assert again["channel"] == "tls"
 
 
+@pytest.mark.ci_step("long-workflows", "a run shipped to the second daemon (a minute)")
 @pytest.mark.slow
 def test_the_hardware_check_asks_the_targets_daemon(remote_run):
     """With the local daemon unreachable (DOCKER_HOST at a closed port) the plan of a target
@@ -754,6 +757,7 @@ def test_the_hardware_check_asks_the_targets_daemon(remote_run):
     assert "no Docker daemon answers" not in proc.stdout + proc.stderr
 
 
+@pytest.mark.ci_step("long-workflows", "a run shipped to the second daemon (a minute)")
 @pytest.mark.slow
 def test_a_moved_certificate_retrains_nothing(remote_run, pki, tmp_path):
     """The certificates' paths are how the daemon is reached, not what is trained: moved,

@@ -6,6 +6,7 @@ rounds are never rerun, and a rerun after the stop has nothing to do."""
 from __future__ import annotations
 
 import copy
+import json
 import math
 from pathlib import Path
 
@@ -192,6 +193,7 @@ def test_a_damaged_round_check_is_one_line_naming_the_file_before_any_job(tmp_pa
 # --- the workflow ----------------------------------------------------------------------------
 
 
+@pytest.mark.ci_step("long-workflows", "3 rounds of 2 targets through the workflow")
 @pytest.mark.slow
 def test_the_workflow_adds_rounds_stops_and_then_has_nothing_to_do(tmp_path):
     """Two host targets (an A/A pair) at the tiny settings, 2 repeats, a goal no interval
@@ -217,7 +219,12 @@ def test_the_workflow_adds_rounds_stops_and_then_has_nothing_to_do(tmp_path):
     assert "compare.until 0.0001 %: max_rounds 3 reached: " in table
     assert "Nothing to be done" in snakemake(work, config, "-n").stdout
 
-    config["compare"].update(until=0.9, max_rounds=5)
+    # Loosened to just above the widest interval round 3 measured (a fixed 0.9 was not
+    # always enough: tiny runs beside other tests can be that noisy).
+    checked = json.loads((out / "rounds" / "round-3.json").read_text())["workloads"]["paper"]
+    widest = max(t["half_width"] for t in checked["targets"].values())
+    assert widest < 0.99, widest  # the schema's until is below 1
+    config["compare"].update(until=min(widest * 1.001 + 1e-9, 0.999), max_rounds=5)
     jobs = {rule for rule, _ in planned_jobs(snakemake(work, config, "-n").stdout)}
     # No run and no check: the figures say why the rounds stopped (and record the setting).
     assert jobs == {"figures_spec", "figures", "all"}

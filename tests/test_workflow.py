@@ -573,6 +573,7 @@ def test_original_variant_runs_and_the_tables_say_so(tiny_run, tmp_path):
     assert table["variant"].tolist() == ["original"]
 
 
+@pytest.mark.ci_step("long-workflows", "3 rounds of 2 targets through the workflow")
 def test_repeats_run_as_alternating_rounds_and_every_run_is_compared(tiny_run, tmp_path):
     """Issue 23: two host targets x 3 rounds run in the planned order (A B, B A, A B: each
     run waits for the one planned before it), every run counts in the statistics, and the
