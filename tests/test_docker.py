@@ -844,6 +844,7 @@ def ssh_home(second_daemon, tmp_path_factory):
             proc.wait(timeout=10)
 
 
+@pytest.mark.ci_step("long-workflows", "a run shipped to the second daemon (a minute)")
 @pytest.mark.slow
 def test_a_target_behind_ssh_trains_on_that_daemon(remote_run, ssh_home, tmp_path, monkeypatch):
     """docker_host ssh://: the Docker SDK over OpenSSH (paramiko) reaches the second daemon

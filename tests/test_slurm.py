@@ -105,6 +105,7 @@ def slurm_run(tmp_path_factory):
     return work, config, work / "out", proc.stdout + proc.stderr
 
 
+@pytest.mark.ci_step("long-workflows", "the workflow through Slurm (2 min)")
 def test_every_cluster_job_went_through_slurm(slurm_run):
     work, config, out, output = slurm_run
     jobs = _submissions(output)
@@ -125,6 +126,7 @@ def test_every_cluster_job_went_through_slurm(slurm_run):
     assert (out / "figures/results_table.csv").is_file()
 
 
+@pytest.mark.ci_step("long-workflows", "the workflow through Slurm (2 min)")
 def test_training_jobs_got_their_targets_resources(slurm_run):
     _, config, out, output = slurm_run
     # Slurm log folders name the wildcards joined by "_": <target>_<repeat>.
@@ -152,6 +154,7 @@ def test_training_jobs_got_their_targets_resources(slurm_run):
         assert f"cpus_per_task={target['cpus']}," in log.read_text()
 
 
+@pytest.mark.ci_step("long-workflows", "the workflow through Slurm (2 min)")
 def test_outputs_equal_a_local_run(slurm_run, tiny_run):
     """Same config, same seeds: the Slurm run's arrays, tables, settings and training
     history equal the local run's (the same seed on one thread trains the same)."""
@@ -176,6 +179,7 @@ def test_outputs_equal_a_local_run(slurm_run, tiny_run):
     assert settings == json.loads((local / "train/host-1cpu/repeat-1/settings.json").read_text())
 
 
+@pytest.mark.ci_step("long-workflows", "a failing job through Slurm (35 s)")
 def test_failed_job_shows_its_slurm_log_and_error(tmp_path):
     _cluster()
     db = tmp_path / "db"
