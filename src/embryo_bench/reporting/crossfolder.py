@@ -65,7 +65,7 @@ from .merge import (
     unfinished_runs,
 )
 from .runs import Machines, Run
-from .summary import comparison_note, readable_comparison, run_table
+from .summary import comparison_note, number_text, readable_comparison, run_table
 
 #: The sections of a comparison, as its CSV's ``section`` column names them: another folder
 #: against the first, a folder's own rounds against its base, a folder against the
@@ -603,22 +603,16 @@ def compare_folders(
     return Comparison(list(outdirs), table, within, notes, min_difference, reference_name)
 
 
-def _num(value, fmt: str = ".4g") -> str:
-    """A number as text; "" for missing."""
-    v = pd.to_numeric(pd.Series([value]), errors="coerce").iloc[0]
-    return "" if pd.isna(v) else format(float(v), fmt)
-
-
 def ratio_words(row, prefix: str = "") -> str:
     """A row's ratio as a person reads it: "0.900 [0.880, 0.921]" where its verdict has an
     interval, the ratio alone where it has none, "" without a ratio."""
-    ratio = _num(row[f"{prefix}ratio"], ".3f")
+    ratio = number_text(row[f"{prefix}ratio"], ".3f")
     if not ratio:
         return ""
     if row[f"{prefix}verdict"] not in CALLED:
         return ratio
-    return f"{ratio} [{_num(row[f'{prefix}low' if prefix else 'ratio_low'], '.3f')}, " + (
-        f"{_num(row[f'{prefix}high' if prefix else 'ratio_high'], '.3f')}]"
+    return f"{ratio} [{number_text(row[f'{prefix}low' if prefix else 'ratio_low'], '.3f')}, " + (
+        f"{number_text(row[f'{prefix}high' if prefix else 'ratio_high'], '.3f')}]"
     )
 
 
@@ -662,7 +656,7 @@ def markdown(result: Comparison) -> str:
                 ],
                 "runs (this / first)": [_sides(r) for _, r in rows.iterrows()],
                 "images/s (this / first)": [
-                    f"{_num(r['images_per_s'])} / {_num(r['reference_images_per_s'])}"
+                    f"{number_text(r['images_per_s'])} / {number_text(r['reference_images_per_s'])}"
                     for _, r in rows.iterrows()
                 ],
                 "ratio [95 % interval]": [ratio_words(r) for _, r in rows.iterrows()],
@@ -710,8 +704,8 @@ def markdown(result: Comparison) -> str:
                 "target": rows["target"],
                 "runs": rows["runs"],
                 "flagged runs": rows["flagged_runs"],
-                "images/s": rows["images_per_s"].map(_num),
-                "expected": rows["reference_images_per_s"].map(_num),
+                "images/s": rows["images_per_s"].map(number_text),
+                "expected": rows["reference_images_per_s"].map(number_text),
                 "tolerance": rows["threshold"].map(lambda v: f"{v:.0%}"),
                 "ratio [95 % interval]": [ratio_words(r) for _, r in rows.iterrows()],
                 "verdict": rows["verdict"],
@@ -745,7 +739,7 @@ def regression_lines(result: Comparison) -> list[str]:
     out = []
     for _, r in result.regressions.iterrows():
         against = (
-            f"the reference's {_num(r['reference_images_per_s'])} images/s"
+            f"the reference's {number_text(r['reference_images_per_s'])} images/s"
             if r["section"] == "reference"
             else f"{r['reference']}'s {r['reference_target']}"
         )

@@ -493,12 +493,6 @@ def side_by_side(
     return pd.concat(frames, ignore_index=True)[SIDE_COLUMNS]
 
 
-def _num(value, fmt: str = ".4g") -> str:
-    """A number as text; "" for NaN / missing."""
-    v = as_number(value)
-    return "" if v is None else format(v, fmt)
-
-
 def readable_side(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`side_by_side` as a person reads it: side, workload, system or target, machine,
     settings, s/epoch, images/s, images/s per core, time and cost relative to the base,
@@ -510,13 +504,13 @@ def readable_side(table: pd.DataFrame) -> pd.DataFrame:
             "system / target": table["system"],
             "machine": table["machine"],
             "settings": table["settings"],
-            "s/epoch": table["epoch_seconds"].map(_num),
-            "images/s": table["throughput"].map(_num),
-            "images/s per core": table["throughput_per_core"].map(_num),
-            "time vs base": table["time_relative"].map(lambda v: _num(v, ".3g")),
-            "cost vs base": table["cost_relative"].map(lambda v: _num(v, ".3g")),
+            "s/epoch": table["epoch_seconds"].map(summary.number_text),
+            "images/s": table["throughput"].map(summary.number_text),
+            "images/s per core": table["throughput_per_core"].map(summary.number_text),
+            "time vs base": table["time_relative"].map(lambda v: summary.number_text(v, ".3g")),
+            "cost vs base": table["cost_relative"].map(lambda v: summary.number_text(v, ".3g")),
             "test accuracy": [
-                MEANINGLESS if d == "SYNTHETIC" else _num(a, ".3f")
+                MEANINGLESS if d == "SYNTHETIC" else summary.number_text(a, ".3f")
                 for a, d in zip(table["test_accuracy"], table["data"], strict=True)
             ],
             "source": table["source"],
@@ -886,8 +880,8 @@ def readable_view(view: pd.DataFrame) -> pd.DataFrame:
             "time vs base [95 % interval]": [_ratio_text(r, "time") for r in rows],
             "cost vs base [95 % interval]": [_ratio_text(r, "cost") for r in rows],
             "verdict": view["verdict"],
-            "training (s)": view["training_seconds"].map(lambda v: _num(v, ".1f")),
-            "images/s": view["throughput"].map(_num),
+            "training (s)": view["training_seconds"].map(lambda v: summary.number_text(v, ".1f")),
+            "images/s": view["throughput"].map(summary.number_text),
         }
     )
 

@@ -528,10 +528,14 @@ def provenance_table(runs: list[Run]) -> pd.DataFrame:
 # --- the Markdown a person reads (issue 23, item 6): few columns, the CSVs keep everything --
 
 
-def _g(value, fmt: str = ".4g") -> str:
-    """A number as text; "" for missing."""
+def number_text(value, fmt: str = ".4g") -> str:
+    """A number (any type :func:`as_number` reads) as text in ``fmt``; "" for missing, NaN
+    or "not measured". Every table of the package writes its numbers with it."""
     v = as_number(value)
     return "" if v is None else format(v, fmt)
+
+
+_g = number_text  # the short name this module's tables use
 
 
 #: A ratio over fewer pairs than this (one or two rounds) is shown alone, without an interval
