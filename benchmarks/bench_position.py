@@ -45,16 +45,13 @@ Usage:
     python benchmarks/bench_position.py --report [same options]   # the tables again, from the
         runs under --out, running nothing
 
-Time, an ESTIMATE from one tiny run (``--copies 2 --rounds 2 --orders balanced``,
-config/offline.yaml as it is: 560 training images at 64 px, 2 epochs, the second one's
-images/s measured) on the shared 2-core development machine (Intel Xeon, load average 4.6
-to 5.5 from other work): a training run took about 50 s of workflow time (its timed part
-about 30 s, the second epoch at about 65 images/s; the rest is TensorFlow's start, the
-calibration probes and the evaluation), a workflow call about 13 s of Snakemake start on
-top, an order's first call about 12 s more for the data (the first round's call took 146 s,
-the second's 116 s). The full default measurement (3 orders x 3 copies x 10 rounds: 90 runs
-in 30 calls) would then take about 90 x 50 s + 30 x 13 s + 3 x 12 s, about 1.5 hours; on a
-quiet machine the runs may be shorter. Not measured: a full run.
+Time, measured (the full default: 3 orders x 3 copies x 10 rounds, 90 runs in 30 calls) on
+2026-11-26 on the shared 2-core development machine (an AMD EPYC with AVX-512 that day,
+nothing else running): 27 min 56 s of workflow calls, 52-65 s a call (a training run about
+12 s of timed training at ~227 images/s, the rest TensorFlow's start, the probes, the
+evaluation and Snakemake's start). A slower CPU or a loaded machine takes longer: on a loaded
+Intel Xeon a tiny run took about 50 s a training run. The result: docs/results.md, "Position
+within a round, measured".
 """
 
 from __future__ import annotations

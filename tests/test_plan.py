@@ -232,7 +232,7 @@ def _rounds(repeats=3, **compare):
 
 
 def test_repeats_run_as_alternating_rounds_and_each_waits_for_the_one_before():
-    p = _rounds()
+    p = _rounds(order="alternate")
     a, b, c, d = OFFLINE_NAMES
     abcd = [(a, 1), (b, 1), (c, 1), (d, 1)]
     assert p.runs == abcd + [(d, 2), (c, 2), (b, 2), (a, 2)] + [(t, 3) for t, _ in abcd]
@@ -261,6 +261,28 @@ def test_a_williams_design_puts_every_target_in_every_position_and_after_every_o
     follows = Counter(pair for row in rows for pair in zip(row[:-1], row[1:], strict=True))
     if n > 1:
         assert len(follows) == n * (n - 1) and len(set(follows.values())) == 1
+
+
+@pytest.mark.parametrize("n", range(1, 8))
+def test_every_n_rounds_of_a_williams_design_put_each_target_in_each_position_once(n):
+    """For odd n the cycle is 2n rounds, but its first n rows already form a Latin square:
+    at repeats = n (3 rounds of 3 targets) no target keeps the middle, as under alternate."""
+    rows = williams_rows(n)
+    for start in range(0, len(rows), n):
+        square = rows[start : start + n]
+        assert all(sorted(r[pos] for r in square) == list(range(n)) for pos in range(n))
+
+
+def test_the_default_order_is_balanced():
+    """Issue 33, item 5: no order showed a position effect (docs/results.md); balanced is
+    the default, so a middle target does not always run in the middle."""
+    balanced, alternate = _rounds(4, order="balanced").runs, _rounds(4, order="alternate").runs
+    assert _rounds(4).runs == balanced != alternate
+    three = {**OFFLINE, "sweeps": [], "targets": OFFLINE["targets"][:3]}
+    three["train"] = {**OFFLINE["train"], "repeats": 3}
+    runs = plan({**three, "compare": {}}).runs
+    middles = [runs[3 * k + 1][0] for k in range(3)]
+    assert sorted(middles) == sorted(t["name"] for t in OFFLINE["targets"][:3])
 
 
 def test_a_balanced_order_cycles_the_rows_and_is_alternate_for_two_targets():

@@ -118,6 +118,7 @@ def test_without_until_the_repeats_run_and_no_check_is_read():
 def test_added_rounds_hold_every_target_in_the_planned_order_after_the_first_ones():
     config = copy.deepcopy(ROUNDS)
     config["targets"][2]["repeats"] = 2  # docker-1cpu: fewer repeats than the base
+    config["compare"]["order"] = "alternate"  # ABC CBA: the added rounds' order by eye
     without = plan(config)
     p = plan(config, until=0.03, max_rounds=7)
     assert p.all_runs == without.all_runs  # the first rounds are planned as before

@@ -421,7 +421,9 @@ def williams_rows(n: int) -> list[list[int]]:
     for the estimation of residual effects of treatments"): rows of a Latin square, each a
     permutation of range(n), such that over all rows every index stands in every position
     equally often and directly follows every other index equally often. n rows for an even
-    n; 2n for an odd n (the square and its mirror image).
+    n; 2n for an odd n (the square and its mirror image); the first n rows are a Latin
+    square. Relabelled so that the first row is range(n) (round 1 runs in configuration
+    order, as under ``alternate``; a relabelling keeps both balances).
 
     Raises:
         ValueError: n < 1.
@@ -434,7 +436,8 @@ def williams_rows(n: int) -> list[list[int]]:
         if low != high:
             first.append(high)
         low, high = low + 1, high - 1
-    rows = [[(i + r) % n for i in first] for r in range(n)]
+    label = {old: new for new, old in enumerate(first)}
+    rows = [[label[(i + r) % n] for i in first] for r in range(n)]
     return rows + [row[::-1] for row in rows] if n % 2 and n > 1 else rows
 
 
