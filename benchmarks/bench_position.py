@@ -30,7 +30,9 @@ round (1 = first, by ``wall_clock.started_unix_s``); the copy effect groups them
 Each group: its mean with a 95 % t interval (:func:`scipy.stats.ttest_1samp`), shown as % (exp
 - 1). An order "shows no position effect" when every position's interval covers 0. (The
 deviations of one round sum to 0, so the groups are not independent of each other; each
-group's rounds are.)
+group's rounds are.) With more than one order, the position effect of every order's rounds
+pooled follows (:func:`analyse`); ``--skip-rounds K`` leaves rounds 1..K out of every table
+(how much the machine's first rounds, a cold start, weigh).
 
 Prints the machine (CPU model, whether the flags avx512f and amx are present, the load average
 before and after), one line per workflow call as it ends, then per order the two tables and
@@ -41,7 +43,7 @@ off keeps what it measured.
 Usage:
     python benchmarks/bench_position.py [--configfile config/offline.yaml] [--target host-1cpu]
         [--copies 3] [--rounds 10] [--orders alternate shuffle balanced]
-        [--out results/position] [--json PATH] [--cores 2]
+        [--out results/position] [--json PATH] [--cores 2] [--skip-rounds K]
     python benchmarks/bench_position.py --report [same options]   # the tables again, from the
         runs under --out, running nothing
 
@@ -187,13 +189,15 @@ def read_runs(outdir: Path, names: list[str]) -> list[dict]:
     return sorted(runs, key=lambda r: (r["started_unix_s"] or 0.0, r["repeat"]))
 
 
-def deviations(runs: list[dict], names: list[str]) -> list[dict]:
+def deviations(runs: list[dict], names: list[str], skip: int = 0) -> list[dict]:
     """The runs of the complete rounds (every copy in ``names`` ran, each with a start time)
     with their position in the round (1 = started first) and deviation (log images/s minus
-    the round's mean log images/s; natural log). Incomplete rounds are left out."""
+    the round's mean log images/s; natural log). Incomplete rounds and rounds 1..``skip``
+    (``--skip-rounds``: the machine's first rounds, e.g. a cold start) are left out."""
     rounds: dict[int, list[dict]] = {}
     for r in runs:
-        rounds.setdefault(r["repeat"], []).append(r)
+        if r["repeat"] > skip:
+            rounds.setdefault(r["repeat"], []).append(r)
     out = []
     for k in sorted(rounds):
         members = rounds[k]
@@ -237,19 +241,26 @@ def interval(values: list[float]) -> dict:
     }
 
 
-def effects(runs: list[dict], names: list[str]) -> dict:
-    """The position and copy effects of one order's runs (:func:`deviations`).
+def position_effect(devs: list[dict], positions: int) -> list[dict]:
+    """Per position 1..``positions``: {"position": p, **:func:`interval`} of the deviations
+    (:func:`deviations`) of the runs in that position."""
+    return [
+        {"position": p, **interval([d["deviation"] for d in devs if d["position"] == p])}
+        for p in range(1, positions + 1)
+    ]
+
+
+def effects(runs: list[dict], names: list[str], skip: int = 0) -> dict:
+    """The position and copy effects of one order's runs (:func:`deviations`, rounds
+    1..``skip`` left out).
 
     Returns:
         {"rounds": complete rounds used, "position": [{"position": p, **interval}, ...],
         "copy": [{"copy": name, **interval}, ...], "no_position_effect": True when every
         position's interval covers 0, False when one does not, None without intervals}.
     """
-    devs = deviations(runs, names)
-    position = [
-        {"position": p, **interval([d["deviation"] for d in devs if d["position"] == p])}
-        for p in range(1, len(names) + 1)
-    ]
+    devs = deviations(runs, names, skip)
+    position = position_effect(devs, len(names))
     by_copy = [
         {"copy": c, **interval([d["deviation"] for d in devs if d["copy"] == c])} for c in names
     ]
@@ -295,11 +306,21 @@ def load_average() -> list[float]:
 
 
 def analyse(record: dict) -> None:
-    """Fill in each order's runs and effects in ``record`` from its outdir."""
+    """Fill in each order's runs and effects in ``record`` from its outdir, and the position
+    effect of every order's complete rounds together (``pooled``: the orders' rounds are
+    independent, so their deviations pool; the copy effect does not, as copies sit in
+    different positions under each order)."""
     names = record["settings"]["copies"]
+    skip = record["settings"].get("skip_rounds", 0)
+    devs = []
     for entry in record["orders"].values():
         entry["runs"] = read_runs(Path(entry["outdir"]), names)
-        entry.update(effects(entry["runs"], names))
+        entry.update(effects(entry["runs"], names, skip))
+        devs += deviations(entry["runs"], names, skip)
+    record["pooled"] = {
+        "rounds": sum(e["rounds"] for e in record["orders"].values()),
+        "position": position_effect(devs, len(names)),
+    }
     record["orders_without_position_effect"] = [
         o for o, e in record["orders"].items() if e["no_position_effect"]
     ]
@@ -313,6 +334,10 @@ def report(record: dict) -> None:
         print(table(e["position"], "position"))
         print("copy effect (the same, by copy)")
         print(table(e["copy"], "copy"))
+    pooled = record["pooled"]
+    if len(record["orders"]) > 1:
+        print(f"\nevery order pooled: {pooled['rounds']} complete round(s), position effect")
+        print(table(pooled["position"], "position"))
     verdicts = {o: e["no_position_effect"] for o, e in record["orders"].items()}
     print(
         "\nno position effect (every position's interval covers 0): "
@@ -342,6 +367,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     p.add_argument("--json", type=Path, help="the record (default: <out>/position.json)")
     p.add_argument("--cores", type=int, default=2)
+    p.add_argument("--skip-rounds", type=int, default=0, help="leave rounds 1..K out of the tables")
     p.add_argument(
         "--report", action="store_true", help="print the tables of the runs under --out only"
     )
@@ -357,6 +383,8 @@ def measure(args: argparse.Namespace) -> int:
     """
     out = args.out.resolve()
     record_path = args.json or out / "position.json"
+    if args.skip_rounds < 0:
+        raise EmbryoBenchError(f"--skip-rounds: expected 0 or more, got {args.skip_rounds}")
     if len(set(args.orders)) != len(args.orders):
         raise EmbryoBenchError(f"--orders: an order given twice in {args.orders}")
     base = read_config_file(args.configfile)
@@ -373,6 +401,7 @@ def measure(args: argparse.Namespace) -> int:
             "rounds": args.rounds,
             "orders": args.orders,
             "cores": args.cores,
+            "skip_rounds": args.skip_rounds,
             "out": str(out),
         },
         "machine": {**machine(), "load_average_before": load_average()},

@@ -195,3 +195,29 @@ def test_a_bad_option_is_one_line(bench, tmp_path, capsys):
         "bench_position: error: --orders: an order given twice in ['shuffle', 'shuffle']\n"
     )
     assert not list(tmp_path.iterdir())
+
+
+def test_the_orders_pool_and_skipped_rounds_leave_every_table(bench, tmp_path, capsys):
+    """The pooled position table holds every order's complete rounds; --skip-rounds 1 leaves
+    round 1 (here the only round where position 1 is slow) out of all of them."""
+    out = tmp_path / "out"
+    for order in ("alternate", "shuffle"):
+        for k in (1, 2, 3):
+            for p, name in enumerate(["host-1cpu-a", "host-1cpu-b"], start=1):
+                slow = 0.5 if (k == 1 and p == 1) else 1.0
+                path = out / order / "train" / name / f"repeat-{k}" / "metrics.json"
+                metrics(path, name, k, slow * (100.0 + p + k), 10.0 * k + p)
+    argv = ["--out", str(out), "--copies", "2", "--orders", "alternate", "shuffle", "--report"]
+    assert bench.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "every order pooled: 6 complete round(s), position effect" in printed
+    rows = [line.split() for line in printed.split("every order pooled")[1].splitlines()]
+    assert any(r[:2] == ["1", "6"] for r in rows)
+    assert bench.main([*argv, "--skip-rounds", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "alternate: 2 complete round(s)" in printed
+    assert "every order pooled: 4 complete round(s)" in printed
+    pooled = [line.split() for line in printed.split("every order pooled")[1].splitlines()]
+    first = next(r for r in pooled if r[:2] == ["1", "4"])
+    assert float(first[2]) > -1.0  # without round 1's halved run, position 1 is ~-0.5 %
+    assert bench.main([*argv, "--skip-rounds", "-1"]) == 2

@@ -268,6 +268,7 @@ def test_every_n_rounds_of_a_williams_design_put_each_target_in_each_position_on
     """For odd n the cycle is 2n rounds, but its first n rows already form a Latin square:
     at repeats = n (3 rounds of 3 targets) no target keeps the middle, as under alternate."""
     rows = williams_rows(n)
+    assert rows[0] == list(range(n))  # round 1 in configuration order
     for start in range(0, len(rows), n):
         square = rows[start : start + n]
         assert all(sorted(r[pos] for r in square) == list(range(n)) for pos in range(n))
