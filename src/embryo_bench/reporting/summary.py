@@ -535,9 +535,6 @@ def number_text(value, fmt: str = ".4g") -> str:
     return "" if v is None else format(v, fmt)
 
 
-_g = number_text  # the short name this module's tables use
-
-
 #: A ratio over fewer pairs than this (one or two rounds) is shown alone, without an interval
 #: or a verdict: no 95 % interval comes from one or two pairs. The figure and the tables say
 #: so once (:func:`comparison_note`) instead of on every row.
@@ -682,15 +679,15 @@ def readable_summary(summ: pd.DataFrame, paired: pd.DataFrame | None = None) -> 
             )
         else:
             vs_base = "not compared"
-        tta = _g(r["time_to_accuracy_s_median"], ".1f")
+        tta = number_text(r["time_to_accuracy_s_median"], ".1f")
         rows.append(
             {
                 "target": r["target"],
                 "runs": int(r["repeats"]),
                 "flagged": flag_counts(r),
                 "images/s median (min-max)": (
-                    f"{_g(r['images_per_s_median'])} ({_g(r['images_per_s_min'])}-"
-                    f"{_g(r['images_per_s_max'])})"
+                    f"{number_text(r['images_per_s_median'])} "
+                    f"({number_text(r['images_per_s_min'])}-{number_text(r['images_per_s_max'])})"
                 ),
                 "throughput vs base [95 % interval]": vs_base,
                 "time to accuracy (s)": (
@@ -698,7 +695,7 @@ def readable_summary(summ: pd.DataFrame, paired: pd.DataFrame | None = None) -> 
                     if tta
                     else f"not reached (0/{int(r['repeats'])})"
                 ),
-                "cost (USD)": _g(r["cost_usd_median"]),
+                "cost (USD)": number_text(r["cost_usd_median"]),
             }
         )
     return pd.DataFrame(rows)
@@ -722,10 +719,12 @@ def readable_runs(table: pd.DataFrame) -> pd.DataFrame:
                     table["input"], table["input_bound"], table["input_wait_share"], strict=True
                 )
             ],
-            "images/s": table["images_per_s"].map(_g),
-            "training (s)": table["training_s"].map(lambda v: _g(v, ".1f")),
-            "final test accuracy": table["final_test_accuracy"].map(lambda v: _g(v, ".3f")),
-            "probe (GFLOP/s)": table["probe_gflops"].map(lambda v: _g(v, ".1f")),
+            "images/s": table["images_per_s"].map(number_text),
+            "training (s)": table["training_s"].map(lambda v: number_text(v, ".1f")),
+            "final test accuracy": table["final_test_accuracy"].map(
+                lambda v: number_text(v, ".3f")
+            ),
+            "probe (GFLOP/s)": table["probe_gflops"].map(lambda v: number_text(v, ".1f")),
             "why flagged": table["flag_reasons"].fillna(""),
         }
     )
