@@ -87,6 +87,9 @@ def test_an_integer_learning_rate_reaches_keras_as_a_float():
         ([1.39, 0.4, 0.1, 0.05], None, None),  # a healthy run
         ([9.8, 3.0, 1.2, 0.6], None, None),  # the original variant's start at 64 px
         ([0.5, 0.004, 0.001, 0.3], [0.3, 0.9, 2.5, 4.0], None),  # a blip, test loss rising
+        ([1.3, 0.9, 0.7], [np.nan] * 3, None),  # no test set scored: an empty test loss
+        ([1.3, 0.9, 0.7], [1.0, np.nan, 1.0], "test loss NaN at epoch 2"),  # one scored
+        ([1.3, np.nan, 0.7], [np.nan] * 3, "train loss NaN at epoch 2"),
     ],
 )
 def test_divergence_is_a_nan_or_an_exploded_loss(train_loss, test_loss, expected):
@@ -149,6 +152,19 @@ def test_every_table_says_diverged_and_no_time_to_accuracy_reaches_them():
     assert readable.loc["b", "flagged runs"] == "2 (diverged 2)"
     assert summary.readable_summary(summ.reset_index()).set_index("target").loc[
         "b", "time to accuracy (s)"] == "not reached (0/2)"  # fmt: skip
+
+
+def test_a_run_without_a_test_set_is_judged_again_from_its_history():
+    # Trainers before 2026-11-26 recorded "test loss NaN at epoch 1" for a workload scored on
+    # no test set (minimaxir's text generators); the tables judge such a run again.
+    empty = _history([1.5, 0.7, 0.66], test_loss=[np.nan] * 3, test_accuracy=[np.nan] * 3)
+    old = _run("text", 1, empty, n_test=0, diverged="test loss NaN at epoch 1")
+    nan = _run("text", 2, _history([1.5, np.nan, 0.7], test_loss=[np.nan] * 3), n_test=0,
+               diverged="train loss NaN at epoch 2")  # fmt: skip
+    scored = _run("scored", 1, empty, diverged="test loss NaN at epoch 1")  # n_test 16: kept
+    table = summary.run_table([old, nan, scored], {}, "hand-made")
+    assert list(table["flags"]) == ["", "diverged", "diverged"]
+    assert table["flag_reasons"].iloc[1] == "diverged: train loss NaN at epoch 2"
 
 
 @pytest.mark.slow

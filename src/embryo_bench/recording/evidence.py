@@ -51,7 +51,9 @@ def divergence(history: pd.DataFrame) -> str | None:
     (:data:`GUESS_LOSS`) and :data:`LOSS_GROWTH` times its smallest earlier epoch's ("train
     loss grew from 0.0123 at epoch 2 to 2.5 at epoch 5 (203 x)"). Test loss is only checked
     for NaN and infinity, not for size: it may rise on its own (overfitting) without the
-    training diverging.
+    training diverging; and only where a test set was scored, i.e. where the column holds a
+    number at some epoch (a workload without a test set, as minimaxir's text generators,
+    leaves it empty at every epoch: not a divergence).
 
     Returns:
         one sentence naming the loss, its value and the epoch; None for a run that did not
@@ -62,9 +64,14 @@ def divergence(history: pd.DataFrame) -> str | None:
     """
     lowest = math.inf
     at_lowest = None
+    scored = [
+        name
+        for name in ("train_loss", "test_loss")
+        if name not in history or pd.to_numeric(history[name], errors="coerce").notna().any()
+    ]
     for _, row in history.iterrows():
         epoch = int(row["epoch"])
-        for name in ("train_loss", "test_loss"):
+        for name in scored:
             value = float(row.get(name, 0.0))
             if not np.isfinite(value):
                 what = "NaN" if np.isnan(value) else "infinite"

@@ -72,12 +72,13 @@ def diverged(metrics: dict, history: pd.DataFrame | None = None) -> str | None:
     """Why a run diverged, or None: its ``metrics.json``'s ``diverged`` (the trainer's
     verdict), else, for runs made before it was recorded,
     :func:`embryo_bench.recording.evidence.divergence`
-    of its ``history``.
+    of its ``history``. A run scored on no test set (``n_test`` 0) is judged from its
+    history again: trainers before 2026-11-26 called its empty test loss a NaN.
 
     Raises:
         KeyError: neither says (no ``diverged`` in the metrics and no history).
     """
-    if "diverged" in metrics:
+    if "diverged" in metrics and not (metrics.get("n_test") == 0 and history is not None):
         return metrics["diverged"]
     if history is None:
         raise KeyError("diverged")
