@@ -685,3 +685,17 @@ def test_unpaired_rows_are_hollow_and_say_unpaired(drawn, rounds):
         else:
             assert hollow_y == [] and labels == []
         figures.plt.close(fig)
+
+
+def test_the_input_workers_of_a_files_run_are_in_its_rows():
+    # Issue 34: the V100 post's tuned variant (4 workers) must say so; memory input has none,
+    # and a run without a spec (made before run.json) too.
+    files = _run("tuned", 1, 60.0)
+    files.metrics["input_mode"] = "files"
+    files.spec = {"workload": {"input_mode": "files", "workers": 4}}
+    memory = _run("memory", 1, 60.0)
+    memory.spec = {"workload": {"input_mode": "memory", "workers": 2}}
+    table = summary.run_table([files, memory, _run("old", 1, 60.0)], {}, "hand-made")
+    assert table["workers"].iloc[0] == 4
+    assert table["workers"].iloc[1:].isna().all()
+    assert summary.target_summary(table).set_index("target").loc["tuned", "workers"] == 4

@@ -1,11 +1,14 @@
 """The studies' registry and the loader of the numbers they published (issue 34, item 2):
 every study's file is read and checked, and a damaged file is named in one line."""
 
+import numpy as np
 import pytest
+from scipy import stats
+from study_helpers import study_runs
 
 from embryo_bench.errors import DataError
 from embryo_bench.published import studies as pub
-from embryo_bench.reporting.claims.common import CANNOT, HOLDS, Claim
+from embryo_bench.reporting.claims.common import CANNOT, HOLDS, Claim, paired_workload_ratio
 
 HEAD = ",".join(pub.COLUMNS)
 GOOD = 'K80,mnist-mlp,epoch_seconds,3.5,s,"batch_size=128;threads=8",002 table 1,true,\n'
@@ -63,3 +66,34 @@ def test_a_claim_that_cannot_be_checked_says_why():
         Claim("x", HOLDS, "", "", "s", why="no GPU")
     with pytest.raises(ValueError):
         Claim("x", "probably", "", "", "s")
+
+
+def test_a_workload_ratio_is_paired_within_the_rounds_on_one_target():
+    # The machine's speed halves from round to round; workload b takes 0.70, 0.72 and 0.68 of
+    # a's time in each round. Another target's run and a run merged from another folder (in
+    # round 1 beside b's own: counted, it would be two runs in one round) do not enter.
+    base, ratios = [10.0, 20.0, 40.0], [0.70, 0.72, 0.68]
+    rows = [dict(workload="a", target="t", repeat=k, steady_epoch_s=s)
+            for k, s in enumerate(base, 1)]  # fmt: skip
+    rows += [dict(workload="b", target="t", repeat=k, steady_epoch_s=s * r)
+             for k, (s, r) in enumerate(zip(base, ratios, strict=True), 1)]  # fmt: skip
+    rows += [dict(workload="b", target="u", repeat=1, steady_epoch_s=1.0),
+             dict(workload="b", target="t", repeat=1, steady_epoch_s=1.0, merged=True)]  # fmt: skip
+    got = paired_workload_ratio(study_runs(*rows), "t", "b", "a", "steady_epoch_s")
+    logs = np.log(ratios)
+    half = stats.t.ppf(0.975, 2) * logs.std(ddof=1) / np.sqrt(3)
+    assert got.pairs == 3
+    assert got.ratio == pytest.approx(np.exp(logs.mean()))
+    assert (got.low, got.high) == pytest.approx(np.exp([logs.mean() - half, logs.mean() + half]))
+    assert got.text == f"x{got.ratio:.3f} [{got.low:.3f}, {got.high:.3f}], 3 rounds"
+    # One round: no interval, and the text says so; no common round or no run: None.
+    one = paired_workload_ratio(study_runs(*rows[:1], rows[3]), "t", "b", "a", "steady_epoch_s")
+    assert (one.pairs, one.text) == (1, "x0.700, 1 round, no interval")
+    apart = study_runs(rows[0], {**rows[4], "repeat": 9})
+    assert paired_workload_ratio(apart, "t", "b", "a", "steady_epoch_s") is None
+    assert paired_workload_ratio(study_runs(*rows), "u", "b", "a", "steady_epoch_s") is None
+    assert paired_workload_ratio(study_runs(*rows), "t", "b", "a", "images_per_s") is None
+    with pytest.raises(
+        ValueError, match="workload 'b' has more than one run on target 't' in round 1"
+    ):
+        paired_workload_ratio(study_runs(*rows, rows[3]), "t", "b", "a", "steady_epoch_s")

@@ -10,6 +10,7 @@ import re
 import pandas as pd
 import pytest
 from conftest import REPO
+from study_helpers import NO_RUNS, study_runs
 
 from embryo_bench.planning.config import read_config_files
 from embryo_bench.planning.plan import Plan
@@ -21,7 +22,7 @@ from embryo_bench.reporting.claims.input_bound import (
     input_bound_claims,
     more_cores_claim,
 )
-from embryo_bench.reporting.study import OURS_COLUMNS
+from embryo_bench.reporting.study import OURS_COLUMNS, our_settings
 from embryo_bench.training.inputs import INPUT_BOUND_SHARE
 from embryo_bench.workloads.catalog import catalog
 
@@ -118,21 +119,54 @@ def _pair(catalog_name, share, files=40.0, memory=100.0, target="host-1cpu"):
     [(INPUT_BOUND_SHARE + 0.1, HOLDS), (INPUT_BOUND_SHARE - 0.1, DOES_NOT_HOLD)],
 )
 def test_input_bound_by_the_projects_threshold(share, verdict):
-    (claim,) = input_bound_claims(ours_frame(*_pair("catsdogs-cnn", share)), "catsdogs-cnn",
-                                  "c", "t", "s")  # fmt: skip
+    ours = ours_frame(*_pair("catsdogs-cnn", share))
+    (claim,) = input_bound_claims(ours, NO_RUNS, "catsdogs-cnn", "c", "t", "s")
     assert claim.verdict == verdict
     assert "files 40 images/s = 0.40x memory 100 images/s" in claim.ours
     assert f"{share:.0%} of training time" in claim.ours and "SYNTHETIC" in claim.ours
 
 
+def test_files_over_memory_is_paired_within_the_rounds_where_both_ran():
+    # Round by round the files run is 0.40, 0.44 and 0.42 of the memory run on the same
+    # target while the machine's speed moves; the claim gives the paired ratio and interval.
+    memory = [100.0, 80.0, 120.0]
+    runs = study_runs(
+        *(dict(workload="catsdogs-cnn", target="host-1cpu", repeat=k, images_per_s=m)
+          for k, m in enumerate(memory, 1)),
+        *(dict(workload="catsdogs-cnn-files", target="host-1cpu", repeat=k, images_per_s=m * r)
+          for k, (m, r) in enumerate(zip(memory, (0.40, 0.44, 0.42), strict=True), 1)),
+    )  # fmt: skip
+    ours = ours_frame(*_pair("catsdogs-cnn", 0.3))
+    (claim,) = input_bound_claims(ours, runs, "catsdogs-cnn", "c", "t", "s")
+    mean = math.exp(sum(map(math.log, (0.40, 0.44, 0.42))) / 3)
+    assert re.search(rf"\(paired: x{mean:.3f} \[0\.3\d\d, 0\.4\d\d\], 3 rounds\)", claim.ours)
+    assert claim.verdict == DOES_NOT_HOLD  # the verdict is the wait's, as before
+    # The other target's runs are not this target's rounds.
+    (other,) = input_bound_claims(ours, runs.assign(target="host-2cpu"), "catsdogs-cnn", "c",
+                                  "t", "s")  # fmt: skip
+    assert "paired" not in other.ours
+
+
+def test_a_files_runs_workers_are_named_in_its_claim_and_settings():
+    ours = ours_frame(*_pair("catsdogs-cnn", 0.3))
+    ours["workers"] = [pd.NA, 4]
+    (claim,) = input_bound_claims(ours, NO_RUNS, "catsdogs-cnn", "c", "t", "s")
+    assert claim.ours.startswith("host-1cpu, batch 32, 4 workers: files 40 images/s")
+    memory, files = (row for _, row in ours.iterrows())
+    assert our_settings(files) == "batch_size=32;threads=1;input=files;workers=4"
+    assert our_settings(memory) == "batch_size=32;threads=1;input=memory"
+
+
 def test_input_bound_cannot_without_files_memory_or_the_wait():
     both = ours_frame(*_pair("catsdogs-cnn", math.nan))
-    (claim,) = input_bound_claims(both, "catsdogs-cnn", "c", "t", "s")
+    (claim,) = input_bound_claims(both, NO_RUNS, "catsdogs-cnn", "c", "t", "s")
     assert claim.verdict == CANNOT and claim.why == "the wait was not measured"
     files_only = both[both["input"] == "files"]
-    (claim,) = input_bound_claims(files_only, "catsdogs-cnn", "c", "t", "s")
+    (claim,) = input_bound_claims(files_only, NO_RUNS, "catsdogs-cnn", "c", "t", "s")
     assert claim.verdict == CANNOT and "no memory-input run" in claim.why
-    (claim,) = input_bound_claims(both[both["input"] == "memory"], "catsdogs-cnn", "c", "t", "s")
+    (claim,) = input_bound_claims(
+        both[both["input"] == "memory"], NO_RUNS, "catsdogs-cnn", "c", "t", "s"
+    )
     assert claim.why == "catsdogs-cnn did not run from files"
 
 
@@ -140,7 +174,7 @@ def test_input_bound_pairs_each_target_with_its_own_memory_run():
     rows = _pair("catsdogs-cnn", 0.8, target="host-1cpu") + _pair(
         "catsdogs-cnn", 0.2, files=90.0, target="host-2cpu"
     )
-    claims = input_bound_claims(ours_frame(*rows), "catsdogs-cnn", "c", "t", "s")
+    claims = input_bound_claims(ours_frame(*rows), NO_RUNS, "catsdogs-cnn", "c", "t", "s")
     assert [c.verdict for c in claims] == [HOLDS, DOES_NOT_HOLD]
     assert "0.90x" in claims[1].ours and claims[1].ours.startswith("host-2cpu")
 
@@ -181,7 +215,7 @@ def test_more_cores_cannot_with_one_core_count():
 def test_datamadness_claims_read_the_studys_side():
     published = pub.load_numbers("datamadness")
     ours = ours_frame(*_pair("datamadness-cnn", 0.7))
-    speedup, utilisation, bound = datamadness.claims(published, ours)
+    speedup, utilisation, bound = datamadness.claims(published, ours, NO_RUNS)
     assert speedup.why == utilisation.why == NO_GPU
     times = published[(published["metric"] == "training_seconds") & published["used"]]
     fast = times.loc[times["value"].idxmin()]
@@ -196,7 +230,7 @@ def test_datamadness_claims_read_the_studys_side():
 def test_v100_blog_claims_read_the_studys_side():
     published = pub.load_numbers("v100-blog")
     ours = ours_frame(*_pair("catsdogs-cnn", 0.3), *_cores("faster").to_dict("records"))
-    out = v100_blog.claims(published, ours)
+    out = v100_blog.claims(published, ours, NO_RUNS)
     assert out[0].verdict == DOES_NOT_HOLD and "catsdogs-cnn" not in out[0].ours
     relative = published[(published["metric"] == "relative_time") & published["used"]]
     gpu = [c for c in out if c.why == NO_GPU]

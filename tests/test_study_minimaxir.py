@@ -8,6 +8,7 @@ import statistics
 
 import pandas as pd
 import pytest
+from study_helpers import NO_RUNS
 
 from embryo_bench.errors import DataError
 from embryo_bench.published import minimaxir_logs as mm
@@ -125,7 +126,7 @@ def ours(*runs):
 
 
 def verdicts(numbers, frame):
-    return {c.claim: c for c in claims_mod.claims(numbers, frame)}
+    return {c.claim: c for c in claims_mod.claims(numbers, frame, NO_RUNS)}
 
 
 def test_fewer_cpus_cheaper_for_the_mlp_holds_when_one_core_costs_least(numbers):

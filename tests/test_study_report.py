@@ -219,10 +219,11 @@ def test_the_study_table_has_its_rows_and_ours_and_says_synthetic(tmp_path, caps
     assert ours["machine"].str.startswith("xeon").all() and ours["cost_relative"].notna().all()
     assert list(table["workload"]) == ["mnist-mlp"] * 6 + ["imdb-bilstm"]
     # The same through the command, with a claims module in place.
-    fake_claims(monkeypatch, tmp_path, lambda published, ours: [
+    fake_claims(monkeypatch, tmp_path, lambda published, ours, runs: [
         Claim("the MLP is fastest on the GPU", CANNOT, "9000 images/s", "no GPU run",
               "made up: section 4", why="no GPU"),
-        Claim("two cores beat one", HOLDS, "", "2.0x", "made up: section 5"),
+        Claim("two cores beat one", HOLDS, "", f"{len(runs)} runs of {runs['target'].nunique()}"
+              " targets", "made up: section 5"),
     ])  # fmt: skip
     monkeypatch.setattr(studies, "studies", lambda path=None: {"fake": FAKE})
     out = tmp_path / "out/study"
@@ -234,6 +235,8 @@ def test_the_study_table_has_its_rows_and_ours_and_says_synthetic(tmp_path, caps
     claims = pd.read_csv(out / "claims.csv")
     assert list(claims.columns) == study_mod.CLAIM_COLUMNS
     assert claims["verdict"].tolist() == ["cannot be checked here (no GPU)", "holds here"]
+    runs = study_mod.read_runs(out / "runs.csv")  # the module got every run (study/runs.csv)
+    assert claims["ours"].iloc[1] == f"{len(runs)} runs of {runs['target'].nunique()} targets"
     assert (out / "study.png").stat().st_size > 0
 
 
@@ -256,7 +259,7 @@ def test_a_missing_or_failing_claims_module_or_numbers_file_is_one_line(
     err = _one_line_error(capsys, *args)
     assert "reporting/claims/no_such_claims.py does not exist" in err
 
-    def broken(published, ours):
+    def broken(published, ours, runs):
         raise KeyError("throughput_per_cor")
 
     fake_claims(monkeypatch, tmp_path, broken)
@@ -264,7 +267,7 @@ def test_a_missing_or_failing_claims_module_or_numbers_file_is_one_line(
     err = _one_line_error(capsys, *args)
     assert "fake_claims.py) failed: KeyError" in err and "throughput_per_cor" in err
     assert not (out / "numbers.csv").exists()  # nothing written
-    fake_claims(monkeypatch, tmp_path, lambda published, ours: "holds")
+    fake_claims(monkeypatch, tmp_path, lambda published, ours, runs: "holds")
     assert "returned str; expected a list of Claim" in _one_line_error(capsys, *args)
     args[4] = tmp_path / "nowhere.csv"
     assert "nowhere.csv: cannot read the study's numbers" in _one_line_error(capsys, *args)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from study_helpers import NO_RUNS, study_runs
 
 from embryo_bench.planning.config import read_config_file, read_config_files
 from embryo_bench.planning.plan import Plan
@@ -175,7 +176,7 @@ def by_claim(claims: list[Claim]) -> dict[str, Claim]:
 
 
 def test_nothing_of_ours_ran_every_claim_says_why(numbers):
-    claims = wu.claims(numbers, frame())
+    claims = wu.claims(numbers, frame(), NO_RUNS)
     assert [c.verdict for c in claims] == [CANNOT] * 6
     assert [c.why for c in claims][3:] == [
         "no GPU",
@@ -185,7 +186,7 @@ def test_nothing_of_ours_ran_every_claim_says_why(numbers):
 
 
 def test_the_batch_shape_holds_when_every_step_is_faster(numbers):
-    claim = wu.batch_time_claim(numbers, frame(*sweep([12.0, 9.0, 8.5])))
+    claim = wu.batch_time_claim(numbers, frame(*sweep([12.0, 9.0, 8.5])), NO_RUNS)
     assert claim.verdict == HOLDS
     # The study's side from the file: Table XV's totals and its per-epoch drops.
     table = wu.batch_sweep(numbers)
@@ -199,9 +200,37 @@ def test_the_batch_shape_holds_when_every_step_is_faster(numbers):
 
 def test_the_batch_shape_does_not_hold_when_a_step_is_slower(numbers):
     rows = sweep([12.0, 9.0, 8.5]) + sweep([12.0, 9.0, 9.5], target="host-1cpu")
-    claim = wu.batch_time_claim(numbers, frame(*rows))
+    claim = wu.batch_time_claim(numbers, frame(*rows), NO_RUNS)
     assert claim.verdict == DOES_NOT_HOLD
     assert "host-1cpu" in claim.ours and "does not fall at every step" in claim.ours
+
+
+def _sweep_runs(seconds_by_batch: dict[int, list[float]], target="host-2cpu"):
+    """Each batch's runs, one per round, as study/runs.csv has them."""
+    return study_runs(*(
+        dict(workload=f"tf-mnist-deep-bs{b}", target=target, repeat=k, steady_epoch_s=t)
+        for b, times in seconds_by_batch.items() for k, t in enumerate(times, 1)
+    ))  # fmt: skip
+
+
+def test_the_batch_steps_are_paired_within_the_rounds(numbers):
+    # The machine slows down round by round; each round, batch 500 takes 0.70-0.74 of batch
+    # 50's time and batch 5,000 0.94-0.96 of batch 500's: both steps fall, with intervals.
+    b50 = [10.0, 12.0, 15.0]
+    b500 = [t * r for t, r in zip(b50, (0.70, 0.74, 0.72), strict=True)]
+    b5000 = [t * r for t, r in zip(b500, (0.94, 0.96, 0.95), strict=True)]
+    runs = _sweep_runs({50: b50, 500: b500, 5000: b5000})
+    medians = [sorted(v)[1] for v in (b50, b500, b5000)]
+    claim = wu.batch_time_claim(numbers, frame(*sweep(medians)), runs)
+    assert claim.verdict == HOLDS
+    step = re.search(r"500/50 x(0\.\d+) \[(0\.\d+), (0\.\d+)\], 3 rounds", claim.ours)
+    assert step and float(step[2]) < 0.72 < float(step[3]) < 1.0
+    assert re.search(r"5,000/500 x0\.950 \[0\.9\d\d, 0\.9\d\d\], 3 rounds", claim.ours)
+    # The medians fall (10 -> 9.5 -> 9 s), but round by round batch 500 is not faster (0.90,
+    # 1.10, 0.95 of batch 50's time: the interval covers 1): the claim does not hold.
+    runs = _sweep_runs({50: [10.0] * 3, 500: [9.0, 11.0, 9.5], 5000: [8.5, 10.0, 9.0]})
+    claim = wu.batch_time_claim(numbers, frame(*sweep([10.0, 9.5, 9.0])), runs)
+    assert claim.verdict == DOES_NOT_HOLD and "does not fall at every step" in claim.ours
 
 
 def test_the_batch_shape_needs_all_three_batches_from_memory_on_a_cpu(numbers):
@@ -212,7 +241,7 @@ def test_the_batch_shape_needs_all_three_batches_from_memory_on_a_cpu(numbers):
         [{**r, "gpus": 1} for r in rows],
         [{**r, "runs": 0} for r in rows],
     ):
-        assert wu.batch_time_claim(numbers, frame(*broken)).verdict == CANNOT
+        assert wu.batch_time_claim(numbers, frame(*broken), NO_RUNS).verdict == CANNOT
 
 
 def test_accuracy_is_checked_on_real_data_only(numbers):
@@ -276,7 +305,7 @@ def test_the_study_side_comes_from_the_file(numbers, tmp_path):
     text = (pub.HERE / STUDY.numbers).read_text()
     path.write_text(text.replace(",986.52,", ",990.00,").replace(",6100.86,", ",6000.00,"))
     changed = pub.load_numbers("wu", path)
-    assert "1,114.34 / 990.00 / 937.37 s" in wu.batch_time_claim(changed, frame()).theirs
+    assert "1,114.34 / 990.00 / 937.37 s" in wu.batch_time_claim(changed, frame(), NO_RUNS).theirs
     assert "MKL 6,000.00 s (x5.38)" in wu.blas_claim(changed).theirs
 
 

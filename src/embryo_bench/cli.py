@@ -566,7 +566,9 @@ def cmd_study(p):
     p.add_argument("--study", required=True, help="a study of published/studies.yaml")
     p.add_argument("--numbers", required=True, help="the study's numbers file (CSV)")
     p.add_argument("--ours", required=True, help="study/ours.csv (embryo-bench study-ours)")
-    p.add_argument("--runs", required=True, help="study/runs.csv (each workload's cost base)")
+    p.add_argument(
+        "--runs", required=True, help="study/runs.csv (cost bases, rounds for the claims)"
+    )
     p.add_argument("--out-dir", required=True, help="study/: numbers, claims, study.png")
 
     def run(a):
@@ -579,7 +581,8 @@ def cmd_study(p):
         study = known[a.study]
         runs = read_runs(a.runs)
         cost_base = dict(zip(runs["workload"], runs["cost_base"], strict=True))
-        write_study(study, load_numbers(study, a.numbers), read_ours(a.ours), a.out_dir, cost_base)
+        published = load_numbers(study, a.numbers)
+        write_study(study, published, read_ours(a.ours), runs, a.out_dir, cost_base)
 
     return run
 

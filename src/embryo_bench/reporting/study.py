@@ -52,8 +52,9 @@ from .runs import as_number, load_runs  # noqa: E402
 #: 34 lists them): workload (the config's name), catalog (the catalog workload, "paper" for
 #: the paper's, "" for a model of the user's own), input ("memory" | "files"), data
 #: ("synthetic" | "real"), target, runner, backend, cpus, threads, gpus, batch_size (ints),
-#: sweep (the sweep point's name, "" for a main target), runs (finished runs), epoch_seconds
-#: (median steady epoch, s), throughput (median images/s), throughput_per_core (images/s per
+#: workers (input workers decoding files, an int; NA for memory input), sweep (the sweep
+#: point's name, "" for a main target), runs (finished runs), epoch_seconds (median steady
+#: epoch, s), throughput (median images/s), throughput_per_core (images/s per
 #: cpu), training_seconds (median, s), test_accuracy (median final, a fraction; NaN where no
 #: test set was scored), hourly_usd (USD/h), cost_usd (median, USD; NaN unpriced),
 #: input_wait_share (median share of training time spent waiting for input, 0..1; NaN for
@@ -74,6 +75,7 @@ OURS_COLUMNS = [
     "threads",
     "gpus",
     "batch_size",
+    "workers",
     "sweep",
     "runs",
     "epoch_seconds",
@@ -91,7 +93,7 @@ OURS_COLUMNS = [
     "pairing",
     "machine",
 ]
-INT_COLUMNS = ("cpus", "threads", "gpus", "batch_size", "runs")
+INT_COLUMNS = ("cpus", "threads", "gpus", "batch_size", "workers", "runs")
 #: What ``study/runs.csv`` adds to each results-table row
 #: (:func:`embryo_bench.reporting.summary.run_table`): the workload's catalog name and data,
 #: its compare and cost bases as the tables name them, whether the run was merged from
@@ -201,6 +203,7 @@ def read_workload(w: StudyWorkload) -> tuple[pd.DataFrame, pd.DataFrame]:
                 "threads": s["threads"],
                 "gpus": s["gpus"],
                 "batch_size": s["batch_size"],
+                "workers": s["workers"],
                 "sweep": s["target"] if s["sweep"] else "",
                 "runs": int(s["repeats"]),
                 "epoch_seconds": s["steady_epoch_s_median"],
@@ -417,8 +420,11 @@ def _their_base(
 def our_settings(row) -> str:
     """An ``ours`` row's settings in the numbers files' form
     (:func:`embryo_bench.published.studies.parse_settings`):
-    ``batch_size=128;threads=2;input=memory``."""
+    ``batch_size=128;threads=2;input=memory``, and ``workers=4`` for files input (the
+    input workers, as the studies' ``workers`` setting)."""
     parts = {"batch_size": row["batch_size"], "threads": row["threads"], "input": row["input"]}
+    if row["input"] == "files":
+        parts["workers"] = row.get("workers", "")
     text = ";".join(f"{k}={v}" for k, v in parts.items() if not pd.isna(v) and v != "")
     parse_settings(text, "our settings")  # the same keys as the study's
     return text
@@ -530,11 +536,14 @@ def claims_module_path(study: Study) -> Path:
     return Path(__file__).parent / "claims" / f"{study.claims}.py"
 
 
-def run_claims(study: Study, published: pd.DataFrame, ours: pd.DataFrame) -> pd.DataFrame:
+def run_claims(
+    study: Study, published: pd.DataFrame, ours: pd.DataFrame, runs: pd.DataFrame
+) -> pd.DataFrame:
     """The study's headline claims checked on ``ours``: its module
-    ``embryo_bench.reporting.claims.<study.claims>``'s ``claims(published, ours)``, as a
-    table of :data:`CLAIM_COLUMNS` (verdict as printed, e.g. "cannot be checked here (no
-    GPU)"), one row per claim in the module's order.
+    ``embryo_bench.reporting.claims.<study.claims>``'s ``claims(published, ours, runs)``
+    (``runs``: ``study/runs.csv``, :func:`read_runs`: ratios between two workloads paired
+    within the rounds), as a table of :data:`CLAIM_COLUMNS` (verdict as printed, e.g. "cannot
+    be checked here (no GPU)"), one row per claim in the module's order.
 
     Raises:
         DataError: one line naming the module's file: it does not exist, cannot be imported,
@@ -548,7 +557,7 @@ def run_claims(study: Study, published: pd.DataFrame, ours: pd.DataFrame) -> pd.
     except FileNotFoundError:
         raise DataError(
             f"{where}: {claims_module_path(study)} does not exist; expected a module "
-            "defining claims(published, ours) -> list[Claim]"
+            "defining claims(published, ours, runs) -> list[Claim]"
         ) from None
     where = f"{where} ({path})"
     try:
@@ -557,9 +566,9 @@ def run_claims(study: Study, published: pd.DataFrame, ours: pd.DataFrame) -> pd.
         raise DataError(f"{where} cannot be imported: {type(exc).__name__}: {exc}") from None
     check = getattr(module, "claims", None)
     if not callable(check):
-        raise DataError(f"{where} defines no claims(published, ours)")
+        raise DataError(f"{where} defines no claims(published, ours, runs)")
     try:
-        found = check(published.copy(), ours.copy())
+        found = check(published.copy(), ours.copy(), runs.copy())
     except Exception as exc:  # noqa: BLE001 - a failing check is named in one line
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise DataError(f"{where} failed: {type(exc).__name__}: {first}") from None
@@ -702,6 +711,7 @@ def write_study(
     study: Study,
     published: pd.DataFrame,
     ours: pd.DataFrame,
+    runs: pd.DataFrame,
     out_dir: str | Path,
     cost_base: str | dict[str, str] = "",
 ) -> None:
@@ -714,7 +724,7 @@ def write_study(
         DataError: as :func:`run_claims`.
     """
     out_dir = Path(out_dir)
-    claims = run_claims(study, published, ours)
+    claims = run_claims(study, published, ours, runs)
     table = side_by_side(published, ours, study, cost_base)
     write_table(table, out_dir / "numbers", readable_side(table), study_head(study, table))
     write_table(claims, out_dir / "claims", head=claims_head(study, ours))
@@ -988,12 +998,13 @@ def read_runs(path: str | Path) -> pd.DataFrame:
     """``study/runs.csv`` read back.
 
     Raises:
-        DataError: missing, unreadable or without the columns :func:`workload_view` reads.
+        DataError: missing, unreadable or without the columns :func:`workload_view` and the
+            claims modules read.
     """
     text = ("sweep", "cost_base", "compare_base", "catalog", "workload", "target", "data")
     table = _read_csv(path, text)
-    needed = {"workload", "target", "repeat", "training_s", "images_per_s", "hourly_usd",
-              "sweep", "machine", "input", *RUN_EXTRA_COLUMNS}  # fmt: skip
+    needed = {"workload", "target", "repeat", "training_s", "steady_epoch_s", "images_per_s",
+              "hourly_usd", "sweep", "machine", "input", *RUN_EXTRA_COLUMNS}  # fmt: skip
     if missing := sorted(needed - set(table.columns)):
         raise DataError(f"{path}: no column {', '.join(missing)}; expected study/runs.csv")
     return table

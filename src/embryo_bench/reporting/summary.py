@@ -35,6 +35,15 @@ def _nan_for_none(value):
     return np.nan if value is None else value
 
 
+def _workers(run: Run) -> float:
+    """The input workers that decoded a files-input run's batches (its ``run.json``'s
+    ``workload.workers``); NaN for memory input or a run without a spec."""
+    workload = (run.spec or {}).get("workload") or {}
+    if workload.get("input_mode") != "files" or "workers" not in workload:
+        return np.nan
+    return float(workload["workers"])
+
+
 def run_table(
     runs: list[Run],
     targets: dict[str, dict],
@@ -59,7 +68,9 @@ def run_table(
     GPUs and a fingerprint, e.g. "xeon-avx512-amx-2c-24g-9f3e"), host (a docker run's daemon's
     host name, else the host's), machine_fingerprint, software_differs (merged runs: how
     their software differs from this workflow's, :mod:`embryo_bench.reporting.merge`), seed, runner,
-    backend, variant (train.variant: keras or original), cpus, threads, gpus, batch_size, sweep
+    backend, variant (train.variant: keras or original), workload, input ("memory" | "files"),
+    workers (input workers decoding files, from the run's spec; NaN for memory input),
+    input_wait_share, input_bound, cpus, threads, gpus, batch_size, sweep
     (base target of a sweep point, else empty), data, train_images, test_images, epochs, flags
     (:data:`embryo_bench.reporting.stability.FLAGS` the run carries, ", "-joined; empty for a clean
     run), flag_reasons (why, "; "-joined), training_s (fit only), wall_s (training
@@ -108,6 +119,8 @@ def run_table(
                 # waited for them (runs made before: the paper's, from memory).
                 "workload": m.get("workload", PAPER_WORKLOAD),
                 "input": m.get("input_mode", "memory"),
+                # Input workers decoding files (the run's spec); none for memory input.
+                "workers": _workers(r),
                 "input_wait_share": as_number(m.get("input_wait", {}).get("share")),
                 "input_bound": m.get("input_wait", {}).get("input_bound") or "",
                 "cpus": m["cpus"],
@@ -212,6 +225,7 @@ def target_summary(runs: pd.DataFrame) -> pd.DataFrame:
             "cpus": g["cpus"].iloc[0],
             "gpus": g["gpus"].iloc[0],
             "batch_size": g["batch_size"].iloc[0],
+            "workers": g["workers"].iloc[0] if "workers" in g else np.nan,
             "threads": g["threads"].iloc[0],
             # one machine per target (a target that ran on several is split before)
             "machine": ", ".join(dict.fromkeys(g["machine"])) if "machine" in g else "",

@@ -20,7 +20,7 @@ WORKLOAD = "datamadness-cnn"
 SEED = "001_a7322e5556cd27ca.txt"
 
 
-def claims(published: pd.DataFrame, ours: pd.DataFrame) -> list[Claim]:
+def claims(published: pd.DataFrame, ours: pd.DataFrame, runs: pd.DataFrame) -> list[Claim]:
     """Study 001's claims on our runs, in this order: the GPU's speed-up (cannot: no GPU),
     its utilisation (cannot: no GPU), then one input-bound claim per files-mode run of
     ``datamadness-cnn`` (or one "cannot" when none ran).
@@ -28,6 +28,7 @@ def claims(published: pd.DataFrame, ours: pd.DataFrame) -> list[Claim]:
     Args:
         published: ``load_numbers("datamadness")`` (columns of ``published.studies.COLUMNS``).
         ours: one row per workload and target, ``embryo_bench.reporting.study.OURS_COLUMNS``.
+        runs: one row per run, ``study/runs.csv`` (the files-vs-memory ratio's rounds).
 
     Returns:
         list of :class:`~embryo_bench.reporting.claims.common.Claim`; the study's numbers are
@@ -62,6 +63,7 @@ def claims(published: pd.DataFrame, ours: pd.DataFrame) -> list[Claim]:
     )
     bound = input_bound_claims(
         ours,
+        runs,
         WORKLOAD,
         "training fed by the augmenting generator is input-bound (its steps mostly wait for "
         "images)",

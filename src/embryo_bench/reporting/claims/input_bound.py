@@ -21,7 +21,7 @@ import pandas as pd
 
 from ...published.studies import parse_settings
 from ...training.inputs import INPUT_BOUND_SHARE, input_bound
-from .common import CANNOT, DOES_NOT_HOLD, HOLDS, Claim
+from .common import CANNOT, DOES_NOT_HOLD, HOLDS, Claim, paired_workload_ratio
 
 #: The reason printed for a claim about a GPU.
 NO_GPU = "no GPU"
@@ -79,21 +79,31 @@ def _synthetic(row: pd.Series) -> str:
 
 
 def input_bound_claims(
-    ours: pd.DataFrame, catalog: str, claim: str, theirs: str, source: str
+    ours: pd.DataFrame,
+    runs: pd.DataFrame,
+    catalog: str,
+    claim: str,
+    theirs: str,
+    source: str,
 ) -> list[Claim]:
     """Is training fed by the augmenting generator input-bound here? One claim per files-mode
     run of ``catalog`` on a target (``ours`` rows with ``input`` "files"), beside the memory
-    run of the same catalog workload, target, backend, batch size and sweep point.
+    run of the same catalog workload, target, backend, batch size and sweep point; the
+    files-over-memory throughput paired within the rounds
+    (:func:`~embryo_bench.reporting.claims.common.paired_workload_ratio`, with its 95 %
+    interval) where both ran in the same rounds, else the ratio of the medians.
 
     Verdict: :data:`HOLDS` when the files-mode steps waited more than
     :data:`~embryo_bench.training.inputs.INPUT_BOUND_SHARE` of the training time (input-bound),
     :data:`DOES_NOT_HOLD` when they waited less; :data:`CANNOT` when no files-mode run of the
     workload finished, when no memory run stands beside it, or when the wait was not
-    measured. ``ours`` says "files 12.3 images/s = 0.45x memory 27.1 images/s; steps waited
-    62 % of training time" (throughputs: medians, images/s; the wait: the median share, s/s).
+    measured. ``ours`` says "files 12.3 images/s = 0.45x memory 27.1 images/s (paired:
+    x0.450 [0.410, 0.494], 3 rounds); steps waited 62 % of training time" (throughputs:
+    medians, images/s; the wait: the median share, s/s).
 
     Args:
         ours: rows with the columns of ``embryo_bench.reporting.study.OURS_COLUMNS``.
+        runs: ``study/runs.csv`` rows (workload, target, repeat, merged, images_per_s).
         catalog: the catalog workload (e.g. "catsdogs-cnn").
         claim, theirs, source: the study's claim, its numbers as text and where it is made.
     """
@@ -104,6 +114,9 @@ def input_bound_claims(
     out = []
     for _, run in files.iterrows():
         where = f"{run['target']}, batch {run['batch_size']}"
+        workers = pd.to_numeric(run.get("workers"), errors="coerce")
+        if not pd.isna(workers):
+            where += f", {int(workers)} workers"
         if run["sweep"]:
             where += f", {run['sweep']}"
         beside = memory[
@@ -121,9 +134,13 @@ def input_bound_claims(
             continue
         base = beside.iloc[0]
         ratio = run["throughput"] / base["throughput"]
+        paired = paired_workload_ratio(
+            runs, run["target"], run["workload"], base["workload"], "images_per_s"
+        )
+        rounds = f" (paired: {paired.text})" if paired else ""
         text = (
             f"{where}: files {_number(run['throughput'])} images/s = {ratio:.2f}x memory "
-            f"{_number(base['throughput'])} images/s{wait}{_synthetic(run)}"
+            f"{_number(base['throughput'])} images/s{rounds}{wait}{_synthetic(run)}"
         )
         if math.isnan(share):
             out.append(Claim(claim, CANNOT, theirs, text, source, why="the wait was not measured"))

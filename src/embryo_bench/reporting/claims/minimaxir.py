@@ -173,7 +173,7 @@ def bilstm_gpu_slower(published: pd.DataFrame, ours: pd.DataFrame) -> Claim:
     return Claim(BILSTM_GPU_SLOWER, verdict, theirs, text, source)
 
 
-def claims(published: pd.DataFrame, ours: pd.DataFrame) -> list[Claim]:
+def claims(published: pd.DataFrame, ours: pd.DataFrame, runs: pd.DataFrame) -> list[Claim]:
     """minimaxir's four headline claims (see the module docstring) on our runs.
 
     Args:
@@ -181,6 +181,8 @@ def claims(published: pd.DataFrame, ours: pd.DataFrame) -> list[Claim]:
         ours: one row per (workload, target) of our finished runs, the columns of
             ``embryo_bench.reporting.study.OURS_COLUMNS`` (``catalog``, ``target``, ``cpus``,
             ``gpus``, ``epoch_seconds`` in s, ``hourly_usd`` in USD/h, NaN unpriced, are read).
+        runs: one row per run (``study/runs.csv``); not read: his claims compare targets
+            within a workload, which ``ours`` holds with its intervals.
 
     Returns:
         The four :class:`Claim` in the order above; a claim our runs cannot test is returned

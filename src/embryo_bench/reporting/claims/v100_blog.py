@@ -21,7 +21,7 @@ ORIGINAL, CIFAR = "catsdogs-cnn", "tf-cifar10"
 SEED = "004_0e48492da3711cae.txt"
 
 
-def claims(published: pd.DataFrame, ours: pd.DataFrame) -> list[Claim]:
+def claims(published: pd.DataFrame, ours: pd.DataFrame, runs: pd.DataFrame) -> list[Claim]:
     """Study 004's claims on our runs, in this order: one input-bound claim per files-mode run
     of ``catsdogs-cnn`` (or one "cannot"), one claim per published GPU speed-up
     (``relative_time`` rows; cannot: no GPU), the GPU's utilisation by network (cannot), the
@@ -30,6 +30,7 @@ def claims(published: pd.DataFrame, ours: pd.DataFrame) -> list[Claim]:
     Args:
         published: ``load_numbers("v100-blog")`` (columns of ``published.studies.COLUMNS``).
         ours: one row per workload and target, ``embryo_bench.reporting.study.OURS_COLUMNS``.
+        runs: one row per run, ``study/runs.csv`` (the files-vs-memory ratio's rounds).
 
     Returns:
         list of :class:`~embryo_bench.reporting.claims.common.Claim`; the study's numbers are
@@ -40,6 +41,7 @@ def claims(published: pd.DataFrame, ours: pd.DataFrame) -> list[Claim]:
     small = f"{SEED}, For a small network, GPU Computing is hardly utilized"
     out = input_bound_claims(
         ours,
+        runs,
         ORIGINAL,
         "the original cats-vs-dogs network is input-bound: reading, decoding and augmenting "
         "the images, not training, sets the pace",

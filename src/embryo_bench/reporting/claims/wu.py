@@ -24,7 +24,7 @@ import math
 import pandas as pd
 
 from ...published.studies import parse_settings, studies
-from .common import CANNOT, DOES_NOT_HOLD, HOLDS, Claim
+from .common import CANNOT, DOES_NOT_HOLD, HOLDS, Claim, paired_workload_ratio
 
 #: The catalog workload that is the study's MNIST network (TensorFlow's Deep MNIST), and its
 #: CIFAR-10 network.
@@ -115,9 +115,25 @@ def _falls(values: list[float]) -> bool:
     return all(a > b for a, b in zip(values, values[1:], strict=False))
 
 
-def batch_time_claim(published: pd.DataFrame, ours: pd.DataFrame) -> Claim:
+def _batch_steps(runs: pd.DataFrame, target: str, group: pd.DataFrame) -> list:
+    """Each batch size's seconds per epoch over the one before's on ``target``, paired within
+    the rounds (:func:`paired_workload_ratio`; None where no round has both): one per step of
+    :data:`BATCHES`. ``group`` is ``ours``' rows of the target (each batch's workload)."""
+    workload = {int(b): w for b, w in zip(group["batch_size"], group["workload"], strict=True)}
+    return [
+        paired_workload_ratio(runs, target, workload[b], workload[a], "steady_epoch_s")
+        for a, b in zip(BATCHES[:-1], BATCHES[1:], strict=True)
+    ]
+
+
+def batch_time_claim(published: pd.DataFrame, ours: pd.DataFrame, runs: pd.DataFrame) -> Claim:
     """Claim 1 (Table XV): seconds per epoch fall over batch 50 -> 500 -> 5,000, on every CPU
-    target of ours that ran the three (memory input); the relative drops of both sides."""
+    target of ours that ran the three (memory input); the relative drops of both sides.
+
+    A step falls where its paired ratio (the larger batch's seconds per epoch over the
+    smaller's in the same round, :func:`_batch_steps`) has a 95 % interval below 1; where a
+    step has fewer than two rounds with both, where the medians fall. ``ours`` gives both:
+    the medians relative to batch 50 and each step's paired ratio with its interval."""
     theirs_table = batch_sweep(published).loc[list(BATCHES)]
     base = theirs_table["epoch_seconds"].iloc[0]
     theirs = (
@@ -136,18 +152,29 @@ def batch_time_claim(published: pd.DataFrame, ours: pd.DataFrame) -> Claim:
     parts, verdicts = [], []
     for target, group in mine.groupby("target", sort=False):
         by_batch = group.groupby("batch_size")["epoch_seconds"].median()
-        if set(by_batch.index) != set(BATCHES):
+        if set(by_batch.index) != set(BATCHES) or group["batch_size"].duplicated().any():
             continue
         times = [float(by_batch[b]) for b in BATCHES]
-        runs = group.groupby("batch_size")["runs"].sum()
-        verdicts.append(_falls(times))
+        runs_at = group.groupby("batch_size")["runs"].sum()
+        steps = _batch_steps(runs, str(target), group)
+        falls = [
+            p.high < 1.0 if p is not None and p.pairs >= 2 else b < a
+            for p, a, b in zip(steps, times[:-1], times[1:], strict=True)
+        ]
+        verdicts.append(all(falls))
+        paired = [
+            f"{b:,}/{a:,} {p.text}"
+            for p, a, b in zip(steps, BATCHES[:-1], BATCHES[1:], strict=True)
+            if p is not None
+        ]
         parts.append(
             f"{target} ({group['machine'].iloc[0]}): "
             + " / ".join(_fmt(t) for t in times)
             + " s per epoch (x"
             + ", x".join(f"{t / times[0]:.3f}" for t in times[1:])
             + "; runs "
-            + "/".join(str(int(runs[b])) for b in BATCHES)
+            + "/".join(str(int(runs_at[b])) for b in BATCHES)
+            + (f"; paired, each batch over the one before: {', '.join(paired)}" if paired else "")
             + ("; falls" if verdicts[-1] else "; does not fall at every step")
             + ")"
         )
@@ -307,13 +334,14 @@ def blas_claim(published: pd.DataFrame) -> Claim:
     )
 
 
-def claims(published: pd.DataFrame, ours: pd.DataFrame) -> list[Claim]:
+def claims(published: pd.DataFrame, ours: pd.DataFrame, runs: pd.DataFrame) -> list[Claim]:
     """Every claim of the module docstring, in its order.
 
     Args:
         published: :func:`embryo_bench.published.studies.load_numbers` of ``"wu"``.
         ours: one row per workload and target of this configuration's finished runs
             (``embryo_bench.reporting.study.OURS_COLUMNS``); may be empty.
+        runs: one row per run (``study/runs.csv``), for the batch sizes' paired ratios.
 
     Returns:
         Six claims: batch time, batch accuracy, threads, GPU on tf-mnist-deep and on
@@ -324,7 +352,7 @@ def claims(published: pd.DataFrame, ours: pd.DataFrame) -> list[Claim]:
             CPU time.
     """
     return [
-        batch_time_claim(published, ours),
+        batch_time_claim(published, ours, runs),
         batch_accuracy_claim(published, ours),
         threads_claim(published, ours),
         gpu_claim(published, ours, MNIST),
