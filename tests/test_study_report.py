@@ -30,6 +30,7 @@ from embryo_bench.planning.figspec import FiguresSpec  # noqa: E402
 from embryo_bench.planning.plan import Plan, check_study  # noqa: E402
 from embryo_bench.published import studies  # noqa: E402
 from embryo_bench.reporting import study as study_mod  # noqa: E402
+from embryo_bench.reporting import workload_view as view_mod  # noqa: E402
 from embryo_bench.reporting.claims.common import CANNOT, HOLDS, Claim  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -188,10 +189,10 @@ def test_two_rounds_give_the_ratio_alone(tmp_path):
          "hourly_usd": np.nan, "compare_base": "a", "cost_base": "", "merged": False,
          "min_difference": 0.05}
     )  # fmt: skip
-    view = study_mod.workload_view(runs).set_index("target")
+    view = view_mod.workload_view(runs).set_index("target")
     assert view.loc["b", "time_relative"] == pytest.approx(0.5)
     assert view.loc["b", "pairs"] == 2 and np.isnan(view.loc["b", "cost_relative"])
-    text = study_mod.readable_view(view.reset_index())
+    text = view_mod.readable_view(view.reset_index())
     assert text["time vs base [95 % interval]"].tolist() == ["1.000", "0.500"]
 
 

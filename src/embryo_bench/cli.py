@@ -593,7 +593,8 @@ def cmd_workload_view(p):
     p.add_argument("--out", required=True, help="the view's path without extension")
 
     def run(a):
-        from .reporting.study import read_runs, write_workload_view
+        from .reporting.study import read_runs
+        from .reporting.workload_view import write_workload_view
 
         try:
             write_workload_view(read_runs(a.runs), a.out)
