@@ -226,9 +226,15 @@ def test_the_batch_steps_are_paired_within_the_rounds(numbers):
     step = re.search(r"500/50 x(0\.\d+) \[(0\.\d+), (0\.\d+)\], 3 rounds", claim.ours)
     assert step and float(step[2]) < 0.72 < float(step[3]) < 1.0
     assert re.search(r"5,000/500 x0\.950 \[0\.9\d\d, 0\.9\d\d\], 3 rounds", claim.ours)
-    # The medians fall (10 -> 9.5 -> 9 s), but round by round batch 500 is not faster (0.90,
-    # 1.10, 0.95 of batch 50's time: the interval covers 1): the claim does not hold.
+    # The medians fall (10 -> 9.5 -> 9 s), but round by round batch 500 is not resolved from
+    # batch 50 (0.90, 1.10, 0.95 of its time: the interval covers 1): cannot be checked.
     runs = _sweep_runs({50: [10.0] * 3, 500: [9.0, 11.0, 9.5], 5000: [8.5, 10.0, 9.0]})
+    claim = wu.batch_time_claim(numbers, frame(*sweep([10.0, 9.5, 9.0])), runs)
+    assert claim.verdict == CANNOT
+    assert claim.why == "a step's interval covers 1: more rounds would resolve it"
+    assert "the rounds do not resolve 500/50)" in claim.ours
+    # A step whose interval lies above 1 rises: the claim does not hold, whatever the medians.
+    runs = _sweep_runs({50: [10.0] * 3, 500: [10.5, 10.6, 10.4], 5000: [9.0, 9.1, 8.9]})
     claim = wu.batch_time_claim(numbers, frame(*sweep([10.0, 9.5, 9.0])), runs)
     assert claim.verdict == DOES_NOT_HOLD and "does not fall at every step" in claim.ours
 

@@ -116,7 +116,7 @@ def input_bound_claims(
         where = f"{run['target']}, batch {run['batch_size']}"
         workers = pd.to_numeric(run.get("workers"), errors="coerce")
         if not pd.isna(workers):
-            where += f", {int(workers)} workers"
+            where += f", {int(workers)} worker{'s' if int(workers) != 1 else ''}"
         if run["sweep"]:
             where += f", {run['sweep']}"
         beside = memory[
