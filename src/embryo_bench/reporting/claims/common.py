@@ -82,7 +82,7 @@ class PairedRatio:
 
     @property
     def text(self) -> str:
-        """ "x0.70 [0.66, 0.75], 3 rounds" (one round: "x0.70, 1 round, no interval")."""
+        """ "x0.700 [0.660, 0.750], 3 rounds" (one round: "x0.700, 1 round, no interval")."""
         if self.pairs < 2:
             return f"x{self.ratio:.3f}, 1 round, no interval"
         return f"x{self.ratio:.3f} [{self.low:.3f}, {self.high:.3f}], {self.pairs} rounds"
