@@ -90,6 +90,7 @@ def test_an_integer_learning_rate_reaches_keras_as_a_float():
         ([1.3, 0.9, 0.7], [np.nan] * 3, None),  # no test set scored: an empty test loss
         ([1.3, 0.9, 0.7], [1.0, np.nan, 1.0], "test loss NaN at epoch 2"),  # one scored
         ([1.3, np.nan, 0.7], [np.nan] * 3, "train loss NaN at epoch 2"),
+        ([np.nan] * 3, [np.nan] * 3, "train loss NaN at epoch 1"),  # diverged at once
     ],
 )
 def test_divergence_is_a_nan_or_an_exploded_loss(train_loss, test_loss, expected):

@@ -64,11 +64,13 @@ def divergence(history: pd.DataFrame) -> str | None:
     """
     lowest = math.inf
     at_lowest = None
-    scored = [
-        name
-        for name in ("train_loss", "test_loss")
-        if name not in history or pd.to_numeric(history[name], errors="coerce").notna().any()
-    ]
+    # The test loss only where a test set was scored; the training loss always (NaN at
+    # every epoch is a run that diverged at once).
+    tested = (
+        "test_loss" in history
+        and pd.to_numeric(history["test_loss"], errors="coerce").notna().any()
+    )
+    scored = ("train_loss", "test_loss") if tested else ("train_loss",)
     for _, row in history.iterrows():
         epoch = int(row["epoch"])
         for name in scored:

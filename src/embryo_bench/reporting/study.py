@@ -622,6 +622,8 @@ def panel_grid(n: int, width: float = 5.0, height: float = 3.0):
 
 
 def any_synthetic(table: pd.DataFrame) -> bool:
+    """Whether any row of ``table`` (a ``data`` column: "synthetic" / "SYNTHETIC ..."
+    labels or "real") trained on synthetic data, so its table or figure must say so."""
     return bool((table["data"].astype(str).str.upper() == "SYNTHETIC").any())
 
 

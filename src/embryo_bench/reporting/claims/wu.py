@@ -151,7 +151,16 @@ def batch_time_claim(published: pd.DataFrame, ours: pd.DataFrame, runs: pd.DataF
     fewer than two rounds with both falls or rises as the medians do. Verdict: holds where
     every step falls on every target, does not hold where a step rises on one, and cannot be
     checked (the rounds do not resolve it) otherwise. ``ours`` gives both: the medians
-    relative to batch 50 and each step's paired ratio with its interval."""
+    relative to batch 50 and each step's paired ratio with its interval.
+
+    Args:
+        published: ``load_numbers("wu")``; ours: ``OURS_COLUMNS`` rows (epoch_seconds in s);
+        runs: ``study/runs.csv`` rows (steady_epoch_s in s, repeat = the round).
+
+    Raises:
+        ValueError: as :func:`batch_sweep`, or a workload with two runs on a target in one
+            round (:func:`~embryo_bench.reporting.claims.common.paired_workload_ratio`).
+    """
     theirs_table = batch_sweep(published).loc[list(BATCHES)]
     base = theirs_table["epoch_seconds"].iloc[0]
     theirs = (
