@@ -114,6 +114,7 @@ SAME_AS_CONFIG = {
     "gpus": ("targets", "gpus"),
     "backend": ("targets", "backend"),
     "strategy": ("targets", "strategy"),
+    "precision": ("targets", "precision"),
     "runner": ("targets", "runner"),
     "target": ("targets", "name"),
     "epochs": ("train", "epochs"),

@@ -99,6 +99,7 @@ class Target:
     price_source: str
     paper_system: str
     description: str
+    precision: str = "float32"
     sweep: dict | None = None
     #: How a docker target's daemon is reached (:func:`target_daemon`); None for host targets.
     daemon: docker_api.Daemon | None = None
@@ -145,6 +146,7 @@ class Target:
             preprocessing=preprocessing,
             container=container,
             sweep=self.sweep,
+            precision=self.precision,
             **variant_settings(train),
             **dispatch_settings(train),
         )
@@ -211,6 +213,7 @@ def resolve_target(
         price_source=entry["price_source"],
         paper_system=entry.get("paper_system", ""),
         description=entry["description"],
+        precision=entry["precision"],
         daemon=target_daemon(entry, on_this_machine),
     )
     if t.threads > t.cpus:
@@ -283,19 +286,22 @@ def run_seed(base_seed: int, repeat: int) -> int:
     return base_seed + repeat - 1
 
 
-def sweep_point_name(base: str, batch_size: int, threads: int) -> str:
-    """Name of a sweep point's derived target, e.g. ``host-1cpu.bs64-t2``."""
-    return f"{base}.bs{batch_size}-t{threads}"
+def sweep_point_name(base: str, batch_size: int, threads: int, precision: str = "") -> str:
+    """Name of a sweep point's derived target, e.g. ``host-1cpu.bs64-t2``, or with a precision
+    (a sweep that lists precisions) ``host-1cpu.bs64-t2-mixed_bfloat16``."""
+    return f"{base}.bs{batch_size}-t{threads}" + (f"-{precision}" if precision else "")
 
 
 def expand_sweeps(sweeps: list[dict], targets: dict[str, Target]) -> dict[str, Target]:
-    """The derived targets of every ``sweeps:`` entry (batch size and threads).
+    """The derived targets of every ``sweeps:`` entry (batch size, threads and precision).
 
-    Each entry (schema defaults filled in) names a ``target`` and lists ``batch_size`` and/or
-    ``threads`` values (each defaulting to the target's own); every combination becomes a
-    target named by :func:`sweep_point_name`: a copy of the base target (pinned to its cpus)
-    with that batch size and thread count, the entry's ``repeats``, no ``paper_system``, and
-    ``sweep`` = {base, batch_size, threads}.
+    Each entry (schema defaults filled in) names a ``target`` and lists ``batch_size``,
+    ``threads`` and/or ``precision`` values (each defaulting to the target's own); every
+    combination becomes a target named by :func:`sweep_point_name`: a copy of the base target
+    (pinned to its cpus) with that batch size, thread count and precision, the entry's
+    ``repeats``, no ``paper_system``, and ``sweep`` = {base, batch_size, threads} (with
+    ``precision`` where the entry lists precisions: the points of sweeps without it keep
+    their names and cached runs).
 
     Raises:
         ConfigError: an entry names a target that is not (or no longer, after the hardware
@@ -311,10 +317,13 @@ def expand_sweeps(sweeps: list[dict], targets: dict[str, Target]) -> dict[str, T
                 f"(running: {', '.join(sorted(targets)) or 'none'})"
             )
         t = targets[base]
-        for b, n in itertools.product(
-            entry.get("batch_size", [t.batch_size]), entry.get("threads", [t.threads])
+        swept = "precision" in entry
+        for b, n, p in itertools.product(
+            entry.get("batch_size", [t.batch_size]),
+            entry.get("threads", [t.threads]),
+            entry.get("precision", [t.precision]),
         ):
-            name = sweep_point_name(base, b, n)
+            name = sweep_point_name(base, b, n, p if swept else "")
             if n > t.cpus:
                 raise ConfigError(
                     f"sweeps[{i}]: threads {n} on target {base}, which has cpus {t.cpus}: "
@@ -333,9 +342,11 @@ def expand_sweeps(sweeps: list[dict], targets: dict[str, Target]) -> dict[str, T
                 name=name,
                 batch_size=int(b),
                 threads=int(n),
+                precision=p,
                 repeats=int(entry["repeats"]),
                 paper_system="",
-                sweep={"base": base, "batch_size": int(b), "threads": int(n)},
+                sweep={"base": base, "batch_size": int(b), "threads": int(n)}
+                | ({"precision": p} if swept else {}),
             )
     return points
 

@@ -137,6 +137,12 @@ RUNNERS = ("host", "docker")
 #: The Keras backends a run may ask for (``targets[].backend`` in the configuration schema
 #: lists the same; ``tests/test_spec.py`` keeps the two equal).
 BACKENDS = ("tensorflow", "jax", "torch")
+#: Numeric precisions of a run: Keras dtype policies (``keras.config.set_dtype_policy``).
+#: float32 everywhere; mixed_bfloat16 computes in bfloat16 with float32 weights; mixed_float16
+#: the same in float16, with Keras's dynamic loss scaling (``compile(auto_scale_loss=True)``,
+#: Keras's default, wraps the optimizer in ``LossScaleOptimizer``) so small gradients do
+#: not underflow.
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
 @dataclass(frozen=True)
@@ -234,7 +240,8 @@ class RunSpec:
         probe_seconds: length of each calibration probe around the run (s).
         preprocessing: the settings the training data must have been made with.
         container: the container of a docker run; None for host runs.
-        sweep: for a sweep point, {"base": target, "batch_size": B, "threads": T}; else None.
+        sweep: for a sweep point, {"base": target, "batch_size": B, "threads": T} (and
+            "precision" where the sweep lists precisions); else None.
         variant: "keras" (Keras defaults) or "original" (the authors' script; see
             :data:`VARIANTS` and :mod:`embryo_bench.workloads.paper`).
         epoch_steps: batches per epoch, drawn from reshuffled passes with the leftover
@@ -248,6 +255,9 @@ class RunSpec:
             (``train.steps_per_execution``); 0: the trainer's choice
             (:func:`embryo_bench.training.train.steps_per_execution_for`). Left out of
             ``run.json`` at 0.
+        precision: the Keras dtype policy the model is built under (:data:`PRECISIONS`).
+            Left out of ``run.json`` at float32, so runs made before it existed keep their
+            cached spec.
     """
 
     target: str
@@ -275,6 +285,7 @@ class RunSpec:
     test_subset: int = 0
     workload: WorkloadSpec | None = None
     steps_per_execution: int = 0
+    precision: str = "float32"
 
     def __post_init__(self):
         as_floats(self)  # learning_rate: 1 reaches Keras as 1.0
@@ -297,6 +308,10 @@ class RunSpec:
             )
         if self.runner not in RUNNERS:
             raise ConfigError(f"run {self.target}: runner {self.runner!r}; expected {RUNNERS}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"run {self.target}: precision {self.precision!r}; expected one of {PRECISIONS}"
+            )
         if (self.runner == "docker") != (self.container is not None):
             raise ConfigError(f"run {self.target}: a docker run needs a container, others none")
 
@@ -321,10 +336,13 @@ class RunSpec:
         is written as before workloads existed (format 1, no ``workload`` and its
         ``preprocessing``), so its ``run.json`` and its cached run stay as they were; another
         workload's run is format 2 with its ``workload`` and no ``preprocessing``.
-        ``steps_per_execution`` is written only where set (not 0), for the same reason."""
+        ``steps_per_execution`` is written only where set (not 0), and ``precision`` only
+        where not float32, for the same reason."""
         d = dataclasses.asdict(self)
         if not self.steps_per_execution:
             del d["steps_per_execution"]
+        if self.precision == "float32":
+            del d["precision"]
         if self.workload is None:
             del d["workload"]
             return {"format": 1, **d}
@@ -458,6 +476,8 @@ RUN_SPEC_SCHEMA: dict = {
                         "base": _NAME,
                         "batch_size": {**_INT, "minimum": 1},
                         "threads": {**_INT, "minimum": 1},
+                        # only where the sweep lists precisions
+                        "precision": {"enum": list(PRECISIONS)},
                     },
                 },
             ]
@@ -498,6 +518,7 @@ RUN_SPEC_SCHEMA: dict = {
         "holdout": {**_INT, "minimum": 0},
         "test_subset": {**_INT, "minimum": 0},
         "steps_per_execution": {**_INT, "minimum": 0},
+        "precision": {"enum": list(PRECISIONS)},
     },
 }
 

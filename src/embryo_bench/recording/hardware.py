@@ -204,6 +204,72 @@ def gpu_driver() -> str:
     return _nvml(query, "none")
 
 
+def _version_text(version: int) -> str:
+    """NVML's CUDA version number as text: 13000 -> "13.0", 12040 -> "12.4"."""
+    return f"{version // 1000}.{version % 1000 // 10}"
+
+
+def gpu_identity(indices: list[int]) -> list[dict]:
+    """What NVML says of each GPU a run was given (its identity, recorded with the run):
+    index (NVML's), name, uuid, memory_total_mib (MiB), compute_capability ("9.0"),
+    driver_version and cuda_driver_version (the newest CUDA the driver supports, "13.0");
+    a reading the GPU or driver does not give is None. [] without a driver or pynvml, or
+    for no indices.
+
+    Raises:
+        nothing: an index NVML does not know gives ``{"index": i, "error": "..."}``.
+    """
+
+    def query(nv):
+        def read(fn, *args):
+            try:
+                return fn(*args)
+            except Exception:  # a reading this GPU or driver does not give
+                return None
+
+        driver = read(nv.nvmlSystemGetDriverVersion)
+        cuda = read(nv.nvmlSystemGetCudaDriverVersion)
+        out = []
+        for i in indices:
+            try:
+                h = nv.nvmlDeviceGetHandleByIndex(i)
+            except Exception as exc:
+                out.append({"index": i, "error": f"NVML has no GPU {i}: {exc}"})
+                continue
+            memory = read(nv.nvmlDeviceGetMemoryInfo, h)
+            capability = read(nv.nvmlDeviceGetCudaComputeCapability, h)
+            uuid = read(nv.nvmlDeviceGetUUID, h)
+            out.append(
+                {
+                    "index": i,
+                    "name": _text(nv.nvmlDeviceGetName(h)),
+                    "uuid": None if uuid is None else _text(uuid),
+                    "memory_total_mib": None if memory is None else memory.total / 2**20,
+                    "compute_capability": (
+                        None if capability is None else f"{capability[0]}.{capability[1]}"
+                    ),
+                    "driver_version": None if driver is None else _text(driver),
+                    "cuda_driver_version": None if cuda is None else _version_text(cuda),
+                }
+            )
+        return out
+
+    return _nvml(query, []) if indices else []
+
+
+def nvml_index_of(uuid: str) -> int | None:
+    """NVML's index of the GPU with this UUID (``GPU-...``, as CUDA_VISIBLE_DEVICES may name
+    it), or None where NVML does not know it or is absent."""
+
+    def query(nv):
+        try:
+            return int(nv.nvmlDeviceGetIndex(nv.nvmlDeviceGetHandleByUUID(uuid)))
+        except Exception:
+            return None
+
+    return _nvml(query, None)
+
+
 def size_mib(size: str) -> int:
     """A Docker memory size ("512m", "3g", "2048k"; Docker's own parser,
     ``docker.utils.parse_bytes``, so it means what ``mem_limit`` means) in MiB, rounded up.

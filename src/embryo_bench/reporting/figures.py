@@ -527,15 +527,18 @@ def fig_backends(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
 
 def fig_sweeps(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
     """Throughput and final test accuracy per sweep point: x = batch size, one line per
-    thread count, one colour per swept target."""
+    swept target, thread count and precision (named where not float32)."""
     fig, (ax_t, ax_a) = plt.subplots(1, 2, figsize=(11, 4))
     points = summ[summ["sweep"] != ""]
     if points.empty:
         _empty(ax_t, "no sweeps: in this config")
         _empty(ax_a, "no sweeps: in this config")
-    for (base, threads), g in points.groupby(["sweep", "threads"]):
+    if "precision" not in points:  # tables written before precision was recorded
+        points = points.assign(precision="float32")
+    for (base, threads, precision), g in points.groupby(["sweep", "threads", "precision"]):
         g = g.sort_values("batch_size")
         label = f"{base}, {threads} thread{'s' if threads != 1 else ''}"
+        label += "" if precision == "float32" else f", {precision}"
         for ax, col in ((ax_t, "images_per_s"), (ax_a, "final_test_accuracy")):
             med, err = _errorbars(g, col)
             spread = err if np.isfinite(err).any() else None

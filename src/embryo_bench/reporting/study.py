@@ -46,20 +46,19 @@ from .claims.common import Claim  # noqa: E402
 from .merge import merge_runs, split_by_machine  # noqa: E402
 from .runs import as_number, load_runs  # noqa: E402
 
-#: One row per (workload, target) of a configuration's finished runs (the preamble of issue
-#: 34 lists them): workload (the config's name), catalog (the catalog workload, "paper" for
-#: the paper's, "" for a model of the user's own), input ("memory" | "files"), data
-#: ("synthetic" | "real"), target, runner, backend, cpus, threads, gpus, batch_size (ints),
-#: workers (input workers decoding files, an int; NA for memory input), sweep (the sweep
-#: point's name, "" for a main target), runs (finished runs), epoch_seconds (median steady
-#: epoch, s), throughput (median images/s), throughput_per_core (images/s per
-#: cpu), training_seconds (median, s), test_accuracy (median final, a fraction; NaN where no
-#: test set was scored), hourly_usd (USD/h), cost_usd (median, USD; NaN unpriced),
-#: input_wait_share (median share of training time spent waiting for input, 0..1; NaN for
-#: memory input), ratio, ratio_low, ratio_high (throughput / the compare base target's in
-#: the same workload, with its 95 % interval; 1 for the base; NaN where none), verdict
-#: (:func:`embryo_bench.reporting.compare.verdict`'s words, "base" for the base, "" where
-#: none), pairing ("paired" | "unpaired" | ""; "" for the base), machine (the machine label,
+#: One row per (workload, target) of a configuration's finished runs (the preamble of issue 34 lists
+#: them): workload (the config's name), catalog (the catalog workload, "paper" for the paper's, ""
+#: for a model of the user's own), input ("memory" | "files"), data ("synthetic" | "real"), target,
+#: runner, backend, cpus, threads, gpus, batch_size (ints), precision (the Keras dtype policy),
+#: workers (input workers decoding files, an int; NA for memory input), sweep (the sweep point's
+#: name, "" for a main target), runs (finished runs), epoch_seconds (median steady epoch, s),
+#: throughput (median images/s), throughput_per_core (images/s per cpu), training_seconds (median,
+#: s), test_accuracy (median final, a fraction; NaN where no test set was scored), hourly_usd
+#: (USD/h), cost_usd (median, USD; NaN unpriced), input_wait_share (median share of training time
+#: spent waiting for input, 0..1; NaN for memory input), ratio, ratio_low, ratio_high (throughput /
+#: the compare base target's in the same workload, with its 95 % interval; 1 for the base; NaN where
+#: none), verdict (:func:`embryo_bench.reporting.compare.verdict`'s words, "base" for the base, ""
+#: where none), pairing ("paired" | "unpaired" | ""; "" for the base), machine (the machine label,
 #: :class:`embryo_bench.reporting.runs.Machines`).
 OURS_COLUMNS = [
     "workload",
@@ -73,6 +72,7 @@ OURS_COLUMNS = [
     "threads",
     "gpus",
     "batch_size",
+    "precision",
     "workers",
     "sweep",
     "runs",
@@ -201,6 +201,7 @@ def read_workload(w: StudyWorkload) -> tuple[pd.DataFrame, pd.DataFrame]:
                 "threads": s["threads"],
                 "gpus": s["gpus"],
                 "batch_size": s["batch_size"],
+                "precision": s["precision"],
                 "workers": s["workers"],
                 "sweep": s["target"] if s["sweep"] else "",
                 "runs": int(s["repeats"]),

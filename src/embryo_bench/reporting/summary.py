@@ -70,7 +70,8 @@ def run_table(
     their software differs from this workflow's, :mod:`embryo_bench.reporting.merge`), seed, runner,
     backend, variant (train.variant: keras or original), workload, input ("memory" | "files"),
     workers (input workers decoding files, from the run's spec; NaN for memory input),
-    input_wait_share, input_bound, cpus, threads, gpus, batch_size, sweep
+    input_wait_share, input_bound, cpus, threads, gpus, batch_size, precision (the Keras
+    dtype policy: float32, mixed_bfloat16, mixed_float16), sweep
     (base target of a sweep point, else empty), data, train_images, test_images, epochs, flags
     (:data:`embryo_bench.reporting.stability.FLAGS` the run carries, ", "-joined; empty for a clean
     run), flag_reasons (why, "; "-joined), training_s (fit only), wall_s (training
@@ -82,6 +83,8 @@ def run_table(
     coefficient of variation, slowest / median; empty without windows), hourly_usd (USD/h),
     price_source, cost_usd, cpu_percent_mean,
     memory_mib_peak (MiB), gpu_energy_j, cpu_energy_j (J; "not measured" where no reading),
+    gpu_util_percent_mean (NVML's GPU utilisation, %, mean over samples and GPUs; empty on
+    the CPU), device_memory_peak_mib (the framework's peak on its GPUs, MiB; empty on the CPU),
     images_per_joule, parameters, cpu_model, started_unix_s and ended_unix_s (when the timed
     part ran, s since 1970; empty for runs made before it was recorded). ``repeat`` is also
     the run's round (:func:`embryo_bench.planning.plan.round_order`).
@@ -127,6 +130,8 @@ def run_table(
                 "threads": m.get("threads"),
                 "gpus": gpus,
                 "batch_size": m["batch_size"],
+                # The Keras dtype policy (runs made before it was recorded: float32).
+                "precision": m.get("precision", "float32"),
                 "sweep": (t.get("sweep") or {}).get("base", ""),
                 "data": label,
                 "train_images": m["n_train"],
@@ -162,6 +167,10 @@ def run_table(
                 "cpu_percent_mean": tel.get("cpu_percent_mean", NOT_MEASURED),
                 "memory_mib_peak": tel.get("memory_mib_peak", NOT_MEASURED),
                 "gpu_energy_j": gpu_energy if gpus else "no GPU",
+                # How busy the run's GPUs were (NVML, % of the time a kernel ran, the mean
+                # over samples and GPUs) and the most the framework held on them (MiB).
+                "gpu_util_percent_mean": _gpu_mean(tel, "gpu_util_percent_mean") if gpus else None,
+                "device_memory_peak_mib": as_number(m.get("device_memory_peak_mib")),
                 "cpu_energy_j": cpu_energy,
                 "images_per_joule": per_joule,
                 "parameters": m["parameter_count"],
@@ -171,6 +180,14 @@ def run_table(
             }
         )
     return pd.DataFrame(rows)
+
+
+def _gpu_mean(telemetry: dict, key: str) -> float | None:
+    """The mean over a run's GPUs of one of their telemetry summaries (``key`` of each entry
+    of ``telemetry["gpus"]``); None where no GPU has a number."""
+    values = [as_number(g.get(key)) for g in telemetry.get("gpus") or []]
+    values = [v for v in values if v is not None]
+    return float(np.mean(values)) if values else None
 
 
 #: Columns summarised per target (median, min, max over repeats).
@@ -225,6 +242,7 @@ def target_summary(runs: pd.DataFrame) -> pd.DataFrame:
             "cpus": g["cpus"].iloc[0],
             "gpus": g["gpus"].iloc[0],
             "batch_size": g["batch_size"].iloc[0],
+            "precision": g["precision"].iloc[0] if "precision" in g else "float32",
             "workers": g["workers"].iloc[0] if "workers" in g else np.nan,
             "threads": g["threads"].iloc[0],
             # one machine per target (a target that ran on several is split before)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError
-from ..recording.hardware import run_cores
+from ..recording.hardware import nvml_index_of, run_cores
 
 
 def backend_name() -> str:
@@ -75,6 +75,156 @@ def limit_threads(threads: int, cores: int | None = None) -> list[int]:
         torch.set_num_threads(threads)
         torch.set_num_interop_threads(threads)
     return pinned
+
+
+def select_gpus(gpus: int, backend: str, target: str = "run") -> list[int]:
+    """Give the run exactly its ``gpus`` GPUs, and none to a CPU run, before the backend is
+    imported: ``CUDA_VISIBLE_DEVICES`` names the first ``gpus`` of the GPUs this process may
+    use (those the variable already names, as Slurm or a container sets it; else GPUs
+    0..gpus-1), in PCI bus order (``CUDA_DEVICE_ORDER=PCI_BUS_ID``, NVML's order, so the
+    telemetry samples the GPUs that train); with ``gpus`` 0 it is empty, and JAX is held
+    to its CPU platform (``JAX_PLATFORMS=cpu``): JAX and PyTorch otherwise take a GPU
+    whenever one is there, and a CPU target's numbers would be a GPU's.
+
+    Args:
+        gpus: the target's GPUs (0: a CPU run). backend: the Keras backend.
+        target: the run's name, for the message.
+
+    Returns:
+        the NVML indices of the GPUs given (for telemetry and the run's device record).
+
+    Raises:
+        ConfigError: fewer GPUs may be used than ``gpus`` (CUDA_VISIBLE_DEVICES names fewer).
+    """
+    order = os.environ.get("CUDA_VISIBLE_DEVICES")
+    allowed = [d.strip() for d in order.split(",") if d.strip()] if order else None
+    if allowed is not None and len(allowed) < gpus:
+        raise ConfigError(
+            f"{target}: gpus {gpus}, but CUDA_VISIBLE_DEVICES={order!r} lets this process use "
+            f"{len(allowed)}; ask for at most {len(allowed)} or run where {gpus} are given"
+        )
+    given = (allowed or [str(i) for i in range(gpus)])[:gpus]
+    os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(given)
+    if gpus == 0 and backend == "jax":
+        os.environ["JAX_PLATFORMS"] = "cpu"
+    indices = []
+    for d in given:
+        index = int(d) if d.isdigit() else nvml_index_of(d)
+        if index is not None:
+            indices.append(index)
+    return indices
+
+
+def backend_devices(gpus: int, target: str = "run") -> dict:
+    """The devices Keras's backend trains on, as the framework reports them, checked against
+    the run's ``gpus``: platform ("gpu" or "cpu"), devices (the framework's names, e.g.
+    "NVIDIA H100 80GB HBM3"), and on a GPU the framework's CUDA version, compute capability
+    and memory (MiB) where it says. Call after Keras is imported, after :func:`select_gpus`.
+
+    Raises:
+        ConfigError: a GPU run whose backend sees fewer GPUs than ``gpus`` (a CPU-only build
+            of the framework, JAX_PLATFORMS=cpu, no driver), naming the backend and what it
+            sees.
+    """
+    backend = backend_name()
+    info: dict = {"backend": backend}
+    if backend == "jax":
+        import jax
+
+        found = [d for d in jax.devices() if d.platform in ("gpu", "cuda", "rocm")]
+        info["devices"] = [getattr(d, "device_kind", str(d)) for d in (found or jax.devices())]
+        if found:
+            info["cuda"] = _jax_cuda_version()
+    elif backend == "torch":
+        import torch
+
+        found = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+        info["devices"] = [torch.cuda.get_device_name(i) for i in found] or ["cpu"]
+        if found:
+            info["cuda"] = torch.version.cuda
+            info["compute_capability"] = [
+                "{}.{}".format(*torch.cuda.get_device_capability(i)) for i in found
+            ]
+            info["memory_total_mib"] = [
+                torch.cuda.get_device_properties(i).total_memory / 2**20 for i in found
+            ]
+    else:
+        import tensorflow as tf
+
+        found = tf.config.list_physical_devices("GPU")
+        names = []
+        for d in found:
+            details = tf.config.experimental.get_device_details(d)
+            names.append(details.get("device_name", d.name))
+        info["devices"] = names or ["cpu"]
+        if found:
+            info["cuda"] = dict(tf.sysconfig.get_build_info()).get("cuda_version")
+    info["platform"] = "gpu" if found else "cpu"
+    if len(found) < gpus:
+        raise ConfigError(
+            f"{target}: gpus {gpus}, but Keras on {backend} sees {len(found)} GPU(s) "
+            f"({', '.join(info['devices'])}): install the framework's CUDA build (jax[cuda], "
+            f"torch with CUDA, tensorflow[and-cuda]) where a driver runs, and leave "
+            f"JAX_PLATFORMS and CUDA_VISIBLE_DEVICES unset"
+        )
+    return info
+
+
+def _jax_cuda_version() -> str | None:
+    """The CUDA version JAX's GPU plugin was built for, where it says (None otherwise)."""
+    import importlib.metadata as md
+
+    for dist in md.distributions():
+        name = (dist.metadata["Name"] or "").lower()
+        if name.startswith(("jax-cuda", "jax_cuda")) and "plugin" in name:
+            return name.split("cuda", 1)[1].split("-", 1)[0] or None
+    return None
+
+
+def set_precision(precision: str) -> None:
+    """Build every model of this process under the Keras dtype policy ``precision``
+    (float32, mixed_bfloat16 or mixed_float16: :data:`embryo_bench.planning.spec.PRECISIONS`),
+    set every time, so a policy set before in the same process does not carry over. Call
+    after Keras is imported and before the model is built.
+
+    Raises:
+        ConfigError: a policy Keras does not know.
+    """
+    import keras
+
+    try:
+        keras.config.set_dtype_policy(precision)
+    except ValueError as exc:
+        raise ConfigError(f"precision {precision!r}: Keras refuses it ({exc})") from None
+
+
+def device_memory_peak_mib() -> float | None:
+    """The most memory the backend held on its GPUs during the process (MiB, summed over its
+    GPUs), from the framework's own allocator: JAX ``peak_bytes_in_use``, PyTorch
+    ``max_memory_allocated``, TensorFlow ``get_memory_info()["peak"]``. None on the CPU (the
+    process's own peak is telemetry's memory_mib_peak) or where the framework does not say.
+    (NVML's memory used is no measure of it: JAX reserves 75 % of a GPU at its start.)"""
+    backend = backend_name()
+    try:
+        if backend == "jax":
+            import jax
+
+            stats = [d.memory_stats() for d in jax.devices() if d.platform != "cpu"]
+            peaks = [s["peak_bytes_in_use"] for s in stats if s and "peak_bytes_in_use" in s]
+        elif backend == "torch":
+            import torch
+
+            n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+            peaks = [torch.cuda.max_memory_allocated(i) for i in range(n)]
+        else:
+            import tensorflow as tf
+
+            n = len(tf.config.list_logical_devices("GPU"))
+            peaks = [tf.config.experimental.get_memory_info(f"GPU:{i}")["peak"] for i in range(n)]
+    except (RuntimeError, ValueError, KeyError):
+        return None
+    return sum(peaks) / 2**20 if peaks else None
 
 
 #: XLA:CPU's YNNPACK offload of convolutions, off (issue 14). jaxlib 0.10's XLA hands every

@@ -46,10 +46,20 @@ from ..planning.spec import Preprocessing, RunSpec
 from ..recording import provenance
 from ..recording.calibrate import PROBE_METHOD, efficiency, matmul_probe, training_flops_per_image
 from ..recording.evidence import divergence
+from ..recording.hardware import gpu_identity
 from ..recording.record import finish_run
 from ..recording.telemetry import Measurement, ProcessSampler
 from ..runners.lifeline import check_parent
-from .backend import compute_settings, distribution_scope, input_pipeline, limit_threads
+from .backend import (
+    backend_devices,
+    compute_settings,
+    device_memory_peak_mib,
+    distribution_scope,
+    input_pipeline,
+    limit_threads,
+    select_gpus,
+    set_precision,
+)
 from .inputs import (
     INPUT_WAIT_COLUMNS,
     Augment,
@@ -439,6 +449,10 @@ class Session:
         cores: the cores the process is pinned to. replicas_in_sync: devices training.
         backend: the Keras backend loaded. setup_seconds: wall time of the setup (s).
         windows: the throughput windows measured so far (:data:`WINDOW_COLUMNS`).
+        gpu_indices: NVML's indices of the GPUs the run was given (:func:`select_gpus`).
+        devices: what trains: ``gpus``, NVML's identity of each GPU given
+            (:func:`embryo_bench.recording.hardware.gpu_identity`), and ``backend``, the
+            framework's own view (:func:`embryo_bench.training.backend.backend_devices`).
     """
 
     spec: RunSpec
@@ -451,6 +465,8 @@ class Session:
     backend: str
     setup_seconds: float
     windows: list[dict] = field(default_factory=list)
+    gpu_indices: list[int] = field(default_factory=list)
+    devices: dict = field(default_factory=dict)
     #: A workload's image files, for its ``files`` input mode (None: memory).
     files: Path | None = None
 
@@ -508,10 +524,13 @@ def seed_everything(seed: int) -> None:
 def setup(
     spec: RunSpec, shards: list[str], dataset: dict, arrays: str | Path | None = None
 ) -> Session:
-    """Prepare a run: choose the backend, pin to ``spec.cpus`` cores with ``spec.threads``
-    threads, record provenance, seed everything, load the shards (checked against
-    ``spec.preprocessing``) or, for a workload other than the paper's, its arrays, build and
-    compile the model (in the distribution strategy's scope).
+    """Prepare a run: choose the backend, give it the run's GPUs and no others
+    (:func:`embryo_bench.training.backend.select_gpus`; none to a CPU run), pin to
+    ``spec.cpus`` cores with ``spec.threads`` threads, record provenance and the devices
+    (NVML's identity of each GPU, the framework's view), seed everything, load the shards
+    (checked against ``spec.preprocessing``) or, for a workload other than the paper's, its
+    arrays, build and compile the model under the run's precision (a Keras dtype policy) in
+    the distribution strategy's scope.
 
     Args:
         spec: the run.
@@ -526,11 +545,13 @@ def setup(
         DataError: a shard is missing or malformed, made with other settings than the
             spec's, or a split is empty; a workload's arrays missing, damaged or not its shape.
         ConfigError: another backend is already loaded, a strategy the backend or the
-            devices cannot give, a batch size larger than the training set, a workload's
-            builder that cannot be imported.
+            devices cannot give, GPUs the backend does not see, a batch size larger than the
+            training set, a workload's builder that cannot be imported.
     """
     t_setup = time.perf_counter()
     select_backend(spec.backend)
+    run = f"run {spec.target} repeat {spec.repeat}"
+    gpu_indices = select_gpus(spec.gpus, spec.backend, run)
     cores = limit_threads(spec.threads, spec.cpus)
     # Provenance before training: the commit and environment the run started from.
     prov = provenance.collect(spec.seed, dataset)
@@ -538,6 +559,8 @@ def setup(
     # reads KERAS_BACKEND once, at its first import.
     import keras
 
+    devices = {"gpus": gpu_identity(gpu_indices), "backend": backend_devices(spec.gpus, run)}
+    set_precision(spec.precision)
     scope, replicas_in_sync = distribution_scope(spec.strategy, spec.replicas)
     seed_everything(spec.seed)
     if spec.workload is None:
@@ -557,11 +580,13 @@ def setup(
         replicas_in_sync=replicas_in_sync,
         backend=keras.backend.backend(),
         setup_seconds=time.perf_counter() - t_setup,
+        gpu_indices=gpu_indices,
+        devices=devices,
     )
     w = spec.workload
     log.info(
         "target %s, workload %s%s: %d train / %d test samples, %d parameters, %d threads, "
-        "backend %s, variant %s, %s input",
+        "backend %s on %s, %s, variant %s, %s input",
         spec.target,
         spec.workload_name,
         " (SYNTHETIC data)" if w and w.synthetic else "",
@@ -570,6 +595,8 @@ def setup(
         model.count_params(),
         spec.threads,
         session.backend,
+        ", ".join(devices["backend"]["devices"]),
+        spec.precision,
         spec.variant,
         w.input_mode if w else "memory",
     )
@@ -799,7 +826,11 @@ def write_outputs(
         calibration (the probes: before, after, in GFLOP/s), flops (training FLOPs per image
         and the run's achieved GFLOP/s and efficiency,
         :func:`embryo_bench.recording.calibrate.efficiency`), label counts, threads,
-        cpu_affinity, strategy, replicas_in_sync, provenance.
+        precision (the Keras dtype policy), device_memory_peak_mib (the most the framework
+        held on its GPUs, MiB; None on the CPU: :func:`embryo_bench.training.backend.
+        device_memory_peak_mib`), cpu_affinity, strategy, replicas_in_sync, provenance (with
+        ``compute``, the settings that choose kernels, and ``devices``, what trained:
+        :attr:`Session.devices`).
 
     Raises:
         StorageError: no space for ``model.keras`` (checked against
@@ -863,10 +894,16 @@ def write_outputs(
         "label_counts_train": np.bincount(data["y_train"], minlength=classes).tolist(),
         "label_counts_test": np.bincount(data["y_test"], minlength=classes).tolist(),
         "threads": spec.threads,
+        "precision": spec.precision,
+        "device_memory_peak_mib": device_memory_peak_mib(),
         "cpu_affinity": session.cores,
         "strategy": spec.strategy,
         "replicas_in_sync": session.replicas_in_sync,
-        "provenance": {**session.provenance, "compute": compute_settings(session.model)},
+        "provenance": {
+            **session.provenance,
+            "compute": compute_settings(session.model),
+            "devices": session.devices,
+        },
     }
 
 
@@ -909,7 +946,7 @@ def run_training(
     session = setup(spec, shards, dataset, arrays)
     session.files = Path(files) if files else None
     measurement = (
-        Measurement(ProcessSampler(float(spec.cpus), list(range(spec.gpus)), session.cores))
+        Measurement(ProcessSampler(float(spec.cpus), session.gpu_indices, session.cores))
         if measure
         else contextlib.nullcontext()
     )
