@@ -29,7 +29,7 @@ from embryo_bench.reporting.claims.gpu import (
     NO_GPU,
     NO_UTILISATION,
 )
-from embryo_bench.reporting.study import OURS_COLUMNS
+from embryo_bench.reporting.study import OURS_COLUMNS, read_ours
 
 
 def ours_row(**values):
@@ -161,6 +161,20 @@ def test_datamadness_speed_up_is_judged_against_the_posts_own_factor(dm_numbers)
         dm_numbers, _dm_ours(), study_runs(*pair_runs(DM_FILES, (10.0,)))
     )
     assert one[0].verdict == CANNOT and one[0].why == "one pair: no interval"
+
+
+def test_datamadness_speed_up_on_rows_read_back_from_ours_csv(dm_numbers, tmp_path):
+    """As the study rule gives them: study/ours.csv read back (nullable integer columns)."""
+    path = tmp_path / "ours.csv"
+    _dm_ours().to_csv(path, index=False)
+    ours = read_ours(path)
+    assert str(ours["batch_size"].dtype) == "Int64"
+    runs = study_runs(*pair_runs(DM_FILES, (9.5, 10.0, 10.8)))
+    assert datamadness.speedup_claims(dm_numbers, ours, runs)[0].verdict == HOLDS
+    # A GPU run whose batch size was not recorded has no CPU run to stand beside.
+    ours.loc[ours["target"] == "gpu-1", "batch_size"] = pd.NA
+    (claim,) = datamadness.speedup_claims(dm_numbers, ours, runs)
+    assert claim.why == f"no CPU target ran {DM_FILES} at batch <NA>"
 
 
 def test_datamadness_gpu_claims_say_why_without_a_gpu_run_from_files(dm_numbers):

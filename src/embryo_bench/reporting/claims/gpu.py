@@ -142,7 +142,8 @@ def speedups(
             continue
         pick = gpus["throughput"].idxmax() if gpu == "fastest" else gpus["throughput"].idxmin()
         g = gpus.loc[pick]
-        cpus = group[(group["gpus"] == 0) & (group["batch_size"] == g["batch_size"])]
+        same_batch = group["batch_size"].eq(g["batch_size"]).fillna(False).astype(bool)
+        cpus = group[(group["gpus"] == 0) & same_batch]
         if cpus.empty:
             whys.append(f"no CPU target ran {workload} at batch {g['batch_size']}")
             continue
