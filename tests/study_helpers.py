@@ -1,21 +1,40 @@
 """Hand-made ``study/runs.csv`` rows for the claims tests (issue 34): the columns a claims
 module's ``runs`` argument is read by (:func:`embryo_bench.reporting.claims.common.
-paired_workload_ratio`)."""
+paired_workload_ratio`, :func:`~embryo_bench.reporting.claims.common.target_ratio`)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 #: The columns of ``study/runs.csv`` the claims read.
-RUN_COLUMNS = ["workload", "target", "repeat", "merged", "steady_epoch_s", "images_per_s"]
+RUN_COLUMNS = [
+    "workload",
+    "target",
+    "repeat",
+    "merged",
+    "steady_epoch_s",
+    "images_per_s",
+    "min_difference",
+]
 
 
 def study_runs(*rows: dict) -> pd.DataFrame:
-    """One run per row: workload, target, repeat (the round), and any of steady_epoch_s (s)
-    and images_per_s; merged is False unless given."""
-    full = [{"merged": False, "steady_epoch_s": float("nan"), "images_per_s": float("nan"), **r}
-            for r in rows]  # fmt: skip
+    """One run per row: workload, target, repeat (the round), and any of steady_epoch_s (s),
+    images_per_s and min_difference (the configuration's compare.min_difference); merged is
+    False unless given."""
+    nan = float("nan")
+    full = [{"merged": False, "steady_epoch_s": nan, "images_per_s": nan, "min_difference": nan,
+             **r} for r in rows]  # fmt: skip
     return pd.DataFrame(full, columns=RUN_COLUMNS)
+
+
+def rounds(workload: str, target: str, images_per_s, first: int = 1, **extra) -> list[dict]:
+    """One run of ``target`` per value of ``images_per_s`` (images/s), in rounds ``first``,
+    ``first`` + 1, ...; ``extra`` columns on every run."""
+    return [
+        dict(workload=workload, target=target, repeat=k, images_per_s=v, **extra)
+        for k, v in enumerate(images_per_s, first)
+    ]
 
 
 #: No run at all: the claims fall back to ``ours``' medians.

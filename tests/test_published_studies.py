@@ -14,9 +14,10 @@ HEAD = ",".join(pub.COLUMNS)
 GOOD = 'K80,mnist-mlp,epoch_seconds,3.5,s,"batch_size=128;threads=8",002 table 1,true,\n'
 
 
-def test_the_registry_names_the_four_studies_with_their_seed_files():
+def test_the_registry_names_the_paper_and_the_four_studies_with_their_seed_files():
     known = pub.studies()
-    assert [s.number for s in known.values()] == ["001", "002", "003", "004"]
+    assert [s.number for s in known.values()] == ["000", "001", "002", "003", "004"]
+    assert known["paper"].claims == "paper" and known["paper"].numbers == "paper.csv"
     for study in known.values():
         assert study.seed.startswith(study.number + "_")
 

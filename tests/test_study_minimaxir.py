@@ -8,14 +8,14 @@ import statistics
 
 import pandas as pd
 import pytest
-from study_helpers import NO_RUNS
+from study_helpers import NO_RUNS, study_runs
 
 from embryo_bench.errors import DataError
 from embryo_bench.published import minimaxir_logs as mm
 from embryo_bench.published import studies as pub
 from embryo_bench.reporting.claims import minimaxir as claims_mod
 from embryo_bench.reporting.claims.common import CANNOT, DOES_NOT_HOLD, HOLDS
-from embryo_bench.reporting.study import OURS_COLUMNS
+from embryo_bench.reporting.study import OURS_COLUMNS, read_ours
 from embryo_bench.workloads.catalog import catalog
 
 
@@ -168,19 +168,113 @@ def test_the_gpu_claims_cannot_be_checked_without_a_gpu(numbers):
         assert found[name].theirs  # the study's side is still given
 
 
-def test_the_gpu_claims_are_judged_where_a_gpu_ran(numbers):
+def _real(frame: pd.DataFrame, tmp_path) -> pd.DataFrame:
+    """``frame`` as study/ours.csv gives it to the claims (written and read back: integer
+    columns nullable, an unpriced target's hourly_usd NaN)."""
+    path = tmp_path / "ours.csv"
+    frame.to_csv(path, index=False)
+    return read_ours(path)
+
+
+def _rounds(seconds: dict[tuple[str, str], list[float]]):
+    """One run per round: {(catalog, target): its seconds per epoch, round by round}."""
+    return study_runs(*(
+        dict(workload=cat, target=target, repeat=k, steady_epoch_s=t, images_per_s=60000 / t)
+        for (cat, target), times in seconds.items() for k, t in enumerate(times, 1)
+    ))  # fmt: skip
+
+
+GPU_RUNS = {
+    ("mnist-mlp", "host-2cpu"): [6.0, 6.3, 5.8],
+    ("mnist-mlp", "gpu-1"): [3.0, 3.1, 2.95],
+    ("mnist-cnn", "host-2cpu"): [100.0, 104.0, 98.0],
+    ("mnist-cnn", "gpu-1"): [1.0, 1.02, 0.99],
+    ("imdb-bilstm", "host-2cpu"): [100.0, 103.0, 97.0],
+    ("imdb-bilstm", "gpu-1"): [20.0, 20.5, 19.6],
+}
+
+
+def _geomean(values):
+    return math.exp(statistics.mean(math.log(v) for v in values))
+
+
+def test_the_gpu_claims_are_judged_where_a_gpu_ran(numbers, tmp_path):
+    frame = _real(
+        ours(
+            ("mnist-mlp", "host-2cpu", 2, 0, 6.0, 0.015),
+            ("mnist-mlp", "gpu-1", 4, 1, 3.0, 0.4975),
+            ("mnist-cnn", "host-2cpu", 2, 0, 100.0, 0.015),
+            ("mnist-cnn", "gpu-1", 4, 1, 1.0, 0.4975),
+            ("imdb-bilstm", "host-2cpu", 2, 0, 100.0, 0.015),
+            ("imdb-bilstm", "gpu-1", 4, 1, 20.0, 0.4975),
+        ),
+        tmp_path,
+    )
+    assert str(frame["gpus"].dtype) == "Int64"
+    found = {c.claim: c for c in claims_mod.claims(numbers, frame, _rounds(GPU_RUNS))}
+    mlp = found[claims_mod.MLP_CPU_CHEAPER]
+    assert mlp.verdict == HOLDS
+    # The GPU's cost of an epoch over the CPU's: the prices' ratio over the speeds' ratio,
+    # paired round by round.
+    speed = _geomean(
+        c / g
+        for c, g in zip(
+            GPU_RUNS[("mnist-mlp", "host-2cpu")], GPU_RUNS[("mnist-mlp", "gpu-1")], strict=True
+        )
+    )
+    assert f"gpu-1's cost over host-2cpu's x{0.4975 / 0.015 / speed:.3f} [" in mlp.ours
+    assert "gpu-1 (4 cpus, 1 GPU) 0.000415" in mlp.ours  # 3 s x 0.4975 USD/h
+    assert found[claims_mod.CNN_K80].verdict == HOLDS
+    bilstm = found[claims_mod.BILSTM_GPU_SLOWER]
+    assert bilstm.verdict == DOES_NOT_HOLD
+    gpu_time = _geomean(
+        g / c
+        for c, g in zip(
+            GPU_RUNS[("imdb-bilstm", "host-2cpu")], GPU_RUNS[("imdb-bilstm", "gpu-1")], strict=True
+        )
+    )
+    assert f"gpu-1's time over the slowest CPU's (host-2cpu) x{gpu_time:.3f} [" in bilstm.ours
+
+
+def test_the_gpu_claims_need_rounds_and_a_priced_gpu(numbers, tmp_path):
+    rows = (
+        ("mnist-mlp", "host-2cpu", 2, 0, 6.0, 0.015),
+        ("mnist-mlp", "gpu-1", 4, 1, 3.0, math.nan),
+        ("mnist-cnn", "host-2cpu", 2, 0, 100.0, 0.015),
+        ("mnist-cnn", "gpu-1", 4, 1, 1.0, math.nan),
+        ("imdb-bilstm", "host-2cpu", 2, 0, 100.0, 0.015),
+        ("imdb-bilstm", "gpu-1", 4, 1, 120.0, math.nan),
+    )
+    frame = _real(ours(*rows), tmp_path)
+    found = verdicts(numbers, frame)  # no runs: the medians alone
+    for name, cat in (
+        (claims_mod.MLP_CPU_CHEAPER, "mnist-mlp"),
+        (claims_mod.CNN_K80, "mnist-cnn"),
+    ):
+        assert found[name].why == f"no priced GPU target ran {cat} (hourly_usd)", name
+    # A GPU slower than the CPU by the medians, with no round to give an interval: no verdict.
+    bilstm = found[claims_mod.BILSTM_GPU_SLOWER]
+    assert bilstm.verdict == CANNOT and bilstm.why == "the ratio of the medians only: no interval"
+    assert "x1.200, the ratio of the medians (no runs to pair)" in bilstm.ours
+    slower = {
+        ("imdb-bilstm", "host-2cpu"): [100.0, 101.0, 99.0],
+        ("imdb-bilstm", "gpu-1"): [120.0, 123.0, 118.0],
+    }
+    claim = claims_mod.bilstm_gpu_slower(numbers, frame, _rounds(slower))
+    assert claim.verdict == HOLDS  # about 1.2x the time in every round
+    two = {k: v[:2] for k, v in slower.items()}
+    claim = claims_mod.bilstm_gpu_slower(numbers, frame, _rounds(two))
+    assert claim.why == "2 pairs: too few for a verdict (3 needed)"
+
+
+def test_a_gpu_of_another_workload_is_not_a_gpu_run_of_this_one(numbers):
     frame = ours(
         ("mnist-mlp", "host-2cpu", 2, 0, 6.0, 0.015),
-        ("mnist-mlp", "gpu-1", 4, 1, 3.0, 0.4975),
-        ("mnist-cnn", "host-2cpu", 2, 0, 100.0, 0.015),
         ("mnist-cnn", "gpu-1", 4, 1, 1.0, 0.4975),
-        ("imdb-bilstm", "host-2cpu", 2, 0, 100.0, 0.015),
-        ("imdb-bilstm", "gpu-1", 4, 1, 20.0, 0.4975),
     )
-    found = verdicts(numbers, frame)
-    assert found[claims_mod.MLP_CPU_CHEAPER].verdict == HOLDS
-    assert found[claims_mod.CNN_K80].verdict == HOLDS
-    assert found[claims_mod.BILSTM_GPU_SLOWER].verdict == DOES_NOT_HOLD
+    assert verdicts(numbers, frame)[claims_mod.MLP_CPU_CHEAPER].why == (
+        "no GPU target ran mnist-mlp"
+    )
 
 
 def test_the_studys_side_is_read_from_the_numbers_not_typed(numbers):

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from scipy import stats
 from study_helpers import NO_RUNS, study_runs
 
 from embryo_bench.planning.config import read_config_file, read_config_files
@@ -293,16 +295,91 @@ def test_threads_overlapping_intervals_are_not_faster(numbers):
     assert wu.threads_claim(numbers, frame(one, {**two, "cpus": 4})).verdict == CANNOT
 
 
+def _gpu_rounds(ratios, workload="tf-mnist-deep", cpu=5500.0):
+    """Three rounds of host-2cpu at ``cpu`` images/s and gpu-1 at ``ratios`` x that."""
+    return study_runs(
+        *(dict(workload=workload, target="host-2cpu", repeat=k, images_per_s=cpu)
+          for k in range(1, len(ratios) + 1)),
+        *(dict(workload=workload, target="gpu-1", repeat=k, images_per_s=cpu * r)
+          for k, r in enumerate(ratios, 1)),
+    )  # fmt: skip
+
+
+def test_the_gpu_threshold_is_the_studys_smallest_tensorflow_speed_up(numbers):
+    pairs = wu.gpu_speedups(numbers)
+    assert list(pairs["table"]) == list(wu.GPU_TABLES)
+    # Each pair is a GPU time beside the same table's CPU time, from the file.
+    first = pairs.iloc[0]
+    assert (first["cpu_seconds"], first["gpu_seconds"]) == (1114.34, 68.51)
+    least = wu.smallest_gpu_speedup(numbers)
+    assert least["table"] == "Table VII(a)" and least["workload"] == wu.MNIST
+    assert least["speedup"] == pytest.approx(662.03 / 148.39)
+    assert least["speedup"] == pairs["speedup"].min()
+
+
 def test_a_gpu_run_makes_the_gpu_claim_checkable(numbers):
-    cpu = ours_row(target="host-2cpu", epoch_seconds=10.0)
-    gpu = ours_row(target="gpu-1", gpus=1, epoch_seconds=0.5)
-    claim = wu.gpu_claim(numbers, frame(cpu, gpu), wu.MNIST)
-    assert claim.verdict == HOLDS and "(x20.0)" in claim.ours
+    cpu = ours_row(target="host-2cpu", throughput=5500.0)
+    gpu = ours_row(target="gpu-1", gpus=1, cpus=4, throughput=110000.0)
+    ratios = (19.0, 20.0, 21.0)
+    claim = wu.gpu_claim(numbers, frame(cpu, gpu), _gpu_rounds(ratios), wu.MNIST)
+    assert claim.verdict == HOLDS
+    # The paired ratio: geometric mean and 95 % t interval of the three rounds' ratios.
+    logs = [math.log(r) for r in ratios]
+    mean, sd = statistics.mean(logs), statistics.stdev(logs)
+    half = stats.t.ppf(0.975, 2) * sd / math.sqrt(3)
+    low, high = math.exp(mean - half), math.exp(mean + half)
+    assert (
+        f"GPU/CPU x{math.exp(mean):.3f} [{low:.3f}, {high:.3f}], paired within 3 rounds"
+        in claim.ours
+    )
+    assert "gpu-1 (1 GPU, 4 cpus) 110,000 images/s vs host-2cpu (2 cpus) 5,500" in claim.ours
     assert "(x16.3)" in claim.theirs  # 1,114.34 / 68.51, from the file
-    slow = wu.gpu_claim(numbers, frame(cpu, {**gpu, "epoch_seconds": 11.0}), wu.MNIST)
+    assert "smallest TensorFlow speed-up: x4.46 (Server-2 Tesla M60" in claim.theirs
+    assert "at least x4.46" in claim.claim and "the claim: at least x4.46" in claim.ours
+    # Faster, but by less than the study's least: does not hold.
+    slow = wu.gpu_claim(numbers, frame(cpu, gpu), _gpu_rounds((2.9, 3.0, 3.1)), wu.MNIST)
     assert slow.verdict == DOES_NOT_HOLD
-    assert wu.gpu_claim(numbers, frame(gpu), wu.MNIST).why == "no CPU run of tf-mnist-deep"
-    assert wu.gpu_claim(numbers, frame(cpu, gpu), wu.CIFAR10).why == "no GPU"
+    # An interval across x4.46, one round, or the medians alone: no verdict.
+    wide = wu.gpu_claim(numbers, frame(cpu, gpu), _gpu_rounds((3.0, 6.0, 4.5)), wu.MNIST)
+    assert wide.verdict == CANNOT and wide.why.startswith("the interval covers x4.46")
+    one = wu.gpu_claim(numbers, frame(cpu, gpu), _gpu_rounds((20.0,)), wu.MNIST)
+    assert one.verdict == CANNOT and one.why == "one pair: no interval"
+    assert "x20.000, 1 round paired, no interval" in one.ours
+    medians = wu.gpu_claim(numbers, frame(cpu, gpu), NO_RUNS, wu.MNIST)
+    assert medians.verdict == CANNOT and "ratio of the medians" in medians.why
+    assert wu.gpu_claim(numbers, frame(gpu), NO_RUNS, wu.MNIST).why == (
+        "no CPU target ran tf-mnist-deep at batch 50"
+    )
+    assert wu.gpu_claim(numbers, frame(cpu, gpu), NO_RUNS, wu.CIFAR10).why == (
+        "no GPU target ran tf-cifar10"
+    )
+    assert wu.gpu_claim(numbers, frame(cpu), NO_RUNS, wu.MNIST).why == "no GPU"
+
+
+def test_the_gpu_claim_takes_the_workload_at_the_studys_batch(numbers):
+    rows = [
+        ours_row(workload=f"tf-mnist-deep-bs{b}", batch_size=b, target=t, gpus=g,
+                 throughput=thr)
+        for b in (500, 50)
+        for t, g, thr in (("host-2cpu", 0, 5500.0), ("gpu-1", 1, 110000.0))
+    ]  # fmt: skip
+    runs = _gpu_rounds((2.0, 2.1, 2.2), workload="tf-mnist-deep-bs500")
+    runs = pd.concat([runs, _gpu_rounds((20.0, 21.0, 22.0), workload="tf-mnist-deep-bs50")])
+    claim = wu.gpu_claim(numbers, frame(*rows), runs, wu.MNIST)
+    assert claim.ours.startswith("tf-mnist-deep-bs50:") and claim.verdict == HOLDS
+
+
+def test_the_gpu_threshold_follows_the_file(numbers, tmp_path):
+    path = tmp_path / "wu.csv"
+    text = (pub.HERE / STUDY.numbers).read_text()
+    path.write_text(text.replace(",148.39,", ",331.00,"))  # Table VII(a)'s M60 on MNIST
+    changed = pub.load_numbers("wu", path)
+    least = wu.smallest_gpu_speedup(changed)
+    assert least["speedup"] == pytest.approx(662.03 / 331.00)
+    cpu = ours_row(target="host-2cpu", throughput=5500.0)
+    gpu = ours_row(target="gpu-1", gpus=1, throughput=16500.0)
+    claim = wu.gpu_claim(changed, frame(cpu, gpu), _gpu_rounds((2.9, 3.0, 3.1)), wu.MNIST)
+    assert "at least x2.00" in claim.claim and claim.verdict == HOLDS
 
 
 def test_the_study_side_comes_from_the_file(numbers, tmp_path):

@@ -1,7 +1,8 @@
-"""The numbers the four studies around the paper published (issue 34), read from one CSV file
-per study beside this module and always drawn labelled as the study's. The studies are listed
-in ``studies.yaml`` (shared/seeds/ numbers them 001-004); the paper's own numbers are
-:mod:`embryo_bench.published.paper`.
+"""The numbers the four studies around the paper published (issue 34), and the paper's
+systems, read from one CSV file per study beside this module and always drawn labelled as
+the study's. The studies are listed in ``studies.yaml`` (shared/seeds/ numbers them 001-004;
+the paper, 000, is listed too so that its GPU claims run as a study's: ``study: paper``); the
+paper's own training times and data counts are :mod:`embryo_bench.published.paper`.
 
 A numbers file has one row per published number, with the columns of :data:`COLUMNS`:
 

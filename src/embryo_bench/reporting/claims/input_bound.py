@@ -9,8 +9,9 @@ training fed by an augmenting image generator that could not keep the processor 
   :func:`~embryo_bench.training.inputs.input_bound`).
 * :func:`more_cores_claim`: a CPU-vs-CPU claim where our CPU targets stand in (more cores
   train faster), judged by the comparison's own verdict.
-* :func:`no_gpu_claim` and :func:`published_text`: a GPU claim, always "cannot be checked
-  here (no GPU)", with the study's numbers read from its file.
+* :func:`published_text`: the study's numbers of one metric as text, read from its file.
+
+The GPU claims these studies share are :mod:`embryo_bench.reporting.claims.gpu`'s.
 """
 
 from __future__ import annotations
@@ -22,9 +23,6 @@ import pandas as pd
 from ...published.studies import parse_settings
 from ...training.inputs import INPUT_BOUND_SHARE, input_bound
 from .common import CANNOT, DOES_NOT_HOLD, HOLDS, Claim, paired_workload_ratio
-
-#: The reason printed for a claim about a GPU.
-NO_GPU = "no GPU"
 
 #: The settings :func:`published_text` shows (those that tell a study's numbers apart).
 SHOWN_SETTINGS = ("batch_size", "workers", "augmentation")
@@ -69,11 +67,6 @@ def published_text(
     return "; ".join(parts)
 
 
-def no_gpu_claim(claim: str, theirs: str, source: str) -> Claim:
-    """A claim about a GPU: "cannot be checked here (no GPU)", ours "-"."""
-    return Claim(claim, CANNOT, theirs, "-", source, why=NO_GPU)
-
-
 def _synthetic(row: pd.Series) -> str:
     return " (SYNTHETIC data)" if row["data"] == "synthetic" else ""
 
@@ -97,9 +90,11 @@ def input_bound_claims(
     :data:`~embryo_bench.training.inputs.INPUT_BOUND_SHARE` of the training time (input-bound),
     :data:`DOES_NOT_HOLD` when they waited less; :data:`CANNOT` when no files-mode run of the
     workload finished, when no memory run stands beside it, or when the wait was not
-    measured. ``ours`` says "files 12.3 images/s = 0.45x memory 27.1 images/s (paired:
-    x0.450 [0.410, 0.494], 3 rounds); steps waited 62 % of training time" (throughputs:
-    medians, images/s; the wait: the median share, s/s).
+    measured. A GPU target's claim names its GPUs ("gpu-1 (1 GPU), batch 32: ..."): the
+    studies' own claim is about a GPU fed by the generator. ``ours`` says "files 12.3
+    images/s = 0.45x memory 27.1 images/s (paired: x0.450 [0.410, 0.494], 3 rounds); steps
+    waited 62 % of training time" (throughputs: medians, images/s; the wait: the median
+    share, s/s).
 
     Args:
         ours: rows with the columns of ``embryo_bench.reporting.study.OURS_COLUMNS``.
@@ -113,7 +108,9 @@ def input_bound_claims(
     memory = ours[(ours["catalog"] == catalog) & (ours["input"] == "memory")]
     out = []
     for _, run in files.iterrows():
-        where = f"{run['target']}, batch {run['batch_size']}"
+        gpus = pd.to_numeric(run.get("gpus"), errors="coerce")
+        gpu = f" ({int(gpus)} GPU)" if not pd.isna(gpus) and gpus > 0 else ""
+        where = f"{run['target']}{gpu}, batch {run['batch_size']}"
         workers = pd.to_numeric(run.get("workers"), errors="coerce")
         if not pd.isna(workers):
             where += f", {int(workers)} worker{'s' if int(workers) != 1 else ''}"
