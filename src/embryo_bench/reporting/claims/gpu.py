@@ -30,10 +30,11 @@ NO_GPU = "no GPU"
 #: The reason printed for a GPU utilisation claim where the runs table has no utilisation.
 NO_UTILISATION = "GPU utilisation not in the table"
 #: The ``study/runs.csv`` column a utilisation claim reads: a run's mean GPU utilisation, %
-#: (NVML's share of the time a kernel ran; the busiest GPU's for a run with several), as the
-#: run's telemetry records it per GPU (``metrics.json``: ``telemetry.gpus[].
-#: gpu_util_percent_mean``, :func:`embryo_bench.recording.telemetry.summarise`). The runs table
-#: (:func:`embryo_bench.reporting.summary.run_table`) does not carry it today.
+#: (NVML's share of the time a kernel ran; the mean over its GPUs for a run with several), from
+#: the run's telemetry per GPU (``metrics.json``: ``telemetry.gpus[].gpu_util_percent_mean``,
+#: :func:`embryo_bench.recording.telemetry.summarise`), as the runs table
+#: (:func:`embryo_bench.reporting.summary.run_table`) gives it; runs tables written before it
+#: have no such column.
 GPU_UTIL_COLUMN = "gpu_util_percent_mean"
 #: A GPU busy less than this (%) was idle most of the time: the complement of the project's
 #: input-bound share (:data:`embryo_bench.training.inputs.INPUT_BOUND_SHARE`, "mostly" is more
