@@ -173,3 +173,44 @@ def test_a_gpu_run_where_the_backend_sees_no_gpu_is_refused_before_any_output(tm
     assert "run h100-jax repeat 1: gpus 1, but Keras on jax sees 0 GPU(s) (cpu)" in last, last
     assert not (tmp_path / "run" / "metrics.json").exists()
     assert not (tmp_path / "run" / "model.keras").exists()
+
+
+def test_the_gpus_energy_counter_is_summed_over_gpus_from_its_first_reading(monkeypatch):
+    from embryo_bench.recording.telemetry import NvmlGpus
+
+    fake = FakeNvml()
+    readings = {0: iter([1_000_000.0, 1_250_000.0]), 1: iter([7_000.0, 57_000.0])}  # mJ
+    fake.nvmlDeviceGetTotalEnergyConsumption = lambda h: next(readings[h])
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    gpus = NvmlGpus([0, 1])
+    assert gpus.energy_j() == 0.0  # J since the first reading
+    assert gpus.energy_j() == pytest.approx(250.0 + 50.0)
+    fake.nvmlDeviceGetTotalEnergyConsumption = lambda h: (_ for _ in ()).throw(RuntimeError())
+    assert gpus.energy_j() is None  # a GPU without the counter: no energy, none invented
+    assert NvmlGpus([]).energy_j() is None
+
+
+def test_each_epochs_training_energy_is_read_around_it_and_summarised():
+    """The counter read where each epoch's training starts and where it ends (before the
+    scoring): 0 -> 5, 5 -> 12, 12 -> 20 J give 5, 7, 8 J, and the run's energy per epoch
+    leaves the first (compilation) out: 7.5 J."""
+    import numpy as np
+    import pandas as pd
+
+    from embryo_bench.training.train import HISTORY_COLUMNS, fit_epochs, summarise
+    from embryo_bench.workloads.paper import build_model, compile_model
+
+    model = compile_model(build_model(16), 1e-3)
+    x = np.random.default_rng(0).integers(0, 129, (16, 16, 16, 1), dtype=np.uint8)
+    y = np.arange(16, dtype=np.int32) % 4
+    readings = iter([0.0, 5.0, 5.0, 12.0, 12.0, 20.0])
+    rows = fit_epochs(model, (x, y), (x, y), batch_size=8, epochs=3, energy=lambda: next(readings))
+    assert [r["gpu_energy_j"] for r in rows] == [5.0, 7.0, 8.0]
+    history = pd.DataFrame(rows, columns=HISTORY_COLUMNS)
+    assert summarise(history, 16, 0.85)["gpu_energy_per_epoch_j"] == 7.5
+    cpu = fit_epochs(model, (x, y), (x, y), batch_size=8, epochs=2)
+    assert all(np.isnan(r["gpu_energy_j"]) for r in cpu)
+    assert (
+        summarise(pd.DataFrame(cpu, columns=HISTORY_COLUMNS), 16, 0.85)["gpu_energy_per_epoch_j"]
+        is None
+    )

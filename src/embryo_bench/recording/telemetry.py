@@ -174,6 +174,23 @@ class NvmlGpus:
             rows.append(row)
         return rows
 
+    def energy_j(self) -> float | None:
+        """The GPUs' own energy counters (NVML ``nvmlDeviceGetTotalEnergyConsumption``, Volta
+        and newer) summed over the GPUs, J since this object first read them; None without
+        GPUs, NVML or a counter on every GPU. Read it on both sides of an interval: the
+        difference is the energy the GPUs used in it, at the counter's own resolution (not
+        the 1 s telemetry samples')."""
+        total = 0.0
+        if not self.handles:
+            return None
+        for i, h in self.handles.items():
+            try:
+                mj = float(self.nvml.nvmlDeviceGetTotalEnergyConsumption(h))
+            except Exception:  # a GPU without the counter
+                return None
+            total += (mj - self.energy0.setdefault(i, mj)) / 1000.0
+        return total
+
     def close(self) -> None:
         """Shut NVML down (no-op without it)."""
         if self.available:

@@ -48,7 +48,7 @@ from ..recording.calibrate import PROBE_METHOD, efficiency, matmul_probe, traini
 from ..recording.evidence import divergence
 from ..recording.hardware import gpu_identity
 from ..recording.record import finish_run
-from ..recording.telemetry import Measurement, ProcessSampler
+from ..recording.telemetry import Measurement, NvmlGpus, ProcessSampler
 from ..runners.lifeline import check_parent
 from .backend import (
     backend_devices,
@@ -160,6 +160,7 @@ HISTORY_COLUMNS = [
     "test_accuracy",
     "images_per_s",
     "ended_unix_s",
+    "gpu_energy_j",
     *INPUT_WAIT_COLUMNS,
 ]
 
@@ -199,10 +200,15 @@ def summarise(history: pd.DataFrame, images_per_epoch: int, target: float) -> di
     mean_images_per_s (steady-state images/s; the first epoch's when there is only one),
     final_test_accuracy, best_test_accuracy, accuracy_target, time_to_accuracy_seconds,
     epochs_to_accuracy (all times in s), diverged (why the run diverged,
-    :func:`embryo_bench.recording.evidence.divergence`, or None).
+    :func:`embryo_bench.recording.evidence.divergence`, or None), gpu_energy_per_epoch_j (the
+    mean over epochs 2.. of the GPUs' energy in an epoch's training, J; None without a
+    counter).
     """
     epochs = history["epoch_seconds"].to_numpy(float)
     steady = float(epochs[1:].mean()) if len(epochs) > 1 else None
+    joules = history.get("gpu_energy_j", pd.Series(dtype=float)).to_numpy(float)
+    later = joules[1:] if len(joules) > 1 else joules
+    later = later[~np.isnan(later)]
     diverged = divergence(history)
     tta, tta_epochs = (None, None) if diverged else time_to_accuracy(history, target)
     return {
@@ -220,6 +226,9 @@ def summarise(history: pd.DataFrame, images_per_epoch: int, target: float) -> di
         "time_to_accuracy_seconds": tta,
         "epochs_to_accuracy": tta_epochs,
         "diverged": diverged,
+        # The GPUs' energy an epoch's training took (the first epoch's left out, as above),
+        # from their own counters; None on the CPU.
+        "gpu_energy_per_epoch_j": float(later.mean()) if len(later) else None,
     }
 
 
@@ -277,6 +286,7 @@ def fit_epochs(
     windows: list[dict] | None = None,
     window_steps: int | None = None,
     feed=None,
+    energy=None,
 ) -> list[dict]:
     """Train ``model`` for ``epochs`` epochs in one ``fit`` call, reshuffled every epoch,
     scoring ``test`` after each (Keras validation); each epoch timed by a callback.
@@ -305,13 +315,18 @@ def fit_epochs(
             :func:`embryo_bench.backend.input_pipeline` over ``train``. A feed that times its
             waits (``waited_seconds``) adds each epoch's wait to its row
             (:func:`embryo_bench.training.inputs.add_input_wait`).
+        energy: the GPUs' energy counter, J (:meth:`embryo_bench.recording.telemetry.
+            NvmlGpus.energy_j`), read where each epoch's training starts and ends; None (a
+            CPU run, no NVML) leaves ``gpu_energy_j`` empty.
 
     Returns:
         one row per epoch (:data:`HISTORY_COLUMNS`): epoch_seconds (the epoch's training,
         s), eval_seconds (its test scoring, s), wall_seconds (both, plus Keras's own work
         between them, s), losses and accuracies, images_per_s (training images /
         epoch_seconds), ended_unix_s (when the epoch's scoring ended, wall clock, s since
-        1970: the clock of telemetry.csv's ``unix_s``, to place epochs on its samples).
+        1970: the clock of telemetry.csv's ``unix_s``, to place epochs on its samples),
+        gpu_energy_j (the energy the run's GPUs used in the epoch's training, J; NaN
+        without a counter).
 
     Raises:
         ValueError: the model's ``steps_per_execution`` does not divide ``window_steps``
@@ -364,6 +379,7 @@ def fit_epochs(
             self.epoch, self.window_from = epoch + 1, 0
             self.begin = self.scoring = self.window_start = time.perf_counter()
             self.waited = waited() if waited else 0.0
+            self.joules = energy() if energy else None
 
         def close_window(self, step: int, now: float) -> None:
             if windows is not None and step > self.window_from:
@@ -401,6 +417,8 @@ def fit_epochs(
             self.scoring = time.perf_counter()
             self.close_window(n_steps, self.scoring)
             self.waited = waited() - self.waited if waited else 0.0
+            now = energy() if energy else None
+            self.joules = float("nan") if now is None or self.joules is None else now - self.joules
 
         def on_epoch_end(self, epoch, logs=None):
             if not scored:  # no scoring: the epoch's training ends here
@@ -418,6 +436,7 @@ def fit_epochs(
                 "test_accuracy": float(logs["val_accuracy"]) if scored else float("nan"),
                 "images_per_s": images_per_epoch / seconds,
                 "ended_unix_s": time.time(),
+                "gpu_energy_j": self.joules,
             }
             if waited:
                 add_input_wait(row, self.waited)
@@ -739,7 +758,8 @@ def train_epochs(session: Session, out_dir: str | Path | None = None) -> pd.Data
     """Train ``spec.epochs`` epochs (:func:`fit_epochs`), logging one line per epoch and,
     with ``out_dir``, appending each epoch to its ``progress.csv`` as soon as it ends (so a
     run stopped at epoch 19 of 20 still shows what it measured; that file is not an output
-    of the rule, so nothing looks complete).
+    of the rule, so nothing looks complete). A GPU run reads its GPUs' energy counters
+    around each epoch's training (NVML, :class:`embryo_bench.recording.telemetry.NvmlGpus`).
 
     Returns:
         the history (:data:`HISTORY_COLUMNS`, one row per epoch; seconds, images/s).
@@ -750,6 +770,8 @@ def train_epochs(session: Session, out_dir: str | Path | None = None) -> pd.Data
         progress.parent.mkdir(parents=True, exist_ok=True)
         progress.unlink(missing_ok=True)
     rows: list[dict] = []
+    counter = NvmlGpus(session.gpu_indices)
+    energy = counter.energy_j if counter.available else None
 
     def on_epoch(row: dict) -> None:
         rows.append(row)
@@ -761,19 +783,23 @@ def train_epochs(session: Session, out_dir: str | Path | None = None) -> pd.Data
                 progress, mode="a", header=not progress.exists(), index=False
             )
 
-    fit_epochs(
-        session.model,
-        (data["x_train"], data["y_train"]),
-        (data["x_test"], data["y_test"]),
-        batch_size=spec.batch_size,
-        epochs=spec.epochs,
-        seed=spec.seed,
-        on_epoch=on_epoch,
-        epoch_steps=spec.epoch_steps,
-        test_subset=spec.test_subset,
-        windows=session.windows,
-        feed=files_feed(session),
-    )
+    try:
+        fit_epochs(
+            session.model,
+            (data["x_train"], data["y_train"]),
+            (data["x_test"], data["y_test"]),
+            batch_size=spec.batch_size,
+            epochs=spec.epochs,
+            seed=spec.seed,
+            on_epoch=on_epoch,
+            epoch_steps=spec.epoch_steps,
+            test_subset=spec.test_subset,
+            windows=session.windows,
+            feed=files_feed(session),
+            energy=energy,
+        )
+    finally:
+        counter.close()
     return pd.DataFrame(rows, columns=HISTORY_COLUMNS)
 
 
