@@ -230,7 +230,9 @@ def test_jax_entries_run_without_tensorflow(bench, tmp_path):
     assert "device cpu" in proc.stdout and "precision float32" in proc.stdout
 
 
-@pytest.mark.ci_step("long-workflows", "every installed training entry timed (45 s on both cores)")
+@pytest.mark.ci_step(
+    "long-workflows", "every installed training entry timed (130 s on 2 cores shared with others)"
+)
 @pytest.mark.all_cores  # its two halves each take a core of their own
 @pytest.mark.slow
 def test_tiny_run_of_every_installed_entry(bench, tmp_path):
