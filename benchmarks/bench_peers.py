@@ -59,11 +59,11 @@ Device (``--device``, default ``cpu``):
   it sees one). An entry whose framework sees no GPU reports why ("no GPU visible to
   torch") instead of running on the CPU; one whose weights end up elsewhere than asked
   fails ("failed: weights on cpu, not the gpu asked for"). float32 is each framework's own
-  float32 on a GPU: XLA (JAX, TensorFlow) by default lets tensor cores run float32
-  convolutions and products in TF32, as PyTorch does its cuDNN convolutions
-  (``torch.backends.cudnn.allow_tf32``) but not its matrix products
-  (``torch.backends.cuda.matmul.allow_tf32`` False); each run records these settings
-  (``math``).
+  float32 on a GPU: JAX (XLA's default precision) and TensorFlow (TF32 execution, on by
+  default) let tensor cores run float32 convolutions and matrix products in TF32, as
+  PyTorch does its cuDNN convolutions (``torch.backends.cudnn.allow_tf32``) but not its
+  matrix products (``torch.backends.cuda.matmul.allow_tf32`` False); each run records
+  these settings (``math``).
 
 Precision (``--precision``, default ``float32``): ``mixed_bfloat16`` computes in bfloat16
 with float32 weights and a float32 loss: the Keras entries through
@@ -86,8 +86,8 @@ Fairness: each (entry, repeat) runs in a fresh subprocess, in interleaved order 
 ABCD ...), pinned (``os.sched_setaffinity``) to the same first ``--threads`` cores, with
 OMP/MKL/OpenBLAS threads set to ``--threads`` and each framework's intra-op and inter-op
 pools set to ``--threads`` (TensorFlow ``tf.config.threading``, PyTorch
-``torch.set_num_threads`` / ``set_num_interop_threads``, JAX the XLA flags above; the Keras
-entries through ``limit_threads``, exactly as a run); on a GPU these bound the host side
+``torch.set_num_threads`` / ``set_num_interop_threads``, JAX on the CPU the XLA flags above;
+the Keras entries through ``limit_threads``, exactly as a run); on a GPU these bound the host side
 (dispatch, the numpy gather, copies). An entry whose framework (or a module it imports) is
 missing in its interpreter is reported as "not installed (module)"; one that fails is
 reported with its last error line.
@@ -656,9 +656,11 @@ def run_jax(data, args) -> dict:
     from embryo_bench.training.backend import jax_xla_flags
 
     # The XLA:CPU flags Keras on JAX gets from limit_threads (one thread where asked; XLA's
-    # own convolutions): set before JAX starts its backends, which read them once.
+    # own convolutions): set before JAX starts its backends, which read them once. Not on a
+    # GPU: there they would change nothing the step runs, and a jaxlib that lacks one aborts.
     flags = os.environ.get("XLA_FLAGS", "")
-    os.environ["XLA_FLAGS"] = " ".join([flags, *jax_xla_flags(args.threads, flags)]).strip()
+    if args.device == "cpu":
+        os.environ["XLA_FLAGS"] = " ".join([flags, *jax_xla_flags(args.threads, flags)]).strip()
     import jax
     import jax.numpy as jnp
     import optax
@@ -704,7 +706,7 @@ def run_jax(data, args) -> dict:
             "jaxlib": md.version("jaxlib"),
             "optax": optax.__version__,
         },
-        "settings": {"xla_flags": os.environ["XLA_FLAGS"]},
+        "settings": {"xla_flags": os.environ.get("XLA_FLAGS", "")},
         "placement": placement(state["params"]["w1"]),
     }
 
