@@ -180,7 +180,7 @@ def _hidden(cls, fullname, path=None, target=None):
                 break
             frame = frame.f_back
         with open(os.environ["HIDDEN_TF_LOG"], "a") as fh:
-            fh.write(f"{kind} {fullname} {sys.argv[1:3]}\n")
+            fh.write(f"{kind} {fullname} {sys.argv[1:3]}\\n")
         return None
     return _find_spec(cls, fullname, path, target)
 
@@ -204,6 +204,14 @@ def test_jax_entries_run_without_tensorflow(bench, tmp_path):
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(tmp_path / "hide"), env.get("PYTHONPATH", "")) if p
     )
+    # The hiding itself works: this interpreter finds no TensorFlow and logs the look-up.
+    probe = "import importlib.util; print(importlib.util.find_spec('tensorflow'))"
+    hidden = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert hidden.stdout.strip() == "None" and not hidden.stderr.strip(), hidden
+    assert log.read_text().split() == ["probe", "tensorflow", "[]"]
+    log.unlink()
     cmd = [sys.executable, str(SCRIPT), "--entries", "jax,keras-jax", "--steps", "1"]
     cmd += ["--epochs", "1", "--batch", "8", "--repeats", "1", "--sgemm-seconds", "0.1"]
     cmd += ["--json", str(tmp_path / "peers.json")]
