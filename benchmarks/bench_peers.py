@@ -123,7 +123,8 @@ cores) and its ratio; peak RSS (MiB, the largest over repeats) and, on a GPU, th
 memory the framework allocated (MiB); achieved GFLOP/s and efficiency; the excluded first
 epoch (s); CPU per wall second (on the CPU, below ~0.95: the cores were shared; on a GPU the
 host mostly waits, so it says little). ``--json`` writes the settings, the device facts, the
-probes, every run and the summary.
+probes, every run and the summary (``complete`` true); after each run it holds the runs so
+far (``complete`` false), should the whole be cut short.
 """
 
 from __future__ import annotations
@@ -1205,7 +1206,21 @@ def probe_line(args, before: dict, after: dict, flops_per_image: float) -> str:
     )
 
 
+def write_json(path: str, record: dict) -> None:
+    """Write ``record`` to ``path`` as indented JSON, whole or not at all (a temporary file
+    renamed over it), so a run cut short leaves the last complete write."""
+    tmp = Path(f"{path}.tmp")
+    tmp.write_text(json.dumps(record, indent=1))
+    tmp.replace(path)
+
+
 def main(argv=None) -> int:
+    """Run the benchmark as the module docstring says (``argv``: its command line; default
+    ``sys.argv``); with ``--worker``, one job of it. Returns 0.
+
+    Raises:
+        SystemExit: an unknown entry, or arguments argparse rejects.
+    """
     args = parse_args(argv)
     if args.worker:
         worker(args)
@@ -1226,6 +1241,7 @@ def main(argv=None) -> int:
         f"{args.seed}",
         flush=True,
     )
+    settings = {k: v for k, v in vars(args).items() if k != "worker"}
     probe = "sgemm" if args.device == "cpu" else "gpu-matmul"
     before = spawn(probe, args)
     if args.device == "gpu":
@@ -1246,6 +1262,9 @@ def main(argv=None) -> int:
             skip.add(entry)
         speed = f"{run['steady_images_per_s']:.2f} images/s" if valid(run) else run["status"]
         print(f"  repeat {r + 1} {entry}: {speed} ({run['wall_seconds']:.0f} s)", flush=True)
+        if args.json:  # the runs so far, should the whole be cut short (a lent GPU's time)
+            partial = {"complete": False, "settings": settings, "sgemm": {"before": before}}
+            write_json(args.json, {**partial, "runs": runs})
     after = spawn(probe, args)
     # The model's FLOPs as a Keras entry counted them, else from a process of its own.
     counted = [r for r in runs if valid(r) and "training_flops_per_image" in r]
@@ -1281,13 +1300,13 @@ def main(argv=None) -> int:
     )
     print(table(rows, f"device {args.device} ({device_name}), precision {args.precision}"))
     if args.json:
-        settings = {k: v for k, v in vars(args).items() if k != "worker"}
         device = {"kind": args.device, "name": device_name}
         if args.device == "gpu":
             device.update(
                 {k: v for k, v in before.items() if not k.endswith("_gflops") and k != "cores"}
             )
         record = {
+            "complete": True,
             "settings": settings,
             "host": {"cpu_model": cpu_model(), "cpu_flags": cpu_flags(), "cores": cores},
             "device": device,
@@ -1296,7 +1315,7 @@ def main(argv=None) -> int:
             "runs": runs,
             "summary": rows,
         }
-        Path(args.json).write_text(json.dumps(record, indent=1))
+        write_json(args.json, record)
     return 0
 
 

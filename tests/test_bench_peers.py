@@ -229,6 +229,7 @@ def test_jax_entries_run_without_tensorflow(bench, tmp_path):
     assert runs["keras-jax"]["dtype_policy"] == "float32"
     assert runs["jax"]["precision"] == "float32" and runs["jax"]["device"] == "cpu"
     assert record["device"]["kind"] == "cpu" and record["sgemm"]["mean_gflops"] > 0
+    assert record["complete"] is True  # the last write, over the one after each run
     imports = (
         [line for line in log.read_text().splitlines() if line.startswith("import")]
         if log.exists()
