@@ -372,16 +372,22 @@ def batch_limit_cmds(args, work: Path) -> list[tuple[str, list[str]]]:
 
 
 def peers_cmd(args) -> list[str]:
+    """``benchmarks/bench_peers.py`` on the GPU (``--cpu``: on the CPU): our trainer on Keras
+    on JAX and on PyTorch against a plain JAX/optax loop and a plain PyTorch loop of the same
+    paper CNN, float32, interleaved repeats; its JSON is rewritten after every run, so a part
+    stopped at the budget keeps the runs so far."""
     dest = Path(args.results) / "peers"
     dest.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, str(REPO / "benchmarks" / "bench_peers.py"),
            "--device", "cpu" if args.cpu else "gpu",
-           "--entries", "embryo-bench-jax,keras-jax,jax,torch,keras-torch",
+           "--entries", "keras-jax,jax,torch,keras-torch",
            "--json", str(dest / "peers.json")]  # fmt: skip
     if args.tiny:
-        cmd += ["--steps", "2", "--epochs", "1", "--repeats", "1", "--batch", "32"]
+        cmd += ["--steps", "2", "--epochs", "1", "--repeats", "1", "--batch", "32",
+                "--threads", "1", "--sgemm-seconds", "0.5"]  # fmt: skip
     else:
-        cmd += ["--steps", "20", "--epochs", "3", "--repeats", "3", "--threads", "8"]
+        cmd += ["--steps", "50", "--epochs", "3", "--repeats", "2", "--batch", "480",
+                "--threads", "4", "--sgemm-seconds", "3", "--timeout", "150"]  # fmt: skip
     return cmd
 
 
