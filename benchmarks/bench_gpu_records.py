@@ -155,12 +155,17 @@ def workload_rows(runs: list[dict]) -> list[dict]:
 
 
 def batch_limits(folder: Path) -> list[dict]:
-    """The batch-size sweeps' results (``batch-limit/*/batch_limit.json``), each with its
-    folder's name."""
-    return [
-        {"name": p.parent.name, **json.loads(p.read_text())}
-        for p in sorted(folder.glob("batch-limit/*/batch_limit.json"))
-    ]
+    """The batch-size sweeps (``batch-limit/*/``): each folder's name, its ``batch_limit.json``
+    (largest_batch_size, stopped, run) and its trials (``batch_limit.csv`` rows:
+    batch_size, fits, images_per_s, ...)."""
+    import csv
+
+    out = []
+    for p in sorted(folder.glob("batch-limit/*/batch_limit.json")):
+        trials = p.with_suffix(".csv")
+        rows = list(csv.DictReader(trials.open())) if trials.is_file() else []
+        out.append({"name": p.parent.name, **json.loads(p.read_text()), "trials": rows})
+    return out
 
 
 def peers(folder: Path) -> dict | None:
@@ -210,9 +215,25 @@ def cpu_images_per_s(folder: Path | None) -> tuple[float, str]:
 
 
 def batch_limit_text(b: dict) -> str:
-    """One line of a batch-size sweep's result (its ``batch_limit.json``)."""
-    shown = {k: b[k] for k in ("largest_batch", "stopped", "best_images_per_s") if k in b}
-    return ", ".join(f"{k} {v}" for k, v in shown.items()) or json.dumps(b)[:200]
+    """One line of a batch-size sweep: the largest batch that fits, its images/s, the best
+    images/s and at which batch, and why the search stopped."""
+    fits = [t for t in b["trials"] if str(t.get("fits")).lower() == "true"]
+    speed = {int(t["batch_size"]): _num_text(t.get("images_per_s")) for t in fits}
+    largest = b.get("largest_batch_size")
+    best = max(speed, key=speed.get) if speed else None
+    at_largest = _f(speed.get(largest, math.nan), "{:,.0f}")
+    text = f"largest batch that fits {largest} ({at_largest} images/s)"
+    if best is not None:
+        text += f"; best {speed[best]:,.0f} images/s at batch {best}"
+    stopped = b.get("stopped") or {}
+    return f"{text}; stopped: {stopped.get('text') or stopped.get('reason')}"
+
+
+def _num_text(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def _f(value: float, fmt: str = "{:,.1f}") -> str:

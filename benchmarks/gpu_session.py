@@ -50,6 +50,7 @@ framework see.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -137,6 +138,8 @@ KEPT_FOLDERS = (
 )
 #: The most a file may weigh to come back from the machine (the device tool's limit).
 MOST_BYTES = 16 * 2**20
+#: Seconds each batch-size sweep may take on the GPU (its search stops there and says so).
+SWEEP_SECONDS = 150
 #: Where the carried wheels are installed on the machine.
 SITE = Path("/tmp/embryo-bench-site")
 
@@ -346,7 +349,7 @@ def snakemake_cmd(files: list[str], cores: int) -> list[str]:
 def batch_limit_cmds(args, work: Path) -> list[tuple[str, list[str]]]:
     """``embryo-bench batch-limit`` of the paper CNN on the first GPU target of
     ``config/gpu.yaml`` (JAX), float32 and mixed bfloat16: one command each, with the run
-    spec the plan makes (written into ``work``)."""
+    spec the plan makes (written into ``work``), :data:`SWEEP_SECONDS` each on the GPU."""
     from embryo_bench.planning.config import read_config_files
     from embryo_bench.planning.plan import Plan
 
@@ -356,17 +359,16 @@ def batch_limit_cmds(args, work: Path) -> list[tuple[str, list[str]]]:
     target = next(iter(plan.targets))
     out = []
     for precision in ("float32", "mixed_bfloat16"):
-        spec = plan.spec(target, 1)
-        import dataclasses
-
-        spec = dataclasses.replace(spec, precision=precision)
+        spec = dataclasses.replace(plan.spec(target, 1), precision=precision)
         path = work / f"batch-limit-{precision}.json"
         spec.write(path)
         dest = Path(args.results) / "batch-limit" / f"{target}-{precision}"
         cmd = [sys.executable, "-m", "embryo_bench.cli", "batch-limit", "--spec", str(path),
                "--out", str(dest)]  # fmt: skip
         if args.tiny:
-            cmd += ["--most", "256", "--steps", "2"]
+            cmd += ["--most", "256", "--steps", "2", "--epochs", "2"]
+        else:  # doubling from 480 reaches 61,440 in 8 trials; the budget bounds the bisection
+            cmd += ["--steps", "5", "--budget", str(SWEEP_SECONDS)]
         out.append((f"sweep {precision}", cmd))
     return out
 

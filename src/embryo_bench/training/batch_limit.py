@@ -1,5 +1,5 @@
 """The largest batch that fits, and throughput against batch size (``embryo-bench
-batch-limit``; issue 41, item 3: what Lambda's and tf_cnn_benchmarks' users expect).
+batch-limit``: what Lambda's and tf_cnn_benchmarks' users expect).
 
 A *trial* trains a run's model (the paper CNN, or a workload's, built as the trainer builds it:
 :func:`embryo_bench.training.train.setup`'s steps without its data) at one batch size B on
@@ -84,7 +84,7 @@ from .backend import (
 # The trainer's own model builder, private to train.py: imported as it is, because any edit
 # to train.py (a rename included) changes the train command's code hash and reruns every
 # cached training.
-from .train import _model, fit_epochs, seed_everything, select_backend
+from .train import fit_epochs, run_model, seed_everything, select_backend
 
 #: Midpoints of the bisection are multiples of this many images where the interval allows
 #: (GPU kernels favour multiples of 8), and the search never resolves finer than this.
@@ -458,7 +458,7 @@ def train_trial(
         shape, dtype, classes, batch_size * steps, 0, spec.seed, vocabulary=vocabulary
     )
     with scope:
-        model = _model(spec, spec.preprocessing, len(y))
+        model = run_model(spec, spec.preprocessing, len(y))
     report["parameters"] = int(model.count_params())
     rows = fit_epochs(
         model, (x, y), (x[:0], y[:0]), batch_size=batch_size, epochs=epochs, seed=spec.seed

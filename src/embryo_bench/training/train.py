@@ -588,7 +588,7 @@ def setup(
         data, pp = _workload_data(spec, arrays), None
     _check_batch(spec, len(data["y_train"]))
     with scope:
-        model = _model(spec, pp, len(data["y_train"]))
+        model = run_model(spec, pp, len(data["y_train"]))
     session = Session(
         spec=spec,
         model=model,
@@ -643,7 +643,7 @@ def _paper_data(spec: RunSpec, shards: list[str]) -> tuple[dict, Preprocessing]:
     return data, pp
 
 
-def _model(spec: RunSpec, pp: Preprocessing | None, n_train: int):
+def run_model(spec: RunSpec, pp: Preprocessing | None, n_train: int):
     """The run's compiled model: the paper CNN at the shards' image size, or a workload's by
     its builder with its recipe (:mod:`embryo_bench.workloads.build`; Keras is imported by
     now), running :func:`steps_per_execution_for`'s steps per execution (``n_train``: the
