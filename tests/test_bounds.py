@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from workflow_helpers import REPO, TINY_PARAMETERS, offline_config, snakemake
+from workflow_helpers import REPO, TINY_PARAMETERS, layered_base, offline_config, snakemake
 
 from embryo_bench import cli
 from embryo_bench.data import stages, synthetic
@@ -223,9 +223,9 @@ def test_what_fits_is_not_refused(tmp_path, monkeypatch):
     for path in sorted((REPO / "config").glob("*.yaml")):
         if path.name == "schema.yaml":
             continue
-        # A study's short form (issue 34) is a second configfile on the study's own.
-        files = [path.with_name(path.name.replace("-short", "")), path]
-        config, _ = read_config_files(files if path.stem.endswith("-short") else [path])
+        # A study's short form and the GPU measurement's parts are layered on another file.
+        base = layered_base(path)
+        config, _ = read_config_files([base, path] if base else [path])
         Plan.from_config(config, probe=_no_probe)
     config = _offline(tmp_path)
     plan = Plan.from_config(config, probe=_no_probe)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from workflow_helpers import layered_base
 
 from embryo_bench.errors import ConfigError, DataError
 from embryo_bench.planning.config import load_config, load_schema
@@ -445,16 +446,16 @@ def test_check_config_accepts_the_shipped_configs_and_names_a_bad_setting(tmp_pa
 
     repo = Path(__file__).resolve().parents[1]
     files = sorted(p for p in (repo / "config").glob("*.yaml") if p.name != "schema.yaml")
-    # A study's short form (issue 34) is a second configfile, layered on the study's own.
-    layered = [p for p in files if p.stem.endswith("-short")]
+    # A study's short form and the GPU measurement's parts are second configfiles, layered on
+    # the configuration they name (workflow_helpers.layered_base).
+    layered = [p for p in files if layered_base(p)]
     shipped = [str(p) for p in files if p not in layered]
-    assert len(shipped) == 10 and len(layered) == 4
+    assert len(shipped) == 11 and len(layered) == 6
     assert main(["check-config", "--each", *shipped]) == 0
-    assert capsys.readouterr().out.count(": valid (") == 10
-    for short in layered:
-        base = short.with_name(short.name.replace("-short", ""))
-        assert main(["check-config", str(base), str(short)]) == 0, short.name
-    assert capsys.readouterr().out.count(": valid (") == 4
+    assert capsys.readouterr().out.count(": valid (") == 11
+    for part in layered:
+        assert main(["check-config", str(layered_base(part)), str(part)]) == 0, part.name
+    assert capsys.readouterr().out.count(": valid (") == 6
     bad = tmp_path / "bad.yaml"
     config = yaml.safe_load((repo / "config" / "offline.yaml").read_text())
     config["train"]["epochs"] = 0

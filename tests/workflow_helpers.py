@@ -297,3 +297,14 @@ def docker_unreachable() -> str | None:
     except DockerError as exc:
         return f"no Docker daemon: {exc}"
     return None
+
+
+def layered_base(path: Path) -> Path | None:
+    """The configuration a shipped configuration file is layered on (a second ``--configfile``
+    over it), or None for one that stands alone: a study's short form ``<study>-short.yaml``
+    on ``<study>.yaml``; the GPU measurement's ``gpu-<part>.yaml`` on ``gpu.yaml``."""
+    if path.stem.endswith("-short"):
+        return path.with_name(path.name.replace("-short", ""))
+    if path.stem.startswith("gpu-"):
+        return path.with_name("gpu.yaml")
+    return None
