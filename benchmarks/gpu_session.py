@@ -257,7 +257,7 @@ def tiny_overlay(config: dict, cpu: bool, tiny: bool, outdir: Path, workloads: b
                           "total_frames": 120, "three_cell_frames": 8}}  # fmt: skip
         out["select"] = {"shards": 1}
         out["preprocess"] = {"rotation_step": 90, "image_size": 16}
-        out["train"] = {"epochs": 2, "probe_seconds": 0.25, "batch_size": 16}
+        out["train"] = {"epochs": 2, "probe_seconds": 0.25, "batch_size": 16, "repeats": 1}
         if workloads:
             out["workloads"] = [
                 {k: v for k, v in w.items() if k not in ("train_samples", "test_samples")}
