@@ -64,6 +64,12 @@ def test_host_run_on_a_gpu_is_sampled_through_nvml(tmp_path):
     metrics = json.loads((tmp_path / "run/metrics.json").read_text())
     assert metrics["gpus"] == 1 and metrics["backend"] == backend
     assert metrics["provenance"]["gpus"] == names and metrics["provenance"]["gpu_driver"]
+    # What trained: NVML's identity of the GPU given and the framework's own view of it.
+    (given,) = metrics["provenance"]["devices"]["gpus"]
+    assert given["index"] == 0 and given["name"] == names[0] and given["memory_total_mib"] > 0
+    assert given["compute_capability"] and given["cuda_driver_version"]
+    assert metrics["provenance"]["devices"]["backend"]["platform"] == "gpu"
+    assert metrics["device_memory_peak_mib"] > 0  # the framework's own allocator peak
     (gpu,) = metrics["telemetry"]["gpus"]
     assert gpu["gpu_index"] == 0 and gpu["gpu_memory_mib_peak"] > 0
     tel = pd.read_csv(tmp_path / "run/telemetry.csv")
@@ -72,6 +78,8 @@ def test_host_run_on_a_gpu_is_sampled_through_nvml(tmp_path):
     energy = metrics["telemetry"]["energy_j"]
     if isinstance(energy, float):  # NVML's energy counter (Volta and newer)
         assert energy > 0 and metrics["telemetry"]["images_per_joule"] > 0
+        history = pd.read_csv(tmp_path / "run/history.csv")
+        assert (history["gpu_energy_j"] > 0).all() and metrics["gpu_energy_per_epoch_j"] > 0
     else:
         assert energy.startswith("not measured")
     print(json.dumps({k: metrics["telemetry"][k] for k in ("gpus", "energy_j")}, indent=1))
