@@ -334,14 +334,24 @@ def cmd_workload_files(p):
 
     def run(a):
         from .data.arrays import read_arrays, read_info
-        from .data.imagefolder import write_image_folder
+        from .data.classnames import write_class_folders
 
         x_train, y_train, _, _ = read_arrays(a.arrays)
         info = read_info(a.arrays)
-        names = info.get("class_names") or [f"class-{k}" for k in range(info["classes"])]
+        classes = info["classes"]
+        # Without names, numbers of one width: their sorted order is the labels' order.
+        width = len(str(classes - 1))
+        names = info.get("class_names") or [f"class-{k:0{width}d}" for k in range(classes)]
         # The training images only (the test set is scored from memory); the folder appears
-        # only when all its files are written.
-        write_image_folder(x_train, y_train, Path(a.out) / "train", [str(n) for n in names])
+        # only when all its files are written, and none before every name is checked.
+        write_class_folders(
+            x_train,
+            y_train,
+            Path(a.out) / "train",
+            [str(n) for n in names],
+            f"{a.arrays}: class_names",
+            classes=classes,
+        )
         log.info("wrote %d training images under %s/train", len(y_train), a.out)
 
     return run
