@@ -491,6 +491,65 @@ def test_an_offline_copy_is_checked(tmp_path):
     one_line(exc, tmp_path / "mnist.npz")
 
 
+def mnist_npz_of_size(path: Path, size: int) -> str:
+    """A readable mnist.npz of exactly ``size`` bytes, an extra array padding it: a copy of
+    the registry's size that is not the registry's file. Returns its sha256."""
+    data = mnist_npz(path)
+    pad = 0
+    for _ in range(4):  # the .npy header's length can move with the pad's shape
+        np.savez(path, **data, pad=np.zeros(pad, np.uint8))
+        if path.stat().st_size == size:
+            return hashlib.sha256(path.read_bytes()).hexdigest()
+        pad += size - path.stat().st_size
+    raise AssertionError(f"cannot pad {path} to {size} bytes")
+
+
+def _workload_data(tmp_path: Path, copy: Path, **data) -> int:
+    """embryo-bench workload-data for mnist-mlp on the offline copy ``copy`` (the plan's
+    --data, with ``data``'s changes): its exit status."""
+    import json
+
+    from embryo_bench import cli
+
+    params = {"dataset": "mnist", "synthetic": False, "path": str(copy.parent),
+              "input_shape": [28, 28, 1], "input_dtype": "uint8", "classes": 10,
+              "train_samples": 0, "test_samples": 0, "seed": 1, "sha256": {}, **data}  # fmt: skip
+    out = ["--out", str(tmp_path / "arrays.npz"), "--info", str(tmp_path / "i.json")]
+    return cli.main(["workload-data", "--workload", "mnist-mlp", "--data", json.dumps(params),
+                     "--files", str(copy), *out])  # fmt: skip
+
+
+def test_the_data_job_refuses_an_offline_copy_of_the_registrys_size_but_not_its_sha256(
+    tmp_path, capsys
+):
+    """A readable file of the right size, other bytes: refused before it is parsed, in one
+    line naming it, its sha256, the registry's and how to accept it; nothing written."""
+    (tmp_path / "copy").mkdir()
+    copy = tmp_path / "copy" / "mnist.npz"
+    digest = mnist_npz_of_size(copy, registry.get("mnist").files[0].bytes)
+    status = _workload_data(tmp_path, copy)
+    error = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(error) == 1, error
+    assert error[0].startswith(f"embryo-bench: error: {copy}: sha256 {digest}; expected 731c5a")
+    assert error[0].endswith(f"set workload mnist-mlp's sha256: {{mnist.npz: {digest}}}")
+    assert not (tmp_path / "arrays.npz").exists() and not (tmp_path / "i.json").exists()
+
+
+def test_the_data_job_reads_a_copy_accepted_by_its_sha256(tmp_path, capsys):
+    (tmp_path / "copy").mkdir()
+    copy = tmp_path / "copy" / "mnist.npz"
+    data = mnist_npz(copy)
+    digest = hashlib.sha256(copy.read_bytes()).hexdigest()
+    status = _workload_data(tmp_path, copy, sha256={"mnist.npz": digest.upper()})
+    assert status == 0, capsys.readouterr().err
+    x_train, *_ = arrays.read_arrays(tmp_path / "arrays.npz")
+    np.testing.assert_array_equal(x_train[..., 0], data["x_train"])
+    copy.write_bytes(copy.read_bytes() + b"x")  # accepted by its sha256: another copy is not
+    status = _workload_data(tmp_path, copy, sha256={"mnist.npz": digest})
+    error = capsys.readouterr().err.strip()
+    assert status == 2 and f"; expected {digest} (mnist.npz of dataset mnist as workload " in error
+
+
 # --- the prepared-arrays file ---------------------------------------------------------------
 
 

@@ -287,6 +287,7 @@ def cmd_workload_data(p):
 
     def run(a):
         from .data import datasets
+        from .data.registry import check_file
         from .io import parse_json, write_json
 
         d = parse_json(a.data, "--data")
@@ -306,6 +307,15 @@ def cmd_workload_data(p):
         else:
             if ds.files:
                 files = {Path(f).name: Path(f) for f in a.files}
+                # Every file is the registry's (or the one its workload accepts by sha256)
+                # before it is parsed: an offline copy is checked nowhere else.
+                offline = f"workload {a.workload}" if d["path"] else ""
+                accepted = d.get("sha256") or {}
+                for f in ds.files:
+                    if f.name in files:  # prepare names a missing one
+                        check_file(
+                            ds, f, files[f.name], sha256=accepted.get(f.name), accept=offline
+                        )
             else:  # an image folder: read in place
                 files = {datasets.FOLDER: Path(d["path"])}
             info = datasets.prepare(
