@@ -11,6 +11,7 @@ import gzip
 import hashlib
 import io
 import pickle
+import re
 import tarfile
 import zipfile
 from pathlib import Path
@@ -69,9 +70,13 @@ def cifar_records(labels: np.ndarray, images: np.ndarray) -> bytes:
     return np.concatenate([labels[:, None].astype(np.uint8), planes], axis=1).tobytes()
 
 
-def cifar_tar(path: Path, per_member=2, skip=(), record_bytes=None) -> dict:
+CIFAR_META = b"airplane\nautomobile\nbird\ncat\ndeer\ndog\nfrog\nhorse\nship\ntruck\n\n"
+
+
+def cifar_tar(path: Path, per_member=2, skip=(), record_bytes=None, meta=CIFAR_META) -> dict:
     """cifar-10-binary.tar.gz: cifar-10-batches-bin/{data_batch_1..5,test_batch}.bin and
-    batches.meta.txt, gzip-compressed tar as the real file."""
+    batches.meta.txt (the real class names, or ``meta``), gzip-compressed tar as the real
+    file."""
     members = {}
     names = [f"data_batch_{i}.bin" for i in range(1, 6)] + ["test_batch.bin"]
     for name in names:
@@ -79,7 +84,6 @@ def cifar_tar(path: Path, per_member=2, skip=(), record_bytes=None) -> dict:
         images = RNG.integers(0, 256, (per_member, 32, 32, 3), dtype=np.uint8)
         members[name] = (labels, images)
     with tarfile.open(path, "w:gz") as tf:
-        meta = b"airplane\nautomobile\nbird\ncat\ndeer\ndog\nfrog\nhorse\nship\ntruck\n\n"
         entries = {"batches.meta.txt": meta}
         entries.update({n: cifar_records(*members[n]) for n in names})
         for name, data in entries.items():
@@ -487,6 +491,65 @@ def test_an_offline_copy_is_checked(tmp_path):
     one_line(exc, tmp_path / "mnist.npz")
 
 
+def mnist_npz_of_size(path: Path, size: int) -> str:
+    """A readable mnist.npz of exactly ``size`` bytes, an extra array padding it: a copy of
+    the registry's size that is not the registry's file. Returns its sha256."""
+    data = mnist_npz(path)
+    pad = 0
+    for _ in range(4):  # the .npy header's length can move with the pad's shape
+        np.savez(path, **data, pad=np.zeros(pad, np.uint8))
+        if path.stat().st_size == size:
+            return hashlib.sha256(path.read_bytes()).hexdigest()
+        pad += size - path.stat().st_size
+    raise AssertionError(f"cannot pad {path} to {size} bytes")
+
+
+def _workload_data(tmp_path: Path, copy: Path, **data) -> int:
+    """embryo-bench workload-data for mnist-mlp on the offline copy ``copy`` (the plan's
+    --data, with ``data``'s changes): its exit status."""
+    import json
+
+    from embryo_bench import cli
+
+    params = {"dataset": "mnist", "synthetic": False, "path": str(copy.parent),
+              "input_shape": [28, 28, 1], "input_dtype": "uint8", "classes": 10,
+              "train_samples": 0, "test_samples": 0, "seed": 1, "sha256": {}, **data}  # fmt: skip
+    out = ["--out", str(tmp_path / "arrays.npz"), "--info", str(tmp_path / "i.json")]
+    return cli.main(["workload-data", "--workload", "mnist-mlp", "--data", json.dumps(params),
+                     "--files", str(copy), *out])  # fmt: skip
+
+
+def test_the_data_job_refuses_an_offline_copy_of_the_registrys_size_but_not_its_sha256(
+    tmp_path, capsys
+):
+    """A readable file of the right size, other bytes: refused before it is parsed, in one
+    line naming it, its sha256, the registry's and how to accept it; nothing written."""
+    (tmp_path / "copy").mkdir()
+    copy = tmp_path / "copy" / "mnist.npz"
+    digest = mnist_npz_of_size(copy, registry.get("mnist").files[0].bytes)
+    status = _workload_data(tmp_path, copy)
+    error = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(error) == 1, error
+    assert error[0].startswith(f"embryo-bench: error: {copy}: sha256 {digest}; expected 731c5a")
+    assert error[0].endswith(f"set workload mnist-mlp's sha256: {{mnist.npz: {digest}}}")
+    assert not (tmp_path / "arrays.npz").exists() and not (tmp_path / "i.json").exists()
+
+
+def test_the_data_job_reads_a_copy_accepted_by_its_sha256(tmp_path, capsys):
+    (tmp_path / "copy").mkdir()
+    copy = tmp_path / "copy" / "mnist.npz"
+    data = mnist_npz(copy)
+    digest = hashlib.sha256(copy.read_bytes()).hexdigest()
+    status = _workload_data(tmp_path, copy, sha256={"mnist.npz": digest.upper()})
+    assert status == 0, capsys.readouterr().err
+    x_train, *_ = arrays.read_arrays(tmp_path / "arrays.npz")
+    np.testing.assert_array_equal(x_train[..., 0], data["x_train"])
+    copy.write_bytes(copy.read_bytes() + b"x")  # accepted by its sha256: another copy is not
+    status = _workload_data(tmp_path, copy, sha256={"mnist.npz": digest})
+    error = capsys.readouterr().err.strip()
+    assert status == 2 and f"; expected {digest} (mnist.npz of dataset mnist as workload " in error
+
+
 # --- the prepared-arrays file ---------------------------------------------------------------
 
 
@@ -586,6 +649,137 @@ def test_image_folder_resizes_and_converts(tmp_path):
     Image.fromarray(np.full((30, 20, 3), 200, np.uint8)).save(tmp_path / "s" / "only" / "a.jpg")
     x, y, names = imagefolder.read_image_folder(tmp_path / "s", (8, 10, 1))
     assert x.shape == (1, 8, 10, 1) and abs(int(x[0, 4, 5, 0]) - 200) <= 2
+
+
+# --- class names from the data become folder names ----------------------------------------
+
+REAL_NAMES = CIFAR_META.decode().split()
+#: Class name lists a CIFAR-10 meta file (or an arrays file's info) may hold, each refused.
+BAD_NAMES = {
+    "escapes": (["../../../../../../tmp/x", *REAL_NAMES[1:]], r"'\.\./\.\./.*' holds a path sep"),
+    "absolute": (["/tmp/y", *REAL_NAMES[1:]], r"'/tmp/y' holds a path separator"),
+    "dot": ([".", *REAL_NAMES[1:]], r"'\.' is the folder itself or its parent"),
+    "dotdot": (["..", *REAL_NAMES[1:]], r"'\.\.' is the folder itself or its parent"),
+    "hidden": ([".plane", *REAL_NAMES[1:]], r"'\.plane' starts with '\.' \(a hidden folder"),
+    "twice": (["cat", *REAL_NAMES[1:]], r"'cat' is given twice"),
+    "case": (["Cat", *REAL_NAMES[1:]], r"'cat' is the same folder as 'Cat'"),
+    "too-few": (["airplane", "automobile"], r"2 class names \('airplane', 'automobile'\); "
+                r"expected 10, one per class"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(BAD_NAMES))
+def test_cifar10_class_names_that_are_no_folder_names_are_refused(tmp_path, case):
+    """batches.meta.txt names the classes that workload-files makes folders of: each name
+    is checked when the archive is read, before anything is written."""
+    names, message = BAD_NAMES[case]
+    archive = tmp_path / CIFAR
+    cifar_tar(archive, meta="\n".join(names).encode() + b"\n")
+    with pytest.raises(DataError, match=message) as exc:
+        datasets.prepare("cifar10", {CIFAR: archive}, tmp_path / "prepared.npz")
+    assert "batches.meta.txt" in one_line(exc, archive)
+    assert not (tmp_path / "prepared.npz").exists()
+
+
+def _arrays_with_names(path: Path, names: list, classes: int = 10) -> None:
+    """A prepared-arrays file whose info names the classes ``names`` (as one made from a
+    meta file before the names were checked)."""
+    x = RNG.integers(0, 256, (4, 8, 8, 3), dtype=np.uint8)
+    y = np.arange(4, dtype=np.int32) % 2
+    arrays.write_arrays(path, x, y, x[:1], y[:1], {"dataset": "cifar10", "classes": classes,
+                                                  "class_names": names})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("names", "message"),
+    [
+        (["../../escaped", *REAL_NAMES[1:]], r"'\.\./\.\./escaped' holds a path separator"),
+        ([".", *REAL_NAMES[1:]], r"'\.' is the folder itself"),
+        (["..", *REAL_NAMES[1:]], r"'\.\.' is the folder itself"),
+        (["cat", *REAL_NAMES[1:]], r"'cat' is given twice"),
+        (["airplane", "automobile"], r"2 class names .*expected 10"),
+        (list(reversed(REAL_NAMES)), r"not in sorted order"),
+    ],
+    ids=["escapes", "dot", "dotdot", "twice", "too-few", "unsorted"],
+)
+def test_workload_files_writes_no_folder_a_class_name_cannot_be(tmp_path, capsys, names, message):
+    """An arrays file's class names become folders under <out>/train/: a bad one is one line
+    naming the file and the name, and nothing is written, outside the folder or in it."""
+    from embryo_bench import cli
+
+    work = tmp_path / "work"
+    work.mkdir()
+    _arrays_with_names(work / "arrays.npz", names)
+    out = work / "files"
+    assert cli.main(["workload-files", "--arrays", str(work / "arrays.npz"), "--out", str(out)])
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and re.search(message, error[0]), error
+    assert error[0].startswith(f"embryo-bench: error: {work / 'arrays.npz'}: class")
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+        "work", "work/arrays.npz",
+    ]  # fmt: skip
+
+
+def test_workload_files_refuses_an_absolute_class_name(tmp_path, capsys):
+    from embryo_bench import cli
+
+    _arrays_with_names(tmp_path / "arrays.npz", [str(tmp_path / "abs"), *REAL_NAMES[1:]])
+    argv = ["workload-files", "--arrays", str(tmp_path / "arrays.npz"), "--out", "files"]
+    assert cli.main([*argv[:-1], str(tmp_path / "files")]) == 2
+    assert "holds a path separator" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == ["arrays.npz"]
+
+
+def test_workload_files_writes_the_real_names_and_numbered_classes(tmp_path):
+    from embryo_bench import cli
+
+    _arrays_with_names(tmp_path / "a.npz", REAL_NAMES)
+    assert cli.main(["workload-files", "--arrays", str(tmp_path / "a.npz"),
+                     "--out", str(tmp_path / "files")]) == 0  # fmt: skip
+    assert sorted(p.name for p in (tmp_path / "files/train").iterdir()) == REAL_NAMES
+    _arrays_with_names(tmp_path / "b.npz", None, classes=12)  # no names: class-00 .. class-11
+    assert cli.main(["workload-files", "--arrays", str(tmp_path / "b.npz"),
+                     "--out", str(tmp_path / "more")]) == 0  # fmt: skip
+    paths, labels, names = imagefolder.list_image_folder(tmp_path / "more/train")
+    assert names[:3] == ["class-00", "class-01", "class-02"] and len(names) == 12
+    # each image read back with the label the arrays give it (image k is <class>/<k>.jpg)
+    by_index = {int(p.stem): int(k) for p, k in zip(paths, labels, strict=True)}
+    assert by_index == {0: 0, 1: 1, 2: 0, 3: 1}
+
+
+@pytest.mark.parametrize(
+    ("classes", "message"),
+    [(("Cats", "cats"), r"'cats' is the same folder as 'Cats'"),
+     (("cats", "do\ngs"), r"'do\\ngs' holds a control character")],
+    ids=["case", "line-break"],
+)  # fmt: skip
+def test_an_image_folder_copy_whose_class_folders_cannot_be_written_back_is_refused(
+    tmp_path, classes, message
+):
+    """A copy's class folder names are the class names workload-files writes folders of:
+    the same rule applies when the copy is read."""
+    image_folder(tmp_path / "copy", classes=classes)
+    with pytest.raises(DataError, match=message) as exc:
+        datasets.prepare("catsdogs", {"folder": tmp_path / "copy"}, tmp_path / "p.npz")
+    one_line(exc, tmp_path / "copy" / "training_set")
+    assert not (tmp_path / "p.npz").exists()
+
+
+def test_class_folders_are_written_through_the_one_checked_writer():
+    """Only data.classnames calls imagefolder.write_image_folder (which writes names as
+    given): every other writer goes through classnames.write_class_folders."""
+    import ast
+
+    src = Path(datasets.__file__).resolve().parents[1]
+    callers = set()
+    for path in src.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if name == "write_image_folder":
+                    callers.add(path.relative_to(src).as_posix())
+    assert callers == {"data/classnames.py"}
 
 
 # --- the registry --------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import http.server
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from embryo_bench.data.download import download, extract
@@ -74,13 +75,15 @@ def test_download_verifies_and_renames(server, archive, tmp_path):
 
 
 def test_download_resumes_or_restarts(server, archive, tmp_path):
+    """An earlier run's .part is resumed where the sha256 will check the whole file."""
     url, handler = server
     data = archive.read_bytes()
     (tmp_path / "a.zip.part").write_bytes(data[:1000])
-    info = download(f"{url}/{archive.name}", tmp_path / "a.zip", progress=False)
+    digest = hashlib.sha256(data).hexdigest()
+    info = download(f"{url}/{archive.name}", tmp_path / "a.zip", sha256=digest, progress=False)
     assert (tmp_path / "a.zip").read_bytes() == data
     assert info["resumed"] == (1000 if handler is RangeHandler else 0)
-    assert info["sha256"] == hashlib.sha256(data).hexdigest() and not info["sha256_verified"]
+    assert info["sha256"] == digest and info["sha256_verified"]
 
 
 def test_checksum_mismatch_leaves_nothing(server, archive, tmp_path):
@@ -205,13 +208,18 @@ def test_a_200_that_is_not_the_archive_is_not_kept_as_a_download(archive, tmp_pa
     srv = _serve(archive.parent, PageHandler)
     try:
         url = f"http://127.0.0.1:{srv.server_address[1]}/{archive.name}"
-        message = r"sent a web page" if kind == "html" else r"not a complete zip or tar archive"
+        message = (
+            r"sent a web page"
+            if kind == "html"
+            else r"not a complete zip or tar archive \(cut short\?\); not kept: without a sha256"
+        )
         with pytest.raises(DownloadError, match=message):
             download(url, tmp_path / "a.zip", retries=0, backoff=0, progress=False)
     finally:
         srv.shutdown()
     assert not (tmp_path / "a.zip").exists()
-    assert (tmp_path / "a.zip.part").exists() == (kind == "cut")
+    # no sha256: a cut body is not kept, as a later run could not resume onto it
+    assert not (tmp_path / "a.zip.part").exists()
 
 
 def test_an_unresolvable_host_fails_at_once_with_a_hint(tmp_path):
@@ -242,3 +250,139 @@ def test_a_server_that_closes_at_once_reports_nothing_received(tmp_path):
         download(f"http://127.0.0.1:{port}/a.zip", tmp_path / "a.zip", retries=1, backoff=0,
                  progress=False)  # fmt: skip
     sock.close()
+
+
+# --- resuming only onto bytes that can be verified; a cut keeps what it read ----------------
+
+#: A file of 3 MiB, and another version of it (the file changed on the server).
+VERSION_A = b"DATA" + bytes(np.random.default_rng(1).integers(0, 256, 3 << 20, dtype=np.uint8))
+VERSION_B = b"DATA" + bytes(np.random.default_rng(2).integers(0, 256, 3 << 20, dtype=np.uint8))
+
+
+def versioned_server(versions: list[bytes], cut: int | None = None, validator: bool = True):
+    """A server of one file: versions[k] to request k (the last one from then on), honouring
+    ``Range: bytes=N-`` unless ``If-Range`` names another version than the one served (then
+    the whole file, HTTP 200, as RFC 9110 says); with ``cut``, the first reply announces the
+    whole length and closes after ``cut`` bytes; ``validator``: an ETag on each reply.
+    Returns (server, url, the requests' headers)."""
+    seen: list[dict] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            n = len(seen)
+            seen.append(dict(self.headers))
+            data = versions[min(n, len(versions) - 1)]
+            tag = f'"{hashlib.sha256(data).hexdigest()[:16]}"'
+            rng = self.headers.get("Range")
+            start = 0
+            if rng and self.headers.get("If-Range") in (None, tag):
+                start = int(rng.split("=")[1].rstrip("-"))
+            self.send_response(206 if start else 200)
+            if validator:
+                self.send_header("ETag", tag)
+            self.send_header("Content-Length", str(len(data) - start))
+            if start:
+                self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+            self.end_headers()
+            body = data[start:]
+            if n == 0 and cut is not None:
+                body, self.close_connection = body[:cut], True
+            self.wfile.write(body)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/a.bin", seen
+
+
+@pytest.mark.parametrize("kind", ["zip", "text"])
+def test_an_earlier_part_without_a_sha256_is_not_resumed_onto(archive, tmp_path, kind):
+    """The size cannot tell a file spliced from an old .part and the rest of the new file:
+    without a sha256 the .part is deleted and the download starts over."""
+    data = archive.read_bytes() if kind == "zip" else b"Supposing that truth is a woman. " * 9000
+    server, url, seen = versioned_server([data])
+    (tmp_path / "a.bin.part").write_bytes(b"an old version of the file " * 40)
+    try:
+        info = download(url, tmp_path / "a.bin", archive=kind == "zip", progress=False)
+    finally:
+        server.shutdown()
+    assert (tmp_path / "a.bin").read_bytes() == data
+    assert info["resumed"] == 0 and "Range" not in seen[0]
+    assert not (tmp_path / "a.bin.part").exists()
+
+
+def test_a_stale_text_part_is_not_spliced_into_a_registry_file_without_a_sha256(tmp_path):
+    """nietzsche.txt has no published sha256: an old .part of it is not resumed onto, and
+    the file fetched is the one served, not one of the registry's size spliced from both."""
+    import dataclasses
+
+    from embryo_bench.data import registry
+    from embryo_bench.data.fetch import fetch_file
+
+    text = ("Supposing that Truth is a woman--what then? " * 400).encode()
+    server, url, _ = versioned_server([text])
+    ds = registry.get("nietzsche")
+    f = dataclasses.replace(ds.files[0], url=url, bytes=len(text))
+    (tmp_path / "nietzsche.txt.part").write_bytes(text[:500].upper())  # another edition
+    try:
+        fetch_file(ds, f, tmp_path / "nietzsche.txt", progress=False, retries=0)
+    finally:
+        server.shutdown()
+    assert (tmp_path / "nietzsche.txt").read_bytes() == text
+
+
+@pytest.mark.parametrize("validator", [True, False], ids=["etag", "no-validator"])
+def test_a_file_changed_on_the_server_after_a_cut_is_fetched_whole(tmp_path, validator):
+    """A cut 1.5 MiB into version A; the resume finds version B: with an ETag, If-Range
+    makes the server send B whole; without any validator (and no sha256) the download starts
+    over rather than resume. Either way the file is B, not A's start and B's end."""
+    server, url, seen = versioned_server([VERSION_A, VERSION_B], cut=3 << 19,
+                                         validator=validator)  # fmt: skip
+    try:
+        download(url, tmp_path / "a.bin", retries=1, backoff=0, archive=False, progress=False)
+    finally:
+        server.shutdown()
+    assert (tmp_path / "a.bin").read_bytes() == VERSION_B
+    if validator:
+        assert seen[1]["Range"] == f"bytes={3 << 19}-" and seen[1]["If-Range"] == (
+            f'"{hashlib.sha256(VERSION_A).hexdigest()[:16]}"'
+        )
+    else:
+        assert "Range" not in seen[1]
+
+
+def test_a_cut_inside_the_first_mib_keeps_what_it_read_and_a_rerun_resumes(tmp_path):
+    digest = hashlib.sha256(VERSION_A).hexdigest()
+    server, url, _ = versioned_server([VERSION_A], cut=300_000)
+    try:
+        with pytest.raises(DownloadError, match=r"300000 bytes kept in .*a\.bin\.part for resume"):
+            download(url, tmp_path / "a.bin", sha256=digest, retries=0, archive=False,
+                     progress=False)  # fmt: skip
+    finally:
+        server.shutdown()
+    assert (tmp_path / "a.bin.part").read_bytes() == VERSION_A[:300_000]
+    server, url, seen = versioned_server([VERSION_A])
+    try:
+        info = download(url, tmp_path / "a.bin", sha256=digest, archive=False, progress=False)
+    finally:
+        server.shutdown()
+    assert info["resumed"] == 300_000 and seen[0]["Range"] == "bytes=300000-"
+    assert (tmp_path / "a.bin").read_bytes() == VERSION_A
+
+
+def test_a_cut_download_without_a_sha256_says_why_it_keeps_nothing(tmp_path):
+    server, url, _ = versioned_server([VERSION_A], cut=300_000)
+    try:
+        with pytest.raises(DownloadError) as exc:
+            download(url, tmp_path / "a.bin", retries=0, archive=False, progress=False)
+    finally:
+        server.shutdown()
+    message = str(exc.value)
+    assert "\n" not in message and message.startswith(f"{url}: download failed after 0 retries")
+    assert message.endswith(
+        "; 300000 bytes received, not kept: without a sha256 to check the whole file (setting "
+        "dataset.sha256) a later run cannot resume onto them, it starts over"
+    )
+    assert list(tmp_path.iterdir()) == []

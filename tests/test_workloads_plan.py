@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from embryo_bench.errors import ConfigError
+from embryo_bench.errors import ConfigError, DataError
 from embryo_bench.planning import layout
 from embryo_bench.planning.plan import Plan
 from embryo_bench.planning.spec import RunSpec
@@ -20,6 +20,15 @@ from embryo_bench.planning.spec import RunSpec
 REPO = Path(__file__).resolve().parents[1]
 OFFLINE = yaml.safe_load((REPO / "config" / "offline.yaml").read_text())
 MAIN = [t["name"] for t in OFFLINE["targets"]]
+
+
+def registry_sized_copy(tmp_path: Path, name: str, size: int) -> Path:
+    """An offline copy's file of ``size`` bytes (sparse: no disk), in ``tmp_path/copy``."""
+    path = tmp_path / "copy" / name
+    path.parent.mkdir(exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.truncate(size)
+    return path
 
 
 def plan(**changes) -> Plan:
@@ -62,7 +71,7 @@ def test_several_workloads_share_the_rounds_and_leave_out_the_sweep_points():
     )
 
 
-def test_a_workloads_spec_has_its_recipe_model_and_data():
+def test_a_workloads_spec_has_its_recipe_model_and_data(tmp_path):
     p = plan(workloads=[{"name": "mnist-mlp", "data": "synthetic", "train_samples": 256,
                          "test_samples": 64, "batch_size": 32}])  # fmt: skip
     assert p.runs == []  # no paper runs: the paper's workload is not listed
@@ -81,8 +90,9 @@ def test_a_workloads_spec_has_its_recipe_model_and_data():
     assert p.dataset_files("mnist-mlp") == []  # synthetic: nothing to download
     real = plan(workloads=[{"name": "mnist-mlp"}])
     assert real.dataset_files("mnist-mlp") == [f"{real.outdir}/data/datasets/mnist/mnist.npz"]
-    offline = plan(workloads=[{"name": "mnist-mlp", "path": "/copies/mnist"}])
-    assert offline.dataset_files("mnist-mlp") == ["/copies/mnist/mnist.npz"]
+    copy = registry_sized_copy(tmp_path, "mnist.npz", 11_490_434)
+    offline = plan(workloads=[{"name": "mnist-mlp", "path": str(copy.parent)}])
+    assert offline.dataset_files("mnist-mlp") == [str(copy)]
 
 
 def test_a_user_model_by_module_path(tmp_path, monkeypatch):
@@ -146,3 +156,69 @@ def test_the_workloads_command_lists_every_catalog_workload_with_its_source(caps
     out = capsys.readouterr().out
     for w in catalog().values():
         assert f"{w.name} " in out and f"{w.parameters:,} parameters" in out and w.source in out
+
+
+# --- an offline copy is the registry's, or accepted by its sha256 -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [({"mnist.npz": 10}, r"mnist\.npz: 10 bytes; expected 11,490,434 \(mnist\.npz of dataset "
+      r"mnist in datasets\.yaml: truncated or another file\?\); to use this copy as it is, set "
+      r"workload mnist-mlp's sha256: \{mnist\.npz: <its sha256, as sha256sum prints it>\}"),
+     ({}, r"mnist\.npz: not found; expected mnist\.npz of dataset mnist")],
+    ids=["another-size", "missing"],
+)  # fmt: skip
+def test_an_offline_copy_that_is_not_the_registrys_is_refused_when_the_plan_is_made(
+    tmp_path, files, message
+):
+    (tmp_path / "copy").mkdir()
+    for name, size in files.items():
+        registry_sized_copy(tmp_path, name, size)
+    with pytest.raises(DataError, match=message) as err:
+        plan(workloads=[{"name": "mnist-mlp", "path": str(tmp_path / "copy")}])
+    text = str(err.value)
+    assert text.startswith(str(tmp_path / "copy" / "mnist.npz")) and "\n" not in text
+
+
+def test_check_config_refuses_an_offline_copy_of_another_size(tmp_path, capsys):
+    from embryo_bench import cli
+
+    registry_sized_copy(tmp_path, "cifar-10-binary.tar.gz", 170_052_170)  # one byte short
+    config = copy.deepcopy(OFFLINE) | {
+        "outdir": str(tmp_path / "out"),
+        "workloads": [{"name": "tf-cifar10", "path": str(tmp_path / "copy")}],
+    }
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    assert cli.main(["check-config", str(tmp_path / "c.yaml")]) == 2
+    assert "170,052,170 bytes; expected 170,052,171" in capsys.readouterr().err
+
+
+def test_a_copy_that_differs_on_purpose_is_accepted_by_its_sha256(tmp_path):
+    path = registry_sized_copy(tmp_path, "mnist.npz", 10)
+    digest = "ab" * 32
+    p = plan(workloads=[{"name": "mnist-mlp", "path": str(path.parent),
+                         "sha256": {"mnist.npz": digest.upper()}}])  # fmt: skip
+    assert p.data_params("mnist-mlp")["sha256"] == {"mnist.npz": digest}
+    synthetic = plan(workloads=[{"name": "mnist-mlp", "data": "synthetic"}])
+    assert synthetic.data_params("mnist-mlp")["sha256"] == {}
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [({"name": "mnist-mlp", "sha256": {"mnist.npz": "ab" * 32}},
+      "workloads[0] (mnist-mlp): sha256 is set, for an offline copy's files; expected path:"),
+     ({"name": "mnist-mlp", "path": "/copies", "data": "synthetic",
+       "sha256": {"mnist.npz": "ab" * 32}}, "expected path: to that copy, with data: real"),
+     ({"name": "mnist-mlp", "path": "/copies", "sha256": {"mnist.tar": "ab" * 32}},
+      "workloads[0] (mnist-mlp): sha256: mnist.tar is not a file of dataset mnist; expected "
+      "mnist.npz"),
+     ({"name": "mnist-mlp", "path": "/copies", "sha256": {"mnist.npz": "abc"}},
+      "workloads[0].sha256.mnist.npz: 'abc' does not match")],
+    ids=["no-path", "synthetic", "no-such-file", "not-a-digest"],
+)  # fmt: skip
+def test_a_sha256_setting_that_cannot_apply_is_one_line(entry, message):
+    with pytest.raises(ConfigError) as err:
+        plan(workloads=[entry])
+    text = str(err.value)
+    assert message in text and "\n" not in text, text

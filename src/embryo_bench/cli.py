@@ -287,6 +287,7 @@ def cmd_workload_data(p):
 
     def run(a):
         from .data import datasets
+        from .data.registry import check_file
         from .io import parse_json, write_json
 
         d = parse_json(a.data, "--data")
@@ -306,6 +307,15 @@ def cmd_workload_data(p):
         else:
             if ds.files:
                 files = {Path(f).name: Path(f) for f in a.files}
+                # Every file is the registry's (or the one its workload accepts by sha256)
+                # before it is parsed: an offline copy is checked nowhere else.
+                offline = f"workload {a.workload}" if d["path"] else ""
+                accepted = d.get("sha256") or {}
+                for f in ds.files:
+                    if f.name in files:  # prepare names a missing one
+                        check_file(
+                            ds, f, files[f.name], sha256=accepted.get(f.name), accept=offline
+                        )
             else:  # an image folder: read in place
                 files = {datasets.FOLDER: Path(d["path"])}
             info = datasets.prepare(
@@ -334,14 +344,24 @@ def cmd_workload_files(p):
 
     def run(a):
         from .data.arrays import read_arrays, read_info
-        from .data.imagefolder import write_image_folder
+        from .data.classnames import write_class_folders
 
         x_train, y_train, _, _ = read_arrays(a.arrays)
         info = read_info(a.arrays)
-        names = info.get("class_names") or [f"class-{k}" for k in range(info["classes"])]
+        classes = info["classes"]
+        # Without names, numbers of one width: their sorted order is the labels' order.
+        width = len(str(classes - 1))
+        names = info.get("class_names") or [f"class-{k:0{width}d}" for k in range(classes)]
         # The training images only (the test set is scored from memory); the folder appears
-        # only when all its files are written.
-        write_image_folder(x_train, y_train, Path(a.out) / "train", [str(n) for n in names])
+        # only when all its files are written, and none before every name is checked.
+        write_class_folders(
+            x_train,
+            y_train,
+            Path(a.out) / "train",
+            [str(n) for n in names],
+            f"{a.arrays}: class_names",
+            classes=classes,
+        )
         log.info("wrote %d training images under %s/train", len(y_train), a.out)
 
     return run

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError
+from .classnames import check_class_names
 
 #: Image side and channels.
 SIDE, CHANNELS = 32, 3
@@ -100,7 +101,9 @@ def load_binary(
     Raises:
         DataError: naming ``path``: a truncated or corrupt gzip stream or tar archive, a data
             member missing or not a regular file, a member whose size is not whole 3,073-byte
-            records, a label byte above 9.
+            records, a label byte above 9, or a ``batches.meta.txt`` that does not name 10
+            classes by 10 distinct folder names
+            (:func:`embryo_bench.data.classnames.check_class_names`).
     """
     path = Path(path)
     if not path.is_file():
@@ -138,4 +141,7 @@ def load_binary(
         raise DataError(
             f"{path}: cannot read the tar archive, truncated or corrupt ({exc})"
         ) from exc
+    # The names become folder names (workload-files): checked here, where the file is known.
+    if names:
+        check_class_names(names, f"{path}: member {META}", classes=CLASSES)
     return (*out, names)

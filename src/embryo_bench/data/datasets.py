@@ -16,6 +16,7 @@ from ..errors import ConfigError, DataError
 from ..io import sha256_file, sha256_tree
 from . import cifar10, imagefolder, imdb, mnist, textcorpus
 from .arrays import write_arrays, write_synthetic
+from .classnames import check_class_names
 from .registry import FOLDER, Dataset, DatasetFile, check_loadable, get
 
 __all__ = ["Dataset", "DatasetFile", "get", "prepare", "prepare_synthetic"]
@@ -89,9 +90,12 @@ def _load(
             path, length=shape[0], step=ds.step, classes=ds.classes, limit_train=limit_train
         )
     else:  # image-folder
+        train = ds.split_folder(files[FOLDER], "train")
         x_train, y_train, names = imagefolder.read_image_folder(
-            ds.split_folder(files[FOLDER], "train"), shape, classes=ds.classes, limit=limit_train
+            train, shape, classes=ds.classes, limit=limit_train
         )
+        # Its class folders' names become folder names again (workload-files).
+        check_class_names(names, str(train), classes=ds.classes)
         test = ds.split_folder(files[FOLDER], "test")
         x_test, y_test, test_names = imagefolder.read_image_folder(
             test, shape, classes=ds.classes, limit=limit_test
@@ -144,7 +148,9 @@ def prepare(
     Raises:
         ConfigError: an unknown name, "embryo", a file missing from ``files``, a shape the
             loader cannot give.
-        DataError: a damaged input (naming it and what was expected).
+        DataError: a damaged input (naming it and what was expected), or class names that
+            cannot be folder names (:func:`.classnames.check_class_names`: CIFAR-10's
+            ``batches.meta.txt``, an image folder's class folders).
         StorageError: no space for ``out``.
     """
     ds = get(name)

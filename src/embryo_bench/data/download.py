@@ -4,10 +4,19 @@ HTTP with retries (urllib3 ``Retry`` on a ``requests`` session), resume from a `
 with an HTTP ``Range`` request (restarting from zero when the server ignores it), a ``tqdm``
 progress bar, sha256 verification when a checksum is configured, and an atomic rename onto the
 final name only after every check passed.
+
+Bytes are resumed onto only where the result can be verified: a ``.part`` left by an earlier
+run is continued only when the sha256 of the whole file is known (checked at the end);
+without one it is deleted and the download starts over, as the size alone cannot tell a
+spliced file (an old partial file of another version, plus the rest of the new one) from the
+file. Within one call, a connection cut short is resumed with ``If-Range`` and the validator
+(a strong ETag or Last-Modified) of this call's first reply, so a file changed on the server
+in between is sent whole again; with neither a sha256 nor a validator it starts over.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tarfile
@@ -17,6 +26,7 @@ import zipfile
 from pathlib import Path
 
 import requests
+import urllib3
 from requests.adapters import HTTPAdapter
 from tqdm import tqdm
 from urllib3.util.retry import Retry
@@ -24,6 +34,10 @@ from urllib3.util.retry import Retry
 from ..errors import DataError, DownloadError
 from ..io import sha256_file
 from .sources import find_db_root
+
+log = logging.getLogger(__name__)
+#: The most bytes read at once; each read returns what has arrived, so a cut loses none.
+CHUNK = 1 << 20
 
 
 def _session(retries: int, backoff: float) -> requests.Session:
@@ -73,13 +87,15 @@ def _check_host(url: str, settings: dict[str, str]) -> None:
         ) from exc
 
 
-def _check_archive(url: str, part: Path, settings: dict[str, str]) -> None:
+def _check_archive(url: str, part: Path, settings: dict[str, str], resumable: bool) -> None:
     """Check the downloaded bytes open as a zip or tar archive (their member list reads);
-    ``settings`` as :func:`download`'s.
+    ``settings`` as :func:`download`'s; ``resumable``: a later run may resume onto the bytes
+    (a sha256 will check the whole file).
 
     Raises:
         DownloadError: an HTML/text page (removed: resuming it cannot help) or bytes that are
-            not a complete archive (kept as ``.part``: a rerun resumes from its end).
+            not a complete archive (kept as ``.part`` where ``resumable``: a rerun resumes
+            from its end; removed otherwise, and the message says why).
     """
     import tarfile
     import zipfile
@@ -96,10 +112,24 @@ def _check_archive(url: str, part: Path, settings: dict[str, str]) -> None:
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError):
         pass
     _check_not_page(url, part, settings)
+    size = part.stat().st_size
+    if resumable:
+        raise DownloadError(
+            f"{url}: the {size} bytes received are not a complete zip or tar archive (cut "
+            f"short?); kept in {part}, a rerun resumes from its end"
+        )
+    part.unlink()
     raise DownloadError(
-        f"{url}: the {part.stat().st_size} bytes received are not a complete zip or tar "
-        f"archive (cut short?); kept in {part}, a rerun resumes from its end"
+        f"{url}: the {size} bytes received are not a complete zip or tar archive (cut "
+        f"short?); {_NOT_KEPT.format(setting=settings['sha256'])}"
     )
+
+
+#: Why bytes received are not kept for a later run (formatted with the sha256's setting).
+_NOT_KEPT = (
+    "not kept: without a sha256 to check the whole file ({setting}) a later run cannot "
+    "resume onto them, it starts over"
+)
 
 
 def _check_not_page(url: str, part: Path, settings: dict[str, str]) -> None:
@@ -123,16 +153,29 @@ class _Restart(Exception):
     """The server's reply does not continue the partial file: start again from zero."""
 
 
+def _validator(headers) -> str | None:
+    """What identifies the version of the file a reply sent, for ``If-Range``: a strong
+    ETag, else Last-Modified (a weak ETag cannot be used there); None without either."""
+    etag = headers.get("ETag")
+    if etag and not etag.startswith("W/"):
+        return etag
+    return headers.get("Last-Modified")
+
+
 def _fetch(
     session: requests.Session, url: str, part: Path, timeout: float, progress: bool, state: dict
 ) -> None:
     """One request: continue ``part`` from its current size (or restart) until the body ends.
-    The first reply's starting offset is recorded as ``state["resumed"]``.
+    The first reply's starting offset is recorded as ``state["resumed"]``; a resume names the
+    version of the bytes held (``state["validator"]``, ``If-Range``), so a server whose file
+    changed sends all of it again; every byte received counts in ``state["received"]``.
 
     Raises _Restart, DownloadError, or requests exceptions (retried by :func:`download`).
     """
     have = part.stat().st_size if part.exists() else 0
     headers = {"Range": f"bytes={have}-"} if have else {}
+    if have and state.get("validator"):
+        headers["If-Range"] = state["validator"]
     with session.get(url, headers=headers, stream=True, timeout=timeout) as resp:
         if resp.status_code == 416:  # nothing left to send: complete only if sizes agree
             total = resp.headers.get("Content-Range", "").rpartition("/")[2]
@@ -147,10 +190,12 @@ def _fetch(
                 raise _Restart("HTTP 206 not continuing at the partial file's end")
             mode = "ab"
         elif resp.status_code == 200:
-            have, mode = 0, "wb"  # the server ignored Range: restart
+            have, mode = 0, "wb"  # the server ignored Range, or the file changed: restart
+            state["validator"] = _validator(resp.headers)
         else:
             raise DownloadError(f"{url}: HTTP {resp.status_code} {resp.reason}")
         state.setdefault("resumed", have)
+        state.setdefault("validator", _validator(resp.headers))
         length = resp.headers.get("Content-Length")
         total = have + int(length) if length is not None else None
         got = 0
@@ -165,10 +210,19 @@ def _fetch(
                 desc=part.name,
             ) as bar,
         ):
-            for chunk in resp.iter_content(chunk_size=1 << 20):
-                fh.write(chunk)
-                got += len(chunk)
-                bar.update(len(chunk))
+            # read1 (urllib3 2) returns what has arrived: iter_content's reads of a whole
+            # chunk lost the bytes of a chunk cut short (all of a cut inside the first MiB).
+            read = getattr(resp.raw, "read1", None) or resp.raw.read
+            try:
+                while chunk := read(CHUNK, decode_content=True):
+                    fh.write(chunk)
+                    got += len(chunk)
+                    state["received"] = state.get("received", 0) + len(chunk)
+                    bar.update(len(chunk))
+            except urllib3.exceptions.HTTPError as exc:  # as iter_content wraps them
+                raise requests.exceptions.ChunkedEncodingError(
+                    f"connection broken after {got} bytes of this reply ({exc})"
+                ) from exc
         if length is not None and got < int(length):
             raise requests.exceptions.ChunkedEncodingError(
                 f"connection closed after {got} of {length} bytes"
@@ -194,6 +248,9 @@ def download(
         dest: final path; bytes accumulate in ``dest.part`` and are renamed onto ``dest`` only
             when complete and (if ``sha256`` is given) verified.
         sha256: expected hex digest, or None to record the observed one without checking.
+            Without it no ``.part`` of an earlier run is resumed (it is deleted: nothing
+            could tell a spliced file), nor one of this call without a validator of its
+            version, and a failed call keeps nothing.
         retries: attempts after the first, both for the request (urllib3 ``Retry``: connection
             errors, HTTP 429/5xx) and for a body cut short (resumed with ``Range``).
         backoff: exponential backoff factor between attempts (s).
@@ -211,19 +268,29 @@ def download(
 
     Raises:
         DownloadError: a host name that does not resolve (at once, no retries), HTTP error
-            or broken connection after the retries, a checksum mismatch (the partial file is
-            then deleted so the next try starts clean), or a body that is not a zip or tar
-            archive (:func:`_check_archive`; with ``archive=False``, a web page): nothing is
-            renamed onto ``dest``.
+            or broken connection after the retries (the bytes received kept in ``.part``
+            with a ``sha256``, deleted without one: the message says which), a checksum
+            mismatch (the partial file is then deleted so the next try starts clean), or a
+            body that is not a zip or tar archive (:func:`_check_archive`; with
+            ``archive=False``, a web page): nothing is renamed onto ``dest``.
     """
     dest = Path(dest)
     _check_host(url, settings)
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
+    if part.exists() and not sha256:
+        log.warning(
+            "%s: %d bytes of an earlier download deleted; without a sha256 (%s) nothing could "
+            "check a file resumed onto them: starting over",
+            part, part.stat().st_size, settings["sha256"],
+        )  # fmt: skip
+        part.unlink()
     state: dict = {}
     session = _session(retries, backoff)
     session.headers["Accept-Encoding"] = "identity"  # byte ranges of the file itself
     for attempt in range(retries + 1):
+        if attempt and not sha256 and not state.get("validator") and part.exists():
+            part.unlink()  # nothing tells whether the server's file is still the one begun
         try:
             _fetch(session, url, part, timeout, progress, state)
             break
@@ -231,13 +298,22 @@ def download(
             if isinstance(exc, _Restart):
                 state["resumed"] = 0
             if attempt == retries:
+                failed = f"{url}: download failed after {retries} retries ({exc})"
                 kept = part.stat().st_size if part.exists() else 0
-                raise DownloadError(
-                    f"{url}: download failed after {retries} retries ({exc}); "
-                    f"{kept} bytes kept in {part} for resume"
-                    if kept
-                    else f"{url}: download failed after {retries} retries ({exc}); nothing received"
-                ) from exc
+                if kept and sha256:
+                    raise DownloadError(
+                        f"{failed}; {kept} bytes kept in {part} for resume"
+                    ) from exc
+                part.unlink(missing_ok=True)
+                received = state.get("received", 0)
+                if not received:
+                    raise DownloadError(f"{failed}; nothing received") from exc
+                why = (
+                    _NOT_KEPT.format(setting=settings["sha256"])
+                    if not sha256
+                    else "none kept: the server's replies did not continue them"
+                )
+                raise DownloadError(f"{failed}; {received} bytes received, {why}") from exc
             time.sleep(backoff * 2**attempt)
     observed = sha256_file(part)
     if sha256 and observed.lower() != sha256.lower():
@@ -247,7 +323,7 @@ def download(
             f"({settings['sha256']}), got {observed}; the partial file was removed"
         )
     if archive:
-        _check_archive(url, part, settings)
+        _check_archive(url, part, settings, resumable=bool(sha256))
     else:
         _check_not_page(url, part, settings)
     os.replace(part, dest)

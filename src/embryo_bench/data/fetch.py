@@ -9,9 +9,8 @@ import os
 from pathlib import Path
 
 from ..errors import ConfigError, DataError, DownloadError
-from ..io import sha256_file
 from .download import download
-from .registry import FOLDER, REGISTRY, Dataset, DatasetFile, check_loadable, get
+from .registry import FOLDER, REGISTRY, Dataset, DatasetFile, check_file, check_loadable, get
 
 #: File name endings that :func:`embryo_bench.data.download.download` checks as zip/tar archives.
 ARCHIVES = (".zip", ".npz", ".tar", ".tar.gz", ".tgz")
@@ -25,32 +24,6 @@ def _settings(ds: Dataset, f: DatasetFile) -> dict[str, str]:
         "offline": f"download {f.name} elsewhere and give the folder that holds it as "
         f"dataset {ds.name}'s local copy",
     }
-
-
-def check_file(ds: Dataset, f: DatasetFile, path: str | os.PathLike) -> str:
-    """Check a copy of ``f`` (its size and sha256, where known).
-
-    Returns:
-        its sha256.
-
-    Raises:
-        DataError: naming ``path``: missing, or another size or sha256 than the registry's.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: not found; expected {f.name} of dataset {ds.name} ({f.url})")
-    size = path.stat().st_size
-    if f.bytes is not None and size != f.bytes:
-        raise DataError(
-            f"{path}: {size:,} bytes; expected {f.bytes:,} ({f.name} of dataset {ds.name}: "
-            "truncated or another file?)"
-        )
-    digest = sha256_file(path)
-    if f.sha256 is not None and digest != f.sha256:
-        raise DataError(
-            f"{path}: sha256 {digest}; expected {f.sha256} ({f.name} of dataset {ds.name})"
-        )
-    return digest
 
 
 def fetch(

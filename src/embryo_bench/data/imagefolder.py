@@ -156,7 +156,9 @@ def write_image_folder(
     """Write images as a split folder ``<folder>/<class>/<index>.jpg|png`` (files mode).
 
     Files appear in ``folder`` only when all are written (:func:`embryo_bench.io.staged_folder`).
-    PNG keeps the pixels exactly; JPEG (quality 95) is lossy.
+    PNG keeps the pixels exactly; JPEG (quality 95) is lossy. The class names are joined to
+    ``folder`` as given: write through :func:`embryo_bench.data.classnames.write_class_folders`,
+    which checks first that each is one folder name of its own, in sorted order.
 
     Args:
         x: uint8 images (N, H, W, C), C = 1 or 3.

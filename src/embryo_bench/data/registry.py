@@ -18,7 +18,8 @@ from pathlib import Path
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DataError
+from ..io import sha256_file
 from ..planning.config import read_config_file
 from .arrays import SAMPLE_DTYPES
 
@@ -239,3 +240,64 @@ def check_loadable(ds: Dataset) -> None:
             f"dataset {ds.name!r}: prepared by the paper's own pipeline (download, crop, "
             "equalise, rotate), not by the dataset registry"
         )
+
+
+def check_file(
+    ds: Dataset,
+    f: DatasetFile,
+    path: str | os.PathLike,
+    *,
+    sha256: str | None = None,
+    hashed: bool = True,
+    accept: str = "",
+) -> str | None:
+    """Check a copy of ``f`` (a download, or a file of an offline copy) against the
+    registry: its size and sha256 where the registry gives them, or, for a copy that was
+    accepted by its own digest, that digest only.
+
+    Args:
+        ds, f: the dataset and its file.
+        path: the copy.
+        sha256: the hex digest this copy must have instead of the registry's sha256 and size
+            (a copy deliberately different from the published file); None: the registry's.
+        hashed: read the file for its sha256 (seconds for 170 MB); False checks its size
+            only (when the plan is made).
+        accept: the setting a different copy can be accepted by (e.g. ``workload
+            cifar10-cnn``), named in a mismatch's message with how; "" names none.
+
+    Returns:
+        its sha256 (hex), or None when not ``hashed``.
+
+    Raises:
+        DataError: one line naming ``path``: not a file, another size than the registry's
+            (unless ``sha256`` is given), or another sha256 than ``sha256`` or the registry's.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: not found; expected {f.name} of dataset {ds.name} ({f.url})")
+
+    def how(digest: str | None) -> str:
+        if not accept:
+            return ""
+        return (
+            f"; to use this copy as it is, set {accept}'s sha256: "
+            f"{{{f.name}: {digest or '<its sha256, as sha256sum prints it>'}}}"
+        )
+
+    size = path.stat().st_size
+    if sha256 is None and f.bytes is not None and size != f.bytes:
+        raise DataError(
+            f"{path}: {size:,} bytes; expected {f.bytes:,} ({f.name} of dataset {ds.name} in "
+            f"{REGISTRY.name}: truncated or another file?){how(None)}"
+        )
+    if not hashed:
+        return None
+    digest = sha256_file(path)
+    expected = sha256.lower() if sha256 is not None else f.sha256
+    if expected is not None and digest != expected:
+        given = f"as {accept} accepts it" if sha256 is not None else f"in {REGISTRY.name}"
+        raise DataError(
+            f"{path}: sha256 {digest}; expected {expected} ({f.name} of dataset {ds.name} "
+            f"{given}){how(digest) if sha256 is None else ''}"
+        )
+    return digest

@@ -41,7 +41,7 @@ from .figspec import FiguresSpec, check_written_spec
 from .layout import PAPER_WORKLOAD
 from .rounds import Decision, check_path, decide, read_check
 from .spec import Container, Preprocessing, RunSpec
-from .workloads import Workload, resolve_workloads
+from .workloads import Workload, check_offline_copy, resolve_workloads
 
 #: Backends whose packages the project's container images install.
 IMAGE_BACKENDS = ("tensorflow",)
@@ -603,6 +603,10 @@ class Plan:
                 (:meth:`check_figures_inputs`, only ``on_this_machine``),
                 ``compare.max_rounds`` below the first rounds (:meth:`check_rounds`), or a
                 damaged round check (:meth:`check_round_checks`, only ``on_this_machine``).
+            DataError: only ``on_this_machine``: a workload's offline copy (``path:``)
+                without one of its dataset's files, or with a file of another size than the
+                registry's and not accepted by its sha256
+                (:func:`embryo_bench.planning.workloads.check_offline_copy`).
         """
         schema = schema or load_schema()
         config = load_config(config, schema, sources)
@@ -652,6 +656,8 @@ class Plan:
         if on_this_machine:  # a cluster job's parse: the workflow that submitted it checked
             plan.check_figures_inputs()
             plan.check_round_checks()
+            for workload in plan.workloads.values():  # sizes only: reading them takes seconds
+                check_offline_copy(workload)
         return plan
 
     def workload_targets(self, workload: str) -> dict[str, Target]:

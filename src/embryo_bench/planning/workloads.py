@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..data import registry
@@ -41,6 +41,8 @@ class WorkloadData:
         input_shape, input_dtype, classes: one sample as the model takes it.
         train_samples, test_samples: samples kept (the first ones); 0: all.
         seed: the synthetic arrays' seed.
+        sha256: an offline copy's files accepted by their own sha256 (file name -> lower-case
+            hex digest) instead of the registry's sha256 and size; {}: none.
     """
 
     dataset: str
@@ -52,10 +54,12 @@ class WorkloadData:
     train_samples: int
     test_samples: int
     seed: int
+    sha256: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """JSON-ready (the rule's ``params``: a change reruns the workload's data and runs)."""
         return {
+            "sha256": dict(sorted(self.sha256.items())),
             "dataset": self.dataset,
             "synthetic": self.synthetic,
             "path": self.path,
@@ -222,6 +226,18 @@ def resolve_workload(entry: dict, index: int, seed: int) -> Workload:
             f"{where}: dataset {dataset_name} cannot be downloaded (no public copy); set "
             "path: to a folder holding it, or data: synthetic"
         )
+    accepted = {name: digest.lower() for name, digest in entry.get("sha256", {}).items()}
+    if accepted and (entry["data"] != "real" or not entry.get("path")):
+        raise ConfigError(
+            f"{where}: sha256 is set, for an offline copy's files; expected path: to that "
+            "copy, with data: real"
+        )
+    unknown = sorted(set(accepted) - {f.name for f in ds.files})
+    if unknown:
+        raise ConfigError(
+            f"{where}: sha256: {', '.join(unknown)} is not a file of dataset {dataset_name}; "
+            f"expected {', '.join(f.name for f in ds.files) or 'none: it has no files of its own'}"
+        )
     if entry["data"] == "synthetic" and (
         not (entry["train_samples"] or ds.train) or (ds.test is None and not entry["test_samples"])
     ):
@@ -266,6 +282,7 @@ def resolve_workload(entry: dict, index: int, seed: int) -> Workload:
         train_samples=entry["train_samples"],
         test_samples=entry["test_samples"],
         seed=seed,
+        sha256=accepted,
     )
     return Workload(
         name=name,
@@ -277,6 +294,31 @@ def resolve_workload(entry: dict, index: int, seed: int) -> Workload:
         source=base.source if base and not entry.get("model") else OWN_MODEL,
         parameters=base.parameters if base and not entry.get("model") else None,
     )
+
+
+def check_offline_copy(workload: Workload) -> None:
+    """The files of a workload's offline copy (``path:``) are there and have the registry's
+    sizes (or are accepted by their own ``sha256``): what can be checked without reading
+    them, when the plan is made. Their sha256 is checked by the data job
+    (:func:`embryo_bench.data.registry.check_file`) before it reads them.
+
+    Raises:
+        DataError: one line naming the file: missing, or another size than the registry's,
+            with how to accept a copy that differs on purpose.
+    """
+    data = workload.data
+    if data is None or data.synthetic or not data.path:
+        return
+    ds = registry.get(data.dataset)
+    for f in ds.files:
+        registry.check_file(
+            ds,
+            f,
+            Path(data.path) / f.name,
+            sha256=data.sha256.get(f.name),
+            hashed=False,
+            accept=f"workload {workload.name}",
+        )
 
 
 def resolve_workloads(config: dict) -> dict[str, Workload]:
