@@ -886,7 +886,9 @@ def cmd_check_config(p):
             config, sources = read_config_files(files)
             apply_defaults(config, schema, sources)  # the schema's refusal names its file
             try:  # every check the workflow makes before a job, but the hardware's
-                plan = Plan.from_config(config, hardware_check="none", schema=schema)
+                plan = Plan.from_config(
+                    config, hardware_check="none", schema=schema, sources=sources
+                )
                 plan.source_stamp()  # a source read in place: every entry readable
             except EmbryoBenchError as exc:
                 raise ConfigError(f"{name}: {exc}") from None
