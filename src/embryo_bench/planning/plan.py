@@ -512,7 +512,9 @@ def check_study(name: str, sources: list[Source] = ()) -> None:
     Raises:
         ConfigError: one line naming the setting and the known names, the missing file, or
             the two files that name different studies.
-        DataError: the registry itself is unreadable (naming it).
+        DataError: the registry itself is unreadable (naming it), or the study's numbers
+            file is not the one it records (its sha256:
+            :func:`embryo_bench.published.studies.check_numbers_file`).
     """
     named = [(origin, str(data["study"])) for origin, data in sources if data.get("study")]
     for origin, theirs in named[1:]:
@@ -532,11 +534,11 @@ def check_study(name: str, sources: list[Source] = ()) -> None:
             f'{", ".join(sorted(known))} (or "" for none)'
         )
     study = known[name]
-    numbers = studies.HERE / study.numbers
     claims = Path(studies.HERE).parent / "reporting" / "claims" / f"{study.claims}.py"
-    for what, path in (("numbers file", numbers), ("claims module", claims)):
+    for what, path in (("numbers file", study.path), ("claims module", claims)):
         if not path.is_file():
             raise ConfigError(f"study: {name}: its {what} {path} does not exist")
+    studies.check_numbers_file(study)
 
 
 def default_probe(mode: str) -> Probe | None:
