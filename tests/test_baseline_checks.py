@@ -106,6 +106,10 @@ HOW = "take one on the machine that runs the targets with `embryo-bench calibrat
             "least 11",
         ),
         (_baseline(changes=[]), "it lists no lag (changes: []), so no drift limit; " + HOW),
+        (
+            _baseline(changes=[{"lag_s": 2.0, "pairs": 39, "p99": float("nan")}]),
+            "changes/0/p99: nan: expected a finite number, not NaN or infinity; " + HOW,
+        ),
         (_baseline(method="float64 512x512 matmul"), "probes of another method (float64 512"),
         (
             _baseline(machine={**this_machine(), "hostname": "elsewhere"}),
@@ -139,6 +143,7 @@ HOW = "take one on the machine that runs the targets with `embryo-bench calibrat
         "too few probes",
         "fewer probes than its lags",
         "no lag",
+        "a NaN limit",
         "another method",
         "another host",
         "other CPU flags",

@@ -225,3 +225,95 @@ def test_bad_options_are_one_line(tmp_path, capsys):
         status, out, err = run(capsys, *args)
         (line,) = err.strip().splitlines()
         assert status == 2 and out == "" and says in line, line
+
+
+def _set_metric(run: Path, key: str, value) -> Path:
+    """Set ``key`` of a run's metrics.json (JSON as Python writes it: NaN, Infinity)."""
+    path = run / "metrics.json"
+    metrics = json.loads(path.read_text())
+    metrics[key] = value
+    path.write_text(json.dumps(metrics))
+    return path
+
+
+@pytest.mark.parametrize(
+    "key, value, says",
+    [
+        ("mean_images_per_s", -5.0, "mean_images_per_s -5.0: expected a positive finite number "
+                                    "(images/s)"),
+        ("mean_images_per_s", 0, "mean_images_per_s 0: expected a positive finite number"),
+        ("mean_images_per_s", float("nan"), "mean_images_per_s nan: expected a positive finite"),
+        ("mean_images_per_s", float("inf"), "mean_images_per_s inf: expected a positive finite"),
+        ("mean_images_per_s", "fast", "mean_images_per_s 'fast': expected a positive finite"),
+        ("time_to_accuracy_seconds", -1.0, "time_to_accuracy_seconds -1.0: expected a positive "
+                                           "finite number (s), or null"),
+    ],
+)  # fmt: skip
+def test_a_bad_measurement_is_one_line_naming_its_file_before_anything_is_compared(
+    tmp_path, capsys, key, value, says
+):
+    """A damaged metrics.json in either folder, the first or another: one line naming the
+    file and the value, nothing on stdout, no CSV (a negative or zero images/s ended in a
+    traceback; NaN read as "not measured", naming no file)."""
+    a = result_folder(tmp_path / "a", 100.0)
+    b = result_folder(tmp_path / "b", 100.0, OTHER_NOISE)
+    csv = tmp_path / "out.csv"
+    for folder in (b, a):
+        bad = _set_metric(folder / "train/host-1cpu/repeat-2", key, value)
+        status, out, err = run(capsys, a, b, "--csv", csv)
+        (line,) = err.strip().splitlines()
+        assert status == 2 and out == "" and not csv.exists(), line
+        assert line.startswith(f"embryo-bench: error: compare: {bad}: {says}"), line
+        _set_metric(folder / "train/host-1cpu/repeat-2", key, 100.0 if "images" in key else None)
+    # A bad run of another workload, read against a reference file alone.
+    ref = tmp_path / "ref.yaml"
+    ref.write_text(f"workloads:\n  {WORKLOAD}:\n    host-1cpu: {{images_per_s: 1000}}\n")
+    bad = _set_metric(b / "workloads" / WORKLOAD / "train/host-1cpu/repeat-3", key, value)
+    status, out, err = run(capsys, b, "--reference", ref)
+    (line,) = err.strip().splitlines()
+    assert status == 2 and out == "" and f"{bad}: {says}" in line, line
+
+
+def test_a_non_finite_number_in_a_reference_file_or_option_is_one_line(tmp_path, capsys):
+    """NaN passes every bound: a NaN --min-difference called a 12,000x slowdown "no measured
+    difference" and exit 0; a NaN expected speed ended in a traceback."""
+    a = result_folder(tmp_path / "a", 100.0, workload=False)
+    slow = result_folder(tmp_path / "slow", 100.0 / 12_000, OTHER_NOISE, workload=False)
+    assert run(capsys, a, slow)[0] == 1  # measured as the slowdown it is
+    status, out, err = run(capsys, a, slow, "--min-difference", "nan")
+    (line,) = err.strip().splitlines()
+    assert status == 2 and out == "", line
+    assert line == (
+        "embryo-bench: error: --min-difference: min_difference: nan: expected a finite number, "
+        "not NaN or infinity"
+    )
+    ref = tmp_path / "reference.yaml"
+    for text, says in (
+        ("targets:\n  host-1cpu: {images_per_s: .nan}\n", "targets.host-1cpu.images_per_s: nan"),
+        ("targets:\n  host-1cpu: {images_per_s: .inf}\n", "targets.host-1cpu.images_per_s: inf"),
+        ("tolerance: .nan\ntargets:\n  host-1cpu: {images_per_s: 1}\n", "tolerance: nan"),
+        ("targets:\n  host-1cpu: {images_per_s: 1, tolerance: .NaN}\n",
+         "targets.host-1cpu.tolerance: nan"),
+    ):  # fmt: skip
+        ref.write_text(text)
+        status, out, err = run(capsys, a, "--reference", ref)
+        (line,) = err.strip().splitlines()
+        assert status == 2 and out == "", line
+        assert line == f"embryo-bench: error: {ref}: {says}: expected a finite number, not NaN " \
+                       "or infinity"  # fmt: skip
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_the_comparison(tmp_path, capsys):
+    """--csv naming a folder ran the whole comparison, then ended in a traceback."""
+    a = result_folder(tmp_path / "a", 100.0, workload=False)
+    b = result_folder(tmp_path / "b", 100.0, OTHER_NOISE, workload=False)
+    md = tmp_path / "out.md"
+    for args, says in (
+        (["--csv", tmp_path], f"--csv {tmp_path}: is a folder; expected a file to write"),
+        (["--markdown", a], f"--markdown {a}: is a folder"),
+        (["--csv", md, "--markdown", md], f"--markdown {md}: the same file as --csv"),
+    ):
+        status, out, err = run(capsys, a, b, *args)
+        (line,) = err.strip().splitlines()
+        assert status == 2 and out == "" and line.startswith(f"embryo-bench: error: {says}")
+    assert not md.exists()

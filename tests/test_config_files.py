@@ -140,3 +140,81 @@ def test_the_check_config_command_keeps_one_line_for_a_merged_pair(tmp_path):
     assert proc.stderr == (
         f"embryo-bench: error: {second}: train.epochs: 0 is less than the minimum of 1\n"
     )
+
+
+#: Settings whose schema bounds NaN passed (every comparison with NaN is false), each with a
+#: YAML spelling of a number that is not finite.
+NOT_FINITE = [
+    ("train: {learning_rate: .nan}\n", "train.learning_rate: nan"),
+    ("train: {dropout: .NaN}\n", "train.dropout: nan"),
+    ("train: {accuracy_target: .nan}\n", "train.accuracy_target: nan"),
+    ("stability: {window_cv: .nan}\n", "stability.window_cv: nan"),
+    ("stability: {stall_seconds: .inf}\n", "stability.stall_seconds: inf"),
+    ("compare: {min_difference: .nan}\n", "compare.min_difference: nan"),
+    ("compare: {until: -.inf}\n", "compare.until: -inf"),
+    ("preprocess: {crop_fraction: .nan}\n", "preprocess.crop_fraction: nan"),
+    ("x-anchor: {price: .inf}\n", "x-anchor.price: inf"),  # even where nothing reads it
+]
+
+
+@pytest.mark.parametrize("text, setting", NOT_FINITE, ids=[s for _, s in NOT_FINITE])
+def test_nan_and_infinity_are_refused_naming_the_file_and_the_setting(
+    tmp_path, capsys, text, setting
+):
+    second = _write(tmp_path / "second.yaml", text)
+    assert main(["check-config", str(OFFLINE), str(second)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == (
+        f"embryo-bench: error: {second}: {setting}: expected a finite number, not NaN or infinity\n"
+    )
+
+
+def test_a_non_finite_number_in_settings_not_read_from_a_file_is_refused_too():
+    """Snakemake's --config, or a configuration built in code: named by its source where
+    one is given, by the setting alone otherwise."""
+    config = yaml.safe_load(OFFLINE.read_text())
+    config["targets"][0]["hourly_usd"] = float("inf")
+    with pytest.raises(ConfigError, match=r"^targets\[0\].hourly_usd: inf: expected a finite"):
+        Plan.from_config(config, probe=lambda t: None)
+    over = {"train": {"learning_rate": float("nan")}}
+    config, sources = read_config_files([OFFLINE])
+    merge_config(config, over)
+    with pytest.raises(ConfigError, match=r"^--config: train.learning_rate: nan: expected"):
+        Plan.from_config(config, probe=lambda t: None, sources=[*sources, ("--config", over)])
+
+
+SHORT_FORMS = sorted((REPO / "config").glob("*-short.yaml"))
+
+
+@pytest.mark.parametrize("short", SHORT_FORMS, ids=[p.stem for p in SHORT_FORMS])
+def test_a_study_short_form_over_another_studys_configuration_is_refused(short, capsys):
+    """A short form layered over another study's configuration was "valid" and ran its own
+    workloads under that study's name; each names the study it shortens, and the plan
+    refuses files that name two. Over its own study's configuration it is valid."""
+    study = short.stem.removesuffix("-short")
+    own = REPO / "config" / f"{study}.yaml"
+    assert yaml.safe_load(short.read_text())["study"] == study
+    assert main(["check-config", str(own), str(short)]) == 0
+    capsys.readouterr()
+    for other in sorted({p.with_name(p.name.replace("-short", "")) for p in SHORT_FORMS}):
+        if other == own:
+            continue
+        theirs = yaml.safe_load(other.read_text())["study"]
+        assert main(["check-config", str(other), str(short)]) == 2, other
+        out, err = capsys.readouterr()
+        assert out == "" and err == (
+            f"embryo-bench: error: {other} + {short}: study: {study!r} ({short}) layered over "
+            f"{theirs!r} ({other}): files layered as one configuration name one study; a "
+            f"study's short form goes over its own study's configuration (config/{study}.yaml)\n"
+        )
+
+
+def test_a_later_file_may_clear_the_study_but_not_name_another(tmp_path):
+    config, sources = read_config_files([REPO / "config" / "gpu.yaml"])
+    assert config["study"] == "paper"
+    cleared = [*sources, ("none.yaml", {"study": ""})]
+    plan = Plan.from_config({**config, "study": ""}, probe=lambda t: None, sources=cleared)
+    assert plan.config["study"] == ""
+    other = [*sources, ("--config", {"study": "wu"})]
+    with pytest.raises(ConfigError, match=r"^study: 'wu' \(--config\) layered over 'paper' \("):
+        Plan.from_config({**config, "study": "wu"}, probe=lambda t: None, sources=other)

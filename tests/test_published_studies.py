@@ -1,8 +1,12 @@
 """The studies' registry and the loader of the numbers they published (issue 34, item 2):
 every study's file is read and checked, and a damaged file is named in one line."""
 
+import hashlib
+import shutil
+
 import numpy as np
 import pytest
+import yaml
 from scipy import stats
 from study_helpers import study_runs
 
@@ -12,6 +16,8 @@ from embryo_bench.reporting.claims.common import CANNOT, HOLDS, Claim, paired_wo
 
 HEAD = ",".join(pub.COLUMNS)
 GOOD = 'K80,mnist-mlp,epoch_seconds,3.5,s,"batch_size=128;threads=8",002 table 1,true,\n'
+#: GOOD with its settings in another order: the same number.
+REORDERED = GOOD.replace('"batch_size=128;threads=8"', "threads=8;batch_size=128")
 
 
 def test_the_registry_names_the_paper_and_the_four_studies_with_their_seed_files():
@@ -39,8 +45,20 @@ def test_a_numbers_file_is_read_with_its_types(tmp_path):
         (GOOD.replace("threads=8", "cores"), "'cores' is not key=value"),
         (GOOD.replace("002 table 1", ""), "no source"),
         (GOOD.replace("true", "yes"), "used 'yes'"),
+        (GOOD.replace("3.5", "-3.5"), "value -3.5 for epoch_seconds: expected above 0 (s)"),
+        (GOOD.replace("3.5", "0"), "value 0 for epoch_seconds: expected above 0 (s)"),
+        (GOOD.replace("epoch_seconds,3.5,s", "test_accuracy,-0.1,fraction"),
+         "value -0.1 for test_accuracy: expected at least 0 and at most 1 (fraction)"),
+        (GOOD.replace("epoch_seconds,3.5,s", "test_accuracy,99.2,fraction"),
+         "value 99.2 for test_accuracy: expected at least 0 and at most 1 (fraction)"),
+        (GOOD.replace("epoch_seconds,3.5,s", "vcpus,-8,count"),
+         "value -8 for vcpus: expected at least 0 (count)"),
+        (GOOD, "the same row as line 2"),
+        (GOOD.replace("3.5", "3.9"), "a second used number for epoch_seconds of K80 with these "
+                                     "settings (line 2)"),
+        (REORDERED.replace("3.5", "3.9"), "a second used number for epoch_seconds of K80"),
     ],
-)
+)  # fmt: skip
 def test_a_bad_number_is_named_with_its_file_and_line(tmp_path, line, expected):
     path = tmp_path / "n.csv"
     path.write_text(HEAD + "\n" + GOOD + line)
@@ -98,3 +116,97 @@ def test_a_workload_ratio_is_paired_within_the_rounds_on_one_target():
         ValueError, match="workload 'b' has more than one run on target 't' in round 1"
     ):
         paired_workload_ratio(study_runs(*rows, rows[3]), "t", "b", "a", "steady_epoch_s")
+
+
+def test_a_numbers_file_may_keep_a_second_number_not_used(tmp_path):
+    """The study printed two that disagree: both kept, one used (two used are refused)."""
+    path = tmp_path / "n.csv"
+    path.write_text(HEAD + "\n" + GOOD + GOOD.replace("3.5", "3.9").replace("true", "false"))
+    assert pub.load_numbers("minimaxir", path)["used"].tolist() == [True, False]
+
+
+def test_the_recorded_sha256_is_each_numbers_file_as_it_is():
+    """studies.yaml records every study's numbers file as it is in the repository."""
+    for study in pub.studies().values():
+        assert study.path == pub.HERE / study.numbers
+        assert study.sha256 == hashlib.sha256(study.path.read_bytes()).hexdigest(), study.name
+        pub.check_numbers_file(study)
+
+
+def _copy(tmp_path):
+    """The published folder's registry and numbers files, copied to edit."""
+    folder = tmp_path / "published"
+    folder.mkdir()
+    for study in pub.studies().values():
+        shutil.copy(study.path, folder / study.numbers)
+    shutil.copy(pub.REGISTRY, folder / pub.REGISTRY.name)
+    return folder
+
+
+def _edit(text: str, how: str) -> str:
+    lines = text.splitlines(keepends=True)
+    row = next(i for i, line in enumerate(lines) if ",epoch_seconds," in line and ",true," in line)
+    if how == "edited":
+        value = lines[row].split(",")[3]
+        lines[row] = lines[row].replace(f",{value},", f",{float(value) * 1.5},", 1)
+    elif how == "deleted":
+        del lines[row]
+    elif how == "duplicated":
+        lines.insert(row, lines[row])
+    elif how == "negative":
+        value = lines[row].split(",")[3]
+        lines[row] = lines[row].replace(f",{value},", f",-{value},", 1)
+    elif how == "a row added":
+        lines.append(lines[row].replace(",true,", ",false,", 1))
+    return "".join(lines)
+
+
+EDITS = ["edited", "deleted", "duplicated", "negative", "a row added"]
+
+
+@pytest.mark.parametrize("how", EDITS)
+@pytest.mark.parametrize("name", ["wu", "minimaxir", "datamadness", "v100-blog"])
+def test_an_edited_copy_of_a_studys_numbers_is_refused_in_one_line(tmp_path, capsys, name, how):
+    """An edited, deleted, duplicated or negated row (or one more) changed or dropped a
+    claim without a word; the file's recorded sha256 refuses it, where it is read and when
+    a plan names the study."""
+    folder = _copy(tmp_path)
+    study = pub.studies(folder / "studies.yaml")[name]
+    assert pub.load_numbers(study).equals(pub.load_numbers(name))  # the copy reads as is
+    study.path.write_text(_edit(study.path.read_text(), how))
+    with pytest.raises(pub.DataError) as err:
+        pub.load_numbers(study)
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(f"{study.path}: sha256 {pub.sha256_of(study.path)}, not the ")
+    assert f"{study.sha256} that {folder / 'studies.yaml'} records for it" in message
+    # The same edit in a file of one's own, no recorded sum: the rows' own checks.
+    if how in ("duplicated", "negative"):
+        with pytest.raises(pub.DataError, match="the same row as|expected above 0"):
+            pub.load_numbers(name, study.path)
+
+
+def test_a_plan_naming_a_study_whose_numbers_were_changed_is_refused(tmp_path, monkeypatch):
+    from embryo_bench.planning import plan
+
+    folder = _copy(tmp_path)
+    changed = pub.studies(folder / "studies.yaml")
+    monkeypatch.setattr(pub, "studies", lambda path=None: changed)
+    plan.check_study("wu")
+    changed["wu"].path.write_text(_edit(changed["wu"].path.read_text(), "deleted"))
+    with pytest.raises(pub.DataError, match=r"wu\.csv: sha256 [0-9a-f]{64}, not the "):
+        plan.check_study("wu")
+
+
+def test_a_registry_without_a_sha256_is_refused(tmp_path):
+    folder = _copy(tmp_path)
+    registry = folder / "studies.yaml"
+    data = yaml.safe_load(registry.read_text())
+    del data["studies"]["wu"]["sha256"]
+    registry.write_text(yaml.safe_dump(data))
+    with pytest.raises(pub.DataError, match="study 'wu' has .*; expected .*'sha256'"):
+        pub.studies(registry)
+    data["studies"]["wu"]["sha256"] = "abc"
+    registry.write_text(yaml.safe_dump(data))
+    with pytest.raises(pub.DataError, match="study 'wu': sha256 'abc'; expected the 64 hex"):
+        pub.studies(registry)

@@ -78,6 +78,24 @@ BAD = {
         "sweep.batch_size 'a': expected an integer >= 1",
     ),
     "a JSON list": ([1, 2], "a run spec is a JSON object, not list"),
+    # JSON's NaN and Infinity (Python reads both) pass every bound of the schema.
+    "learning_rate NaN": (
+        _with("learning_rate", float("nan")),
+        "learning_rate nan: expected a finite number, not NaN or infinity",
+    ),
+    "dropout NaN": (_with("dropout", float("nan")), "dropout nan: expected a finite number"),
+    "accuracy_target NaN": (
+        _with("accuracy_target", float("nan")),
+        "accuracy_target nan: expected a finite number",
+    ),
+    "probe_seconds Infinity": (
+        _with("probe_seconds", float("inf")),
+        "probe_seconds inf: expected a finite number",
+    ),
+    "crop_fraction NaN": (
+        _with("preprocessing.crop_fraction", float("nan")),
+        "preprocessing.crop_fraction nan: expected a finite number",
+    ),
 }
 
 

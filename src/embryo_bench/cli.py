@@ -841,9 +841,22 @@ def cmd_compare(p):
         ]
         if len(a.folders) < 2 and not a.reference:
             raise ConfigError("compare: give two or more result folders, or one and --reference")
+        # Checked before the comparison runs, which may take a while: a path that cannot be
+        # written failed only after it, with a traceback.
+        outputs: dict[Path, str] = {}
         for option, path in (("--csv", a.csv), ("--markdown", a.markdown)):
-            if path and not Path(path).resolve().parent.is_dir():
+            if not path:
+                continue
+            where = Path(path).resolve()
+            if where.is_dir():
+                raise ConfigError(f"{option} {path}: is a folder; expected a file to write")
+            if not where.parent.is_dir():
                 raise ConfigError(f"{option} {path}: its folder does not exist")
+            if not os.access(where.parent, os.W_OK | os.X_OK):
+                raise ConfigError(f"{option} {path}: its folder is not writable")
+            if where in outputs:
+                raise ConfigError(f"{option} {path}: the same file as {outputs[where]}")
+            outputs[where] = option
         reference = crossfolder.read_reference(a.reference, min_difference) if a.reference else None
         result = crossfolder.compare_folders(
             a.folders, min_difference, reference, a.reference or ""
@@ -893,7 +906,9 @@ def cmd_check_config(p):
             config, sources = read_config_files(files)
             apply_defaults(config, schema, sources)  # the schema's refusal names its file
             try:  # every check the workflow makes before a job, but the hardware's
-                plan = Plan.from_config(config, hardware_check="none", schema=schema)
+                plan = Plan.from_config(
+                    config, hardware_check="none", schema=schema, sources=sources
+                )
                 plan.source_stamp()  # a source read in place: every entry readable
             except EmbryoBenchError as exc:
                 raise ConfigError(f"{name}: {exc}") from None

@@ -11,6 +11,7 @@ import contextlib
 import errno
 import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -197,6 +198,29 @@ def parse_json(text: str, where: str | os.PathLike):
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(f"{where}: not valid JSON ({exc})") from None
+
+
+def non_finite(value, path: tuple = ()) -> tuple[tuple, float] | None:
+    """The first number in ``value`` (a parsed JSON or YAML document: mappings, lists and
+    scalars, nested) that is NaN or an infinity, with where it is: the keys and list indices
+    leading to it from ``path``; None when every number is finite.
+
+    JSON as Python reads it (``NaN``, ``Infinity``) and YAML (``.nan``, ``.inf``) both spell
+    them, and every range check lets NaN through (each comparison with it is false), so the
+    readers of numbers a user hands in refuse them with this before their checks of range.
+    """
+    if isinstance(value, float):  # bool and int are always finite
+        return None if math.isfinite(value) else (path, value)
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        if (found := non_finite(item, (*path, key))) is not None:
+            return found
+    return None
 
 
 def read_json(path: str | os.PathLike) -> dict:

@@ -1,7 +1,8 @@
 """The configuration: its schema (``config/schema.yaml``, the one source of every setting's
 type, range and default), reading a configuration file with errors that name file, line and
 column, and validating a configuration with the schema's defaults filled in. Imports nothing
-else of the package but its errors, so anything may use it (:mod:`embryo_bench.planning.plan`
+else of the package but its errors and :func:`embryo_bench.io.non_finite`, so anything may
+use it (:mod:`embryo_bench.planning.plan`
 resolves
 what a validated configuration asks for; :mod:`embryo_bench.reporting.stability` reads its
 thresholds).
@@ -18,6 +19,7 @@ import yaml
 from jsonschema import Draft202012Validator, validators
 
 from ..errors import ConfigError
+from ..io import non_finite
 
 
 class UniqueKeyLoader(yaml.SafeLoader):
@@ -142,6 +144,33 @@ def _describe(error, sources: list[Source]) -> str:
     return f"{origin}: {where}: {message}"
 
 
+def refuse_non_finite(instance, sources: list[Source] = (), origin: str = "") -> None:
+    """Refuse a number that is NaN or an infinity anywhere in ``instance`` (YAML reads
+    ``.nan``, ``.inf`` and ``-.inf`` as floats, JSON ``NaN`` and ``Infinity``): every
+    ``minimum``/``maximum`` of a schema lets NaN through, as each comparison with it is false,
+    so a NaN learning rate or ``compare.min_difference`` would otherwise pass every check.
+
+    Args:
+        sources: where ``instance`` came from (:data:`Source`): the file that set the number
+            is named, as :func:`apply_defaults` names a refused setting's.
+        origin: the name of ``instance``'s one source (a file), when ``sources`` are not given.
+
+    Raises:
+        ConfigError: one line naming the file (where known), the setting and its value, e.g.
+            ``wu.yaml: train.learning_rate: nan: expected a finite number, not NaN or
+            infinity``.
+    """
+    found = non_finite(instance)
+    if found is None:
+        return
+    path, value = list(found[0]), found[1]
+    origin = (source_of(path, list(sources)) if sources else None) or origin
+    where = f"{origin}: " if origin else ""
+    raise ConfigError(
+        f"{where}{_where(path)}: {value}: expected a finite number, not NaN or infinity"
+    )
+
+
 def apply_defaults(instance: dict, schema: dict, sources: list[Source] = ()) -> dict:
     """A deep copy of ``instance`` validated against ``schema`` with every default filled in.
 
@@ -152,10 +181,13 @@ def apply_defaults(instance: dict, schema: dict, sources: list[Source] = ()) -> 
             error then names the file that set the setting.
 
     Raises:
-        ConfigError: the first validation error, naming the setting (e.g. ``targets[2].cpus``;
-            an unknown key by its name, with the keys expected there) and, with ``sources``,
-            the file whose value was kept, e.g. ``short.yaml: train.colour: unknown setting...``.
+        ConfigError: a number that is NaN or an infinity anywhere in ``instance``
+            (:func:`refuse_non_finite`); else the first validation error, naming the setting
+            (e.g. ``targets[2].cpus``; an unknown key by its name, with the keys expected
+            there) and, with ``sources``, the file whose value was kept, e.g.
+            ``short.yaml: train.colour: unknown setting...``.
     """
+    refuse_non_finite(instance, sources)
     out = copy.deepcopy(instance)
     errors = sorted(_validator(schema).iter_errors(out), key=lambda e: list(e.absolute_path))
     if errors:
@@ -171,8 +203,9 @@ def read_config_file(path: str | Path) -> dict:
 
     Raises:
         ConfigError: the file is missing or unreadable; a syntax error or a key given twice
-            in one mapping, naming the file, line and column (1-based) and the problem; or
-            the top level is not a mapping.
+            in one mapping, naming the file, line and column (1-based) and the problem; the
+            top level is not a mapping; or a number anywhere in it is NaN or an infinity
+            (``.nan``, ``.inf``; :func:`refuse_non_finite`), naming the file and the setting.
     """
     path = Path(path)
     try:
@@ -192,6 +225,7 @@ def read_config_file(path: str | Path) -> dict:
         raise ConfigError(
             f"{path}: expected a mapping of settings at the top level, found {type(data).__name__}"
         )
+    refuse_non_finite(data, origin=str(path))
     return data
 
 

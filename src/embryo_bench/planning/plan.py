@@ -500,14 +500,31 @@ def round_order(
 Probe = Callable[[Target], "str | None"]
 
 
-def check_study(name: str) -> None:
+def check_study(name: str, sources: list[Source] = ()) -> None:
     """``study:`` names a study of ``published/studies.yaml`` whose numbers file and claims
-    module exist (issue 34); "" (no study) passes.
+    module exist (issue 34); "" (no study) passes. With ``sources`` (the files the
+    configuration was merged from, in order), the files that name a study name the same one:
+    a study's short form (``config/<study>-short.yaml``) names the study it shortens, so
+    layered over another study's configuration it is refused here, where it would otherwise
+    run its own workloads under the other study's name, beside the other study's numbers
+    and claims. A later file may still clear it (``study: ""``: no study).
 
     Raises:
-        ConfigError: one line naming the setting and the known names, or the missing file.
-        DataError: the registry itself is unreadable (naming it).
+        ConfigError: one line naming the setting and the known names, the missing file, or
+            the two files that name different studies.
+        DataError: the registry itself is unreadable (naming it), or the study's numbers
+            file is not the one it records (its sha256:
+            :func:`embryo_bench.published.studies.check_numbers_file`).
     """
+    named = [(origin, str(data["study"])) for origin, data in sources if data.get("study")]
+    for origin, theirs in named[1:]:
+        first, ours = named[0]
+        if theirs != ours:
+            raise ConfigError(
+                f"study: {theirs!r} ({origin}) layered over {ours!r} ({first}): files "
+                "layered as one configuration name one study; a study's short form goes "
+                f"over its own study's configuration (config/{theirs}.yaml)"
+            )
     if not name:
         return
     known = studies.studies()
@@ -517,11 +534,11 @@ def check_study(name: str) -> None:
             f'{", ".join(sorted(known))} (or "" for none)'
         )
     study = known[name]
-    numbers = studies.HERE / study.numbers
     claims = Path(studies.HERE).parent / "reporting" / "claims" / f"{study.claims}.py"
-    for what, path in (("numbers file", numbers), ("claims module", claims)):
+    for what, path in (("numbers file", study.path), ("claims module", claims)):
         if not path.is_file():
             raise ConfigError(f"study: {name}: its {what} {path} does not exist")
+    studies.check_numbers_file(study)
 
 
 def default_probe(mode: str) -> Probe | None:
@@ -594,7 +611,9 @@ class Plan:
                 refused setting is named with the file that set it.
 
         Raises:
-            ConfigError: an invalid configuration, a target that cannot run here with
+            ConfigError: an invalid configuration, a ``study:`` that is unknown or that
+                two of ``sources`` name differently (:func:`check_study`: a study's short
+                form over another study's configuration), a target that cannot run here with
                 ``on_missing_hardware: fail``, no target able to run, a sweep of a target
                 that does not run, an unknown or unpriced cost base, a ``merge:`` folder that
                 is missing or holds no finished run, two ``docker_host`` values with the
@@ -610,7 +629,7 @@ class Plan:
         """
         schema = schema or load_schema()
         config = load_config(config, schema, sources)
-        check_study(config.get("study", ""))
+        check_study(config.get("study", ""), sources)
         if probe is None:
             probe = default_probe(hardware_check or config["hardware_check"])
         targets, skipped = {}, {}

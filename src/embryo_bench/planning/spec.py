@@ -24,7 +24,7 @@ from jsonschema import Draft202012Validator
 
 from ..data.preprocess import preprocess_frame, rotation_angles
 from ..errors import ConfigError, DataError
-from ..io import check_format, read_json, write_json
+from ..io import check_format, non_finite, read_json, write_json
 from ..workloads.user import BUILDER_PATTERN
 from .layout import PAPER_WORKLOAD, RUN_SPEC_FORMAT
 
@@ -562,8 +562,8 @@ def check_run_spec(d: dict, where: str = "run spec") -> None:
 
     Raises:
         ConfigError: one line naming ``where``, the first offending key (dotted, e.g.
-            ``preprocessing.rotation_step``), its value and what is allowed; or the unknown
-            and missing keys.
+            ``preprocessing.rotation_step``), its value and what is allowed (a number that
+            is NaN or an infinity, anywhere, included); or the unknown and missing keys.
     """
     errors = []
     for error in _RUN_SPEC_VALIDATOR.iter_errors(d):
@@ -584,6 +584,12 @@ def check_run_spec(d: dict, where: str = "run spec") -> None:
             missing = sorted(set(error.validator_value) - set(error.instance))
             raise ConfigError(f"{where}: missing keys {missing}" + (f" in {at}" if at else ""))
         raise ConfigError(f"{where}: {at} {error.instance!r}: expected {allowed(error.schema)}")
+    # Python's JSON reads NaN and Infinity, and every bound above lets NaN through.
+    if (found := non_finite(d)) is not None:
+        at = ".".join(map(str, found[0]))
+        raise ConfigError(
+            f"{where}: {at} {found[1]!r}: expected a finite number, not NaN or infinity"
+        )
     if d["threads"] > d["cpus"]:
         raise ConfigError(
             f"{where}: threads {d['threads']} > cpus {d['cpus']}: the run is pinned to "

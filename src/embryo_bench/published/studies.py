@@ -19,12 +19,19 @@ A numbers file has one row per published number, with the columns of :data:`COLU
 - ``used``: ``true`` for the number our tables use; ``false`` for a number kept because the
   study printed two that disagree (its text and its table), the note saying which.
 - ``note``: free text ("" for none).
+
+Each file's sha256 is recorded beside its name in ``studies.yaml`` and checked whenever the
+file is read (:func:`check_numbers_file`; the plan checks it before any job): an edited,
+added or deleted row would otherwise change or drop a claim without a word. A correction is
+made with its source and its new sha256 recorded in the same commit.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -56,6 +63,24 @@ METRICS = {
     "gpus": "count",
 }
 
+#: The values a unit allows: (the lowest, whether the lowest itself is allowed, the highest).
+#: A time, a speed or a ratio of them is above 0; a count, a price or a share at least 0; a
+#: fraction at most 1. No published number is negative.
+RANGES = {
+    "s": (0.0, False, math.inf),
+    "images/s": (0.0, False, math.inf),
+    "x base": (0.0, False, math.inf),
+    "count": (0.0, True, math.inf),
+    "USD/h": (0.0, True, math.inf),
+    "USD": (0.0, True, math.inf),
+    "%": (0.0, True, math.inf),
+    "fraction": (0.0, True, 1.0),
+}
+#: What one published number is about: two rows that our tables use (``used`` true) may not
+#: share it.
+KEY = ("system", "workload", "metric", "settings")
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
 #: Keys a ``settings`` cell may hold.
 SETTING_KEYS = {
     "batch_size",
@@ -75,8 +100,10 @@ SETTING_KEYS = {
 @dataclass(frozen=True)
 class Study:
     """One ``studies.yaml`` entry: name (the config's ``study:``), number (its seed's),
-    seed (the seed file's name), title, numbers (its CSV file), claims (the module
-    ``embryo_bench.reporting.claims.<claims>``), base_system ("" for none)."""
+    seed (the seed file's name), title, numbers (its CSV file, beside the registry), claims
+    (the module ``embryo_bench.reporting.claims.<claims>``), base_system ("" for none),
+    sha256 (the numbers file's, hex; "" in a study made in code, whose file is not checked)
+    and registry (the ``studies.yaml`` it was read from)."""
 
     name: str
     number: str
@@ -85,27 +112,71 @@ class Study:
     numbers: str
     claims: str
     base_system: str
+    sha256: str = ""
+    registry: Path = field(default=REGISTRY, compare=False)
+
+    @property
+    def path(self) -> Path:
+        """The study's numbers file: :attr:`numbers` beside :attr:`registry`."""
+        return Path(self.registry).parent / self.numbers
 
 
 def studies(path: Path = REGISTRY) -> dict[str, Study]:
     """Every study of ``studies.yaml``, by name.
 
     Raises:
-        DataError: the file is missing, not YAML or an entry lacks a field (one line naming
-            the file and the entry).
+        DataError: the file is missing, not YAML, an entry lacks a field or its sha256 is not
+            64 hex digits (one line naming the file and the entry).
     """
+    path = Path(path)
     try:
         entries = yaml.safe_load(path.read_text())["studies"]
     except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
         raise DataError(f"{path}: expected a mapping 'studies' of study entries ({exc})") from exc
     out = {}
-    fields = set(Study.__dataclass_fields__) - {"name"}
+    fields = set(Study.__dataclass_fields__) - {"name", "registry"}
     for name, entry in entries.items():
         if not isinstance(entry, dict) or set(entry) != fields:
             got = sorted(entry) if isinstance(entry, dict) else type(entry).__name__
             raise DataError(f"{path}: study {name!r} has {got}; expected {sorted(fields)}")
-        out[name] = Study(name=name, **{k: str(v) for k, v in entry.items()})
+        if not SHA256.match(str(entry["sha256"])):
+            raise DataError(
+                f"{path}: study {name!r}: sha256 {entry['sha256']!r}; expected the 64 hex "
+                f"digits of {entry['numbers']}'s sha256"
+            )
+        out[name] = Study(name=name, registry=path, **{k: str(v) for k, v in entry.items()})
     return out
+
+
+def sha256_of(path: Path) -> str:
+    """The sha256 of a file's bytes, hex.
+
+    Raises:
+        DataError: the file cannot be read (naming it).
+    """
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read the study's numbers: {exc}") from exc
+
+
+def check_numbers_file(study: Study) -> None:
+    """The study's numbers file (:attr:`Study.path`) is the one its registry records: its
+    sha256 is :attr:`Study.sha256`. A study made in code, without one, is not checked.
+
+    Raises:
+        DataError: the file is missing or unreadable, or its sha256 differs: one line naming
+            the file, both sums and the registry.
+    """
+    if not study.sha256:
+        return
+    got = sha256_of(study.path)
+    if got != study.sha256:
+        raise DataError(
+            f"{study.path}: sha256 {got}, not the {study.sha256} that {study.registry} "
+            "records for it: the study's published numbers were changed (a row edited, added "
+            "or deleted); restore the file, or record a correction's sha256 there with it"
+        )
 
 
 def parse_settings(text: str, where: str = "settings") -> dict[str, str]:
@@ -132,20 +203,26 @@ def load_numbers(study: str | Study, path: Path | None = None) -> pd.DataFrame:
 
     Args:
         study: a study name of ``studies.yaml`` (or its :class:`Study`).
-        path: the CSV file (default: the study's file beside this module).
+        path: the CSV file (default: the study's own, :attr:`Study.path`). The study's own
+            file is checked against its recorded sha256 (:func:`check_numbers_file`); another
+            file (numbers of one's own, a test's variant) is only validated.
 
     Raises:
-        DataError: an unknown study, a missing file, other columns, a value that is not a
-            finite number, a metric not in :data:`METRICS` or a unit other than its own,
-            bad settings, an empty source, or ``used`` other than true/false: one line naming
-            the file, its line and what was expected.
+        DataError: an unknown study; the study's own file changed (its sha256); a missing
+            file, other columns, a value that is not a finite number or out of its unit's
+            range (:data:`RANGES`: none negative), a metric not in :data:`METRICS` or a unit
+            other than its own, bad settings, an empty source, ``used`` other than
+            true/false, a row given twice, or two used rows of one :data:`KEY`: one line
+            naming the file, its line and what was expected.
     """
     if isinstance(study, str):
         known = studies()
         if study not in known:
             raise DataError(f"study {study!r}: expected one of {sorted(known)}")
         study = known[study]
-    path = Path(path) if path is not None else HERE / study.numbers
+    path = Path(path) if path is not None else study.path
+    if path.resolve() == study.path.resolve():
+        check_numbers_file(study)
     try:
         table = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
@@ -153,6 +230,8 @@ def load_numbers(study: str | Study, path: Path | None = None) -> pd.DataFrame:
     if list(table.columns) != COLUMNS:
         raise DataError(f"{path}: columns {list(table.columns)}; expected {COLUMNS}")
     values, used = [], []
+    rows_seen: dict[tuple, int] = {}
+    used_seen: dict[tuple, int] = {}
     for i, row in table.iterrows():
         where = f"{path}, line {i + 2}"
         try:
@@ -168,13 +247,33 @@ def load_numbers(study: str | Study, path: Path | None = None) -> pd.DataFrame:
                 f"{where}: unit {row['unit']!r} for {row['metric']}; "
                 f"expected {METRICS[row['metric']]!r}"
             )
+        low, low_allowed, high = RANGES[row["unit"]]
+        if value < low or (value == low and not low_allowed) or value > high:
+            bounds = f"{'at least' if low_allowed else 'above'} {low:g}"
+            bounds += f" and at most {high:g}" if math.isfinite(high) else ""
+            raise DataError(
+                f"{where}: value {row['value']} for {row['metric']}: expected {bounds} "
+                f"({row['unit']})"
+            )
         if not row["source"].strip():
             raise DataError(f"{where}: no source")
         if row["used"] not in ("true", "false"):
             raise DataError(f"{where}: used {row['used']!r}; expected true or false")
-        parse_settings(row["settings"], where)
+        settings = parse_settings(row["settings"], where)
         values.append(value)
         used.append(row["used"] == "true")
+        # A row given twice, or a second number our tables would use for the same thing
+        # (settings in any order), is an edit that changes a claim without a word.
+        if (first := rows_seen.setdefault(tuple(row), i)) != i:
+            raise DataError(f"{where}: the same row as line {first + 2}")
+        if used[-1]:
+            key = (*(row[k] for k in KEY[:-1]), frozenset(settings.items()))
+            if (first := used_seen.setdefault(key, i)) != i:
+                raise DataError(
+                    f"{where}: a second used number for {row['metric']} of "
+                    f"{row['system'] or row['workload']} with these settings (line {first + 2}); "
+                    "expected one used row, the other used false with a note saying why"
+                )
     table["value"] = pd.Series(values, index=table.index, dtype="float64")
     table["used"] = pd.Series(used, index=table.index, dtype=bool)
     return table

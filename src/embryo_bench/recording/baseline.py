@@ -25,7 +25,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from ..errors import ConfigError, DataError
-from ..io import check_format, read_json
+from ..io import check_format, non_finite, read_json
 from ..planning.layout import BASELINE_FORMAT
 from ..planning.spec import BACKENDS
 from ..reporting.runs import NOT_RECORDED, machine_name
@@ -94,7 +94,8 @@ def load_baseline(path: str | os.PathLike) -> dict:
     Raises:
         ConfigError: one line naming ``stability.baseline`` and the file: it is missing or
             not JSON, its format is newer than :data:`embryo_bench.planning.layout.BASELINE_FORMAT`,
-            it is not a machine baseline (a key missing or of the wrong type), its probes
+            a number in it is NaN or an infinity, it is not a machine baseline (a key
+            missing or of the wrong type), its probes
             were taken with another method than this embryo-bench's, it has too few
             probes to give the change at any lag (fewer than
             :data:`embryo_bench.recording.calibrate.MIN_PAIRS` + 1), or it lists no lag.
@@ -112,6 +113,13 @@ def load_baseline(path: str | os.PathLike) -> dict:
         data = check_format(data, BASELINE_FORMAT, str(path))
     except DataError as exc:  # its own advice: read it with the newer embryo-bench
         raise ConfigError(f"{SETTING} {exc}") from None
+    # Python's JSON reads NaN and Infinity, and a NaN drift limit would flag no run.
+    if (found := non_finite(data)) is not None:
+        at = "/".join(map(str, found[0]))
+        raise ConfigError(
+            f"{SETTING} {path}: {at}: {found[1]}: expected a finite number, not NaN or "
+            f"infinity; {how}"
+        )
     error = best_match(_VALIDATOR.iter_errors(data))
     if (
         error is not None

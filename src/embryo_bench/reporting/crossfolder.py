@@ -37,8 +37,10 @@ A result folder is a workflow's ``outdir``: the paper's runs under
 
 The folders are read, never written, and checked as ``merge:`` checks them
 (:func:`embryo_bench.reporting.merge.run_dirs`,
-:func:`~embryo_bench.reporting.merge.read_finished_run`, the data and preprocessing of each
-workload's runs alike in every folder): a bad folder is one line naming it.
+:func:`~embryo_bench.reporting.merge.read_finished_run`: every run's images/s and times
+positive and finite; the data and preprocessing of each workload's runs alike in every
+folder), before anything is compared: a bad folder is one line naming it, and a reference
+file's numbers are finite (:func:`read_reference`).
 """
 
 from __future__ import annotations
@@ -176,7 +178,8 @@ def read_reference(path: str | Path, tolerance: float) -> dict[tuple[str, str], 
 
     Raises:
         ConfigError: one line naming the file and the key: not a file, not YAML (line and
-            column), an unknown key, a value of the wrong type or range, no entry.
+            column), a number that is NaN or an infinity, an unknown key, a value of the
+            wrong type or range, no entry.
     """
     path = Path(path)
     if not path.is_file():
@@ -510,8 +513,10 @@ def compare_folders(
 
     Raises:
         ConfigError: a folder given twice (after normalising the path), not a folder, with
-            no finished run, a run the figures could not read, runs of a workload on other
-            data or preprocessing than the first folder's (one line naming it).
+            no finished run, a run the figures could not read (a measurement such as its
+            images/s not a positive finite number included:
+            :func:`embryo_bench.reporting.merge.check_measurements`), runs of a workload on
+            other data or preprocessing than the first folder's (one line naming it).
         DataError: a folder's ``figures-spec.json`` is unreadable.
     """
     seen: dict[Path, str] = {}

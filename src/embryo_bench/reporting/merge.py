@@ -12,6 +12,7 @@ the same preprocessing, names each by its machine and adds them to every table a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -75,6 +76,18 @@ REQUIRED_METRICS = (
     "parameter_count",
     "provenance",
 )
+#: The measurements of a run that comparisons divide by one another (metrics.json key ->
+#: (unit, whether null is allowed: one epoch has no steady epoch, a run that never reached
+#: the accuracy target no time to it)). A trainer writes each as a positive, finite number;
+#: a hand-edited or damaged one (0, -5, NaN) would make a ratio fail deep inside a
+#: comparison or read as "not measured", naming no file.
+MEASUREMENTS = {
+    "mean_images_per_s": ("images/s", False),
+    "training_seconds": ("s", False),
+    "first_epoch_seconds": ("s", False),
+    "steady_epoch_seconds": ("s", True),
+    "time_to_accuracy_seconds": ("s", True),
+}
 #: The columns the figures read of this workflow's runs' tables (figure 4, the utilisation
 #: figures), checked when the file is there.
 OWN_COLUMNS = {
@@ -87,8 +100,9 @@ OWN_COLUMNS = {
 def read_finished_run(d: str, columns: dict[str, tuple[str, ...]] | None = None) -> Run:
     """A finished run's folder read as the figures read it, checked: its files
     (:func:`embryo_bench.reporting.runs.load_runs`), the keys of :data:`REQUIRED_METRICS` in its
-    metrics.json, ``columns`` (file name -> the columns it must have, when the file is
-    there) and its run.json a valid run spec of the run its folder names (:func:`check_run`).
+    metrics.json, its :data:`MEASUREMENTS` (:func:`check_measurements`), ``columns`` (file
+    name -> the columns it must have, when the file is there) and its run.json a valid run
+    spec of the run its folder names (:func:`check_run`).
 
     Raises:
         DataError or ConfigError: naming the file and what is wrong with it.
@@ -99,6 +113,7 @@ def read_finished_run(d: str, columns: dict[str, tuple[str, ...]] | None = None)
         raise DataError(f"{d}/{METRICS} lacks {missing}")
     if not isinstance(run.metrics["provenance"], dict):
         raise DataError(f"{d}/{METRICS}: provenance is not a mapping")
+    check_measurements(run)
     tables = {HISTORY: run.history, TELEMETRY: run.telemetry, WINDOWS: run.windows}
     for name, needed in (columns or {}).items():
         table = tables[name]
@@ -106,6 +121,27 @@ def read_finished_run(d: str, columns: dict[str, tuple[str, ...]] | None = None)
             raise DataError(f"{d}/{name} lacks the columns {lacking}")
     check_run(run)
     return run
+
+
+def check_measurements(run: Run) -> None:
+    """Each of a run's :data:`MEASUREMENTS` in its metrics.json that it holds is a positive,
+    finite number (images/s, s), or null where that one may be.
+
+    Raises:
+        DataError: one line naming the file, the key and its value, e.g.
+            ``.../metrics.json: mean_images_per_s nan: expected a positive finite number
+            (images/s)``.
+    """
+    for key, (unit, nullable) in MEASUREMENTS.items():
+        if key not in run.metrics or (nullable and run.metrics[key] is None):
+            continue
+        value = run.metrics[key]
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not (number and math.isfinite(value) and value > 0):
+            raise DataError(
+                f"{run.dir}/{METRICS}: {key} {value!r}: expected a positive finite number "
+                f"({unit}){', or null' if nullable else ''}"
+            )
 
 
 def check_own_runs(run_dirs: list[str]) -> None:
