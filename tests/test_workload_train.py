@@ -67,9 +67,9 @@ sys.exit(cli.main(sys.argv[1:]))
 
 
 def _train(tmp_path: Path, spec, arrays: Path, name: str, files: Path | None = None,
-           slow: float = 0.0) -> subprocess.CompletedProcess:  # fmt: skip
+           slow: float = 0.0, path: Path | None = None) -> subprocess.CompletedProcess:  # fmt: skip
     """``embryo-bench train`` of ``spec`` on ``arrays`` in a fresh process, into
-    ``tmp_path/name``."""
+    ``tmp_path/name`` (with ``path`` on its PYTHONPATH too)."""
     spec_file = tmp_path / f"{name}.json"
     spec.write(spec_file)
     info = tmp_path / "info.json"
@@ -78,7 +78,8 @@ def _train(tmp_path: Path, spec, arrays: Path, name: str, files: Path | None = N
             str(info), "--out-dir", str(tmp_path / name)]  # fmt: skip
     if files:
         argv += ["--files", str(files)]
-    env = {**os.environ, "SLOW_DECODE": str(slow), "PYTHONPATH": str(REPO / "src")}
+    python_path = os.pathsep.join(str(p) for p in (REPO / "src", path) if p)
+    env = {**os.environ, "SLOW_DECODE": str(slow), "PYTHONPATH": python_path}
     return subprocess.run([sys.executable, "-c", DRIVER, *argv], env=env, capture_output=True,
                           text=True, timeout=300)  # fmt: skip
 
@@ -157,6 +158,30 @@ def test_arrays_of_another_shape_are_named_in_one_line(tmp_path):
     assert proc.stderr.strip().splitlines()[-1] == (
         f"embryo-bench: error: {path}: x_train holds uint8 samples of shape (32, 32, 3); "
         "workload mnist-mlp expects uint8 samples of shape (28, 28, 1)"
+    )
+    assert not (tmp_path / "run" / "metrics.json").exists()
+
+
+@pytest.mark.slow
+def test_a_user_model_that_does_not_fit_is_refused_before_training(tmp_path, monkeypatch):
+    """50 outputs for 10 classes trained and was reported like any run; now the trainer's
+    setup refuses it in one line naming the setting, and writes no run."""
+    (tmp_path / "mymodels.py").write_text(
+        "import keras\n"
+        "def wide(input_shape, classes):\n"
+        "    return keras.Sequential([keras.Input(input_shape), keras.layers.Flatten(),\n"
+        "                             keras.layers.Dense(50)])\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    entry = {"name": "mine", "model": "mymodels:wide", "dataset": "mnist", "data": "synthetic",
+             "epochs": 1, "batch_size": 32, "learning_rate": 0.01}  # fmt: skip
+    spec = _spec(entry)
+    proc = _train(tmp_path, spec, _arrays(tmp_path, spec), "run", path=tmp_path)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "embryo-bench: error: workloads (mine): model 'mymodels:wide' returned a model whose "
+        "output is (None, 50); expected (None, 10): one probability per class of its 10 "
+        "(sparse categorical cross-entropy)"
     )
     assert not (tmp_path / "run" / "metrics.json").exists()
 
