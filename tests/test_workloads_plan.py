@@ -88,8 +88,11 @@ def test_a_workloads_spec_has_its_recipe_model_and_data():
     real = plan(workloads=[{"name": "mnist-mlp"}])
     assert real.dataset_files("mnist-mlp") == [f"{real.outdir}/data/datasets/mnist/mnist.npz"]
 
-    offline = plan(workloads=[{"name": "mnist-mlp", "path": "/copies/mnist"}])
-    assert offline.dataset_files("mnist-mlp") == ["/copies/mnist/mnist.npz"]
+
+def test_an_offline_copy_is_read_in_place(tmp_path):
+    (tmp_path / "mnist.npz").write_bytes(b"")  # the plan only needs it to be there
+    offline = plan(workloads=[{"name": "mnist-mlp", "path": str(tmp_path)}])
+    assert offline.dataset_files("mnist-mlp") == [f"{tmp_path}/mnist.npz"]
 
 
 def test_a_user_model_by_module_path(tmp_path, monkeypatch):
@@ -267,3 +270,78 @@ def test_a_function_of_ones_own_is_accepted_without_importing_it(own_modules, mo
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=120, cwd=own_modules)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+# --- a workload's path: (an offline copy) ----------------------------------------------------
+
+
+def _copy(tmp_path: Path, *names: str) -> Path:
+    """A folder holding ``names`` (files; folders where a name ends in /)."""
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    for name in names:
+        if name.endswith("/"):
+            (folder / name).mkdir()
+        else:
+            (folder / name).write_bytes(b"")
+    return folder
+
+
+#: case -> (the entry, from the tmp folder; the line's text after "workloads[0] (<name>): ").
+#: A missing or non-folder path ended in Snakemake's MissingInputException (or the data
+#: job's error); a path beside synthetic data was ignored without a word.
+PATH_CASES = {
+    "missing": (
+        lambda d: {"name": "mnist-mlp", "path": str(d / "nowhere")},
+        "path '{d}/nowhere': no such folder; expected a folder holding mnist's files mnist.npz",
+    ),
+    "a_file": (
+        lambda d: {"name": "mnist-mlp", "path": str(_copy(d, "mnist.npz") / "mnist.npz")},
+        "path '{d}/copy/mnist.npz': not a folder; expected a folder holding mnist's files "
+        "mnist.npz",
+    ),
+    "without_the_file": (
+        lambda d: {"name": "mnist-mlp", "path": str(_copy(d, "imdb.npz"))},
+        "path '{d}/copy': no mnist.npz in it; expected a folder holding mnist's files mnist.npz",
+    ),
+    "without_a_split": (
+        lambda d: {"name": "catsdogs-cnn", "path": str(_copy(d, "training_set/"))},
+        "path '{d}/copy': no test_set/ in it; expected a folder holding catsdogs's split "
+        "folders training_set/ and test_set/",
+    ),
+    "beside_synthetic_data": (
+        lambda d: {"name": "mnist-mlp", "data": "synthetic", "path": str(_copy(d, "mnist.npz"))},
+        "path '{d}/copy' with data: synthetic, whose arrays are generated and read no file; "
+        "remove path, or set data: real to train on the copy",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(PATH_CASES))
+def test_a_path_that_holds_no_copy_is_refused_at_plan_time(tmp_path, case):
+    entry, expected = PATH_CASES[case]
+    entry = entry(tmp_path)
+    with pytest.raises(ConfigError) as err:
+        plan(workloads=[entry])
+    text = str(err.value)
+    assert text == f"workloads[0] ({entry['name']}): {expected.format(d=tmp_path)}", text
+
+
+def test_check_config_names_the_path_in_one_line(tmp_path, capsys):
+    from embryo_bench.cli import main
+
+    config = copy.deepcopy(OFFLINE) | {"workloads": [{"name": "mnist-mlp", "path": "nowhere"}]}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert main(["check-config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"embryo-bench: error: {path}: workloads[0] (mnist-mlp): path 'nowhere': no such folder; "
+        "expected a folder holding mnist's files mnist.npz\n"
+    )
+
+
+def test_an_image_folder_copy_with_both_splits_is_accepted(tmp_path):
+    folder = _copy(tmp_path, "training_set/", "test_set/")
+    p = plan(workloads=[{"name": "catsdogs-cnn", "path": str(folder)}])
+    assert p.data_params("catsdogs-cnn")["path"] == str(folder)

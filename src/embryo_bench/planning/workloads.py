@@ -203,6 +203,44 @@ def check_model_path(path: str, where: str) -> None:
         raise ConfigError(f"{where} {path!r}: {problem}")
 
 
+def check_data_path(path: str, data: str, ds: registry.Dataset, where: str) -> None:
+    """Check a workload's ``path:`` (an offline copy of its dataset) before any job: real
+    data only (synthetic arrays read no file), a folder that holds the dataset's files, or
+    an image folder's split folders. Their contents are read by the data job (a damaged file
+    is named there).
+
+    Args:
+        path: the setting's value (relative to where the workflow runs). data: "real" or
+            "synthetic". ds: the workload's dataset. where: the entry, for messages.
+
+    Raises:
+        ConfigError: one line naming ``where``'s path and what was expected.
+    """
+    setting = f"{where}: path {path!r}"
+    if data == "synthetic":
+        raise ConfigError(
+            f"{setting} with data: synthetic, whose arrays are generated and read no file; "
+            "remove path, or set data: real to train on the copy"
+        )
+    if ds.splits:
+        names = [f"{dict(ds.splits)[s]}/" for s in ("train", "test")]
+        expected = f"a folder holding {ds.name}'s split folders {' and '.join(names)}"
+    else:
+        names = [f.name for f in ds.files]
+        expected = f"a folder holding {ds.name}'s files {', '.join(names)}"
+    folder = Path(path)
+    if not folder.exists():
+        raise ConfigError(f"{setting}: no such folder; expected {expected}")
+    if not folder.is_dir():
+        raise ConfigError(f"{setting}: not a folder; expected {expected}")
+    if ds.splits:
+        missing = [n for n in names if not (folder / n).is_dir()]
+    else:
+        missing = [n for n in names if not (folder / n).is_file()]
+    if missing:
+        raise ConfigError(f"{setting}: no {', '.join(missing)} in it; expected {expected}")
+
+
 def model_code(model: str) -> str:
     """The code a workload's builder runs, as a hash: the rule's ``params`` (the builders are
     imported by name when a run trains, so the train command's own code hash cannot follow
@@ -233,7 +271,9 @@ def resolve_workload(entry: dict, index: int, seed: int) -> Workload:
         ConfigError: naming the setting: settings given to the paper's workload, an unknown
             catalog workload or dataset, a model path that does not import, a user model
             without its data's shape, files input for a workload whose samples are not
-            images, a test or train sample count the data cannot have.
+            images, a test or train sample count the data cannot have, a ``path`` that is
+            not a folder holding the dataset (:func:`check_data_path`) or is set beside
+            synthetic data.
     """
     where = f"workloads[{index}] ({entry['name']})"
     name = entry["name"]
@@ -284,6 +324,8 @@ def resolve_workload(entry: dict, index: int, seed: int) -> Workload:
             f"{where}: dataset {dataset_name} cannot be downloaded (no public copy); set "
             "path: to a folder holding it, or data: synthetic"
         )
+    if entry.get("path"):
+        check_data_path(entry["path"], entry["data"], ds, where)
     if entry["data"] == "synthetic" and (
         not (entry["train_samples"] or ds.train) or (ds.test is None and not entry["test_samples"])
     ):
