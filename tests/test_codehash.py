@@ -100,8 +100,8 @@ def test_the_train_commands_hash_leaves_out_image_building_and_the_figures():
     train = {m.removeprefix("embryo_bench.") for m in module_closure("cli:train")}
     assert train == {
         "embryo_bench", "cli", "errors", "io",
-        "data", "data.arrays", "data.frames", "data.imagefolder", "data.preprocess",
-        "data.stages",
+        "data", "data.arrays", "data.frames", "data.imagefolder", "data.npzcheck",
+        "data.preprocess", "data.stages",
         "planning", "planning.config", "planning.layout", "planning.spec",
         "recording", "recording.calibrate", "recording.evidence", "recording.hardware",
         "recording.provenance", "recording.record", "recording.telemetry",

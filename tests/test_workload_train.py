@@ -186,6 +186,35 @@ def test_a_user_model_that_does_not_fit_is_refused_before_training(tmp_path, mon
     assert not (tmp_path / "run" / "metrics.json").exists()
 
 
+def test_arrays_declaring_more_than_their_file_holds_are_refused_before_they_are_read(tmp_path):
+    """A damaged header asking for 10^15 bytes ended in a MemoryError traceback."""
+    import io
+    import zipfile
+
+    from embryo_bench.errors import DataError
+    from embryo_bench.training.train import _workload_data
+
+    spec = _spec({"name": "mnist-mlp", "data": "synthetic"})
+    path = _arrays(tmp_path, spec, n_train=4, n_test=2)
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "|u1", "fortran_order": False, "shape": (10**15, 28, 28, 1)}
+    )
+    with zipfile.ZipFile(path) as zf:
+        members = {name: zf.read(name) for name in zf.namelist()}
+    members["x_test.npy"] = header.getvalue() + bytes(64)
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    with pytest.raises(DataError) as err:
+        _workload_data(spec, path)
+    assert str(err.value) == (
+        f"{path}: x_test declares ({10**15}, 28, 28, 1) uint8 ({784 * 10**15:,} bytes), and the "
+        "file holds 64 bytes of it; expected an array of its header's size (a damaged or "
+        "truncated file)"
+    )
+
+
 def test_a_builders_code_is_hashed_as_code_and_a_users_as_its_file(tmp_path, monkeypatch):
     package = model_code("embryo_bench.workloads.minimaxir:mnist_mlp")
     assert package == model_code("embryo_bench.workloads.minimaxir:mnist_cnn")  # one module
