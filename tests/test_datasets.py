@@ -527,6 +527,18 @@ def test_a_pickled_array_larger_than_its_pickle_is_refused_before_it_is_made(tmp
     one_line(exc, path)
 
 
+def test_files_without_a_training_sample_write_nothing(tmp_path):
+    """The trainer said "use a batch size up to 0" after the data job wrote the arrays."""
+    mnist_npz(tmp_path / "mnist.npz", n_train=0)
+    with pytest.raises(DataError) as exc:
+        datasets.prepare("mnist", {"mnist.npz": tmp_path / "mnist.npz"}, tmp_path / "out.npz")
+    assert one_line(exc, tmp_path / "mnist.npz") == (
+        f"{tmp_path / 'mnist.npz'}: no training sample in dataset mnist's files; expected at "
+        "least one"
+    )
+    assert not (tmp_path / "out.npz").exists()
+
+
 def test_a_corrupt_jpeg_is_named(tmp_path):
     image_folder(tmp_path / "copy")
     good = tmp_path / "copy" / "test_set" / "dogs" / "1.png"

@@ -186,6 +186,19 @@ def test_a_user_model_that_does_not_fit_is_refused_before_training(tmp_path, mon
     assert not (tmp_path / "run" / "metrics.json").exists()
 
 
+def test_an_empty_training_set_is_named_not_a_batch_size_of_0():
+    from embryo_bench.errors import ConfigError
+    from embryo_bench.training.train import _check_batch
+
+    spec = _spec({"name": "mnist-mlp", "data": "synthetic", "batch_size": 32})
+    with pytest.raises(ConfigError) as err:
+        _check_batch(spec, 0)
+    assert str(err.value) == (
+        "run host-1cpu repeat 1: workload mnist-mlp's arrays hold no training sample; expected "
+        "at least one batch, 32 (workloads: mnist-mlp's batch_size)"
+    )
+
+
 def test_arrays_declaring_more_than_their_file_holds_are_refused_before_they_are_read(tmp_path):
     """A damaged header asking for 10^15 bytes ended in a MemoryError traceback."""
     import io

@@ -144,7 +144,8 @@ def prepare(
     Raises:
         ConfigError: an unknown name, "embryo", a file missing from ``files``, a shape the
             loader cannot give.
-        DataError: a damaged input (naming it and what was expected).
+        DataError: a damaged input (naming it and what was expected), or files that hold
+            no training sample.
         StorageError: no space for ``out``.
     """
     ds = get(name)
@@ -174,6 +175,12 @@ def prepare(
     arrays, names = _load(
         ds, {k: Path(v) for k, v in files.items()}, shape, vocabulary, limit_train, limit_test
     )
+    if not len(arrays[1]):
+        # An empty training set would be written as if complete, and every run refused.
+        read = ", ".join(str(v["path"]) for v in inputs.values())
+        raise DataError(
+            f"{read}: no training sample in dataset {name}'s files; expected at least one"
+        )
     info = {
         "dataset": name,
         "synthetic": False,

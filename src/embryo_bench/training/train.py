@@ -677,7 +677,8 @@ def run_model(spec: RunSpec, pp: Preprocessing | None, n_train: int):
 
 def _check_batch(spec: RunSpec, n: int) -> None:
     """Refuse a batch larger than the ``n`` training samples (issue 25: such a run trained
-    one short batch per epoch while every table said the batch size asked for).
+    one short batch per epoch while every table said the batch size asked for), and an
+    empty training set (whose advice would have been a batch size up to 0).
 
     Raises:
         ConfigError: naming the setting.
@@ -690,6 +691,13 @@ def _check_batch(spec: RunSpec, n: int) -> None:
         setting = f"workloads: {spec.workload.name}'s "
     else:
         setting = "train."
+    if not n:
+        w = spec.workload
+        data = f"workload {w.name}'s arrays" if w is not None else "the shards"
+        raise ConfigError(
+            f"run {spec.target} repeat {spec.repeat}: {data} hold no training sample; "
+            f"expected at least one batch, {spec.batch_size:,} ({setting}batch_size)"
+        )
     raise ConfigError(
         f"run {spec.target} repeat {spec.repeat}: {setting}batch_size {spec.batch_size} > "
         f"the {n:,} training images: every step would train all of them, not a batch of "
