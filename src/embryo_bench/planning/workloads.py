@@ -148,9 +148,12 @@ def _function_problem(module: str, func: str, depth: int = 0) -> str | None:
         return f"{module} is {refused}; {builders.EXPECTED_MODULE}"
     found = builders.locate(module)
     if found is None:
+        parts = module.split(".")
+        prefixes = (".".join(parts[: i + 1]) for i in range(len(parts)))
+        missing = next((p for p in prefixes if builders.locate(p) is None), module)
         return (
-            f"module {module} cannot be imported (no such module); expected a module "
-            "importable where the runs train"
+            f"module {module} cannot be imported (No module named {missing!r}); expected a "
+            "module importable where the runs train"
         )
     refused = builders.refused_module(module, found.origin)
     if refused:
