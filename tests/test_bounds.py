@@ -178,6 +178,74 @@ CASES = {
 }
 
 
+def _workload(tmp_path: Path, memory: str | None = None, **entry) -> dict:
+    """The offline configuration training one workload other than the paper's (with
+    ``memory`` as docker-1cpu's limit)."""
+    config = _set(_offline(tmp_path), workloads=[entry])
+    return _target(config, "docker-1cpu", memory=memory) if memory else config
+
+
+#: Workloads (issue 42, item 5): each passed check-config and the dry run, then ended in a
+#: MemoryError traceback (10^12 samples: 7.28 TiB for the labels alone; 100,000 px: 93 GiB
+#: of class patterns), or (the batch) in the trainer's error after the data job.
+CASES |= {
+    "workload_train_samples_10^12": (
+        lambda d: _workload(d, name="mnist-mlp", data="synthetic", train_samples=10**12),
+        "workloads[0] (mnist-mlp): its data job would hold at least 748,783.4 GiB "
+        "(1,000,000,000,000 training and 10,000 test SYNTHETIC samples of 28x28x1 uint8, 784 "
+        "bytes each, with int32 labels, 10 class patterns (8 KiB) and the generator's int64 "
+        "labels, 16 bytes a sample; an estimate, a lower bound); this machine has 24.0 GiB: "
+        "lower workloads[0].train_samples, workloads[0].test_samples or "
+        "workloads[0].input_shape",
+    ),
+    "workload_input_shape_100000_px": (
+        lambda d: _workload(
+            d, name="mnist-mlp", data="synthetic", input_shape=[100_000, 100_000, 1]
+        ),
+        "workloads[0] (mnist-mlp): its data job would hold at least 652,018.9 GiB (60,000 "
+        "training and 10,000 test SYNTHETIC samples of 100,000x100,000x1 uint8, "
+        "10,000,000,000 bytes each, with int32 labels, 10 class patterns (93.1 GiB)",
+    ),
+    "workload_input_shape_of_real_data_from_a_copy": (
+        lambda d: _workload(
+            d, name="catsdogs-cnn", path=str(_splits(d)), input_shape=[100_000, 100_000, 3]
+        ),
+        "workloads[0] (catsdogs-cnn): its data job would hold at least 894.1 GiB (32 training "
+        "samples of 100,000x100,000x3 uint8, 30,000,000,000 bytes each (one batch: the count "
+        "is unknown before the data job)",
+    ),
+    "workload_trainer_over_a_docker_limit": (
+        lambda d: _workload(d, "1g", name="mnist-mlp", data="synthetic", train_samples=1_000_000),
+        "target docker-1cpu: its trainer of workloads[0] (mnist-mlp) would hold at least 1.0 "
+        "GiB (TensorFlow's own 300 MiB (measured), then the arrays, 759 MiB: 1,000,000 "
+        "training and 10,000 test SYNTHETIC samples of 28x28x1 uint8, 784 bytes each, with "
+        "int32 labels; an estimate, a lower bound); its memory limit is 1g: lower "
+        "workloads[0].train_samples",
+    ),
+    "workload_batch_over_its_samples": (
+        lambda d: _workload(
+            d,
+            name="mnist-mlp",
+            data="synthetic",
+            train_samples=16,
+            test_samples=8,
+            batch_size=32,
+        ),  # fmt: skip
+        "workloads[0] (mnist-mlp): batch_size 32 > its 16 training samples (16 training and "
+        "8 test SYNTHETIC samples of 28x28x1 uint8, 784 bytes each, with int32 labels): "
+        "every step would train all of them; raise workloads[0].train_samples or lower "
+        "workloads[0].batch_size",
+    ),
+}
+
+
+def _splits(tmp_path: Path) -> Path:
+    """An image folder copy with its two (empty) split folders."""
+    for split in ("training_set", "test_set"):
+        (tmp_path / "catsdogs" / split).mkdir(parents=True, exist_ok=True)
+    return tmp_path / "catsdogs"
+
+
 def _no_probe(target):
     return None
 
@@ -335,6 +403,74 @@ def test_the_trainer_memory_is_a_lower_bound_of_a_real_run(tiny_run):
     )
     peak_mib = metrics["telemetry"]["memory_mib_peak"]
     assert bounds.TRAINER_BASE_MIB * 2**20 < need.bytes <= peak_mib * 2**20
+
+
+def test_a_workloads_data_estimates_are_lower_bounds_of_its_jobs(tmp_path):
+    """Synthetic arrays of a small workload: the file written is at least its estimate, the
+    generator's traced peak at least the data job's, and reading the file back (as the
+    trainer does) at least the arrays'."""
+    from embryo_bench.data.arrays import read_arrays, write_synthetic
+
+    config = _workload(tmp_path, name="cifar10-cnn", data="synthetic", train_samples=3000,
+                       test_samples=500)  # fmt: skip
+    plan = Plan.from_config(config, probe=_no_probe)
+    workload = plan.workloads["cifar10-cnn"]
+    size = bounds.workload_size(0, workload)
+    (job, _), (trainer, _) = bounds.workload_needs(size, workload, plan.targets)[:2]
+    data = workload.data
+    path = tmp_path / "arrays.npz"
+    tracemalloc.start()
+    try:
+        write_synthetic(path, data.input_shape, data.input_dtype, data.classes,
+                        size.n_train, size.n_test, seed=0)  # fmt: skip
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        read_arrays(path)
+        read_peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert size.arrays_bytes <= path.stat().st_size < 1.01 * size.arrays_bytes
+    assert job.bytes <= peak and size.arrays_bytes <= read_peak
+    assert trainer.bytes == bounds.TRAINER_BASE_MIB * 2**20 + size.arrays_bytes
+
+
+def test_a_workloads_data_larger_than_the_free_space_is_refused_at_plan_time(
+    tmp_path, monkeypatch, capsys
+):
+    """Its arrays file and, in files input, its training images as JPEG files (at least the
+    smallest JPEG each), the workloads' together, against the outdir's free space."""
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(2**40, 0, 2**30))
+    monkeypatch.setattr(hardware, "memory_mib", lambda: MACHINE_MIB)
+    one = {"name": "catsdogs-cnn", "data": "synthetic", "input": "files",
+           "train_samples": 60_000, "test_samples": 1}  # fmt: skip
+    Plan.from_config(_set(_offline(tmp_path), workloads=[one]), probe=_no_probe)
+    two = [one, {**one, "name": "catsdogs-two", "catalog": "catsdogs-cnn"}]
+    config = _set(_offline(tmp_path), workloads=two)
+    with pytest.raises(ConfigError) as err:
+        Plan.from_config(config, probe=_no_probe)
+    assert str(err.value) == (
+        "workloads[1] (catsdogs-two): its data would take at least 739 MiB on disk (its "
+        "arrays file, 703 MiB (60,000 training and 1 test SYNTHETIC samples of 64x64x3 uint8, "
+        "12,288 bytes each, with int32 labels); its 60,000 training images as JPEG files, "
+        "36.1 MiB (the smallest a JPEG file is, 631 bytes); an estimate, a lower bound; with "
+        "the workloads before it, 1.4 GiB), and 1.0 GiB is free on the device of "
+        f"{tmp_path}: lower workloads[1].train_samples, workloads[1].test_samples or "
+        "workloads[1].input_shape, free space, or point outdir elsewhere"
+    )
+    path = tmp_path / "two.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert cli.main(["check-config", str(path)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_the_smallest_jpeg_is_a_lower_bound_of_the_files_mode(tmp_path):
+    from embryo_bench.data.imagefolder import write_image_folder
+
+    for channels in (1, 3):
+        x = np.zeros((2, 1, 1, channels), np.uint8)
+        paths = write_image_folder(x, np.zeros(2, np.int32), tmp_path / str(channels), ["a"])
+        assert min(p.stat().st_size for p in paths) >= bounds.JPEG_MIN_BYTES[channels]
 
 
 # --- the disk: at plan time, before writing, and a full disk while writing -----------------

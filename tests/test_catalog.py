@@ -5,6 +5,7 @@ catalog named in one line. Tiny and fast: no training beyond one step on 2 sampl
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -16,6 +17,7 @@ import yaml
 
 from embryo_bench.errors import ConfigError
 from embryo_bench.workloads.build import build_model, compile_model, make_optimizer
+from embryo_bench.workloads.builders import load_checked_builder
 from embryo_bench.workloads.catalog import CATALOG, Recipe, Workload, catalog, get, load_catalog
 from embryo_bench.workloads.minimaxir import AUX_LOSS_WEIGHT
 from embryo_bench.workloads.user import load_builder
@@ -246,7 +248,8 @@ def test_an_option_the_optimizer_lacks_is_one_line():
 
 def test_fasttext_needs_the_datas_vocabulary():
     with pytest.raises(
-        ConfigError, match=r"^workload 'imdb-fasttext': no vocabulary: .*vocabulary= from the"
+        ConfigError,
+        match=r"^workloads \(imdb-fasttext\): model '[\w.:]+': no vocabulary: .*vocabulary= from",
     ):
         build_model(get("imdb-fasttext"))
     model = build_model(get("imdb-fasttext"), vocabulary=20_001 + 5)
@@ -256,10 +259,15 @@ def test_fasttext_needs_the_datas_vocabulary():
 def test_builders_take_other_shapes_and_refuse_impossible_ones():
     assert build_model(get("tf-mnist-deep"), input_shape=(64, 64, 1), classes=4).count_params()
     assert build_model(get("catsdogs-cnn"), input_shape=(32, 32, 3)).output_shape == (None, 1)
-    with pytest.raises(ConfigError, match=r"^workload 'tf-cifar10': .*\(16, 16, 3\).*H, W >= 24"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^workloads \(tf-cifar10\): model '[\w.:]+': .*\(16, 16, 3\).*H, W >= 24",
+    ):
         build_model(get("tf-cifar10"), input_shape=(16, 16, 3))
     with pytest.raises(
-        ConfigError, match=r"^workload 'catsdogs-cnn': classes 3: .* sigmoid output; expected 2$"
+        ConfigError,
+        match=r"^workloads \(catsdogs-cnn\): model '[\w.:]+': classes 3: .* sigmoid output; "
+        "expected 2$",
     ):
         build_model(get("catsdogs-cnn"), classes=3)
 
@@ -267,44 +275,170 @@ def test_builders_take_other_shapes_and_refuse_impossible_ones():
 # --- the user's own builder ----------------------------------------------------------------
 
 USER_MODULE = """
+import json
+from json import loads
+
 import keras
+
+from other_models import reexported
+
 
 def tiny(input_shape, classes):
     return keras.Sequential([keras.Input(input_shape, dtype="uint8"),
                              keras.layers.Flatten(), keras.layers.Dense(classes)])
 
+
+def raises(input_shape, classes):
+    return {}["no such key"]
+
+
+def none(input_shape, classes):
+    return None
+
+
+def not_a_model(input_shape, classes):
+    return keras.layers.Dense(classes)
+
+
+def wrong_input(input_shape, classes):
+    return keras.Sequential([keras.Input((32, 32, 3)), keras.layers.Flatten(),
+                             keras.layers.Dense(classes)])
+
+
+def two_inputs(input_shape, classes):
+    a, b = keras.Input(input_shape), keras.Input(input_shape)
+    out = keras.layers.Dense(classes)(keras.layers.Flatten()(keras.layers.Add()([a, b])))
+    return keras.Model([a, b], out)
+
+
+def wrong_rank(input_shape, classes):
+    return keras.Sequential([keras.Input(input_shape), keras.layers.Dense(classes)])
+
+
+def fewer(input_shape, classes):
+    return keras.Sequential([keras.Input(input_shape), keras.layers.Flatten(),
+                             keras.layers.Dense(classes - 5)])
+
+
+def more(input_shape, classes):
+    return keras.Sequential([keras.Input(input_shape), keras.layers.Flatten(),
+                             keras.layers.Dense(50)])
+
+
+def two_outputs(input_shape, classes):
+    x = keras.Input(input_shape)
+    flat = keras.layers.Flatten()(x)
+    return keras.Model(x, [keras.layers.Dense(classes)(flat), keras.layers.Dense(classes)(flat)])
+
+
+class Subclassed(keras.Model):
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.flatten, self.dense = keras.layers.Flatten(), keras.layers.Dense(units)
+
+    def call(self, x):
+        return self.dense(self.flatten(x))
+
+
+def subclassed(input_shape, classes):
+    return Subclassed(classes)
+
+
+def subclassed_more(input_shape, classes):
+    return Subclassed(50)
+
+
+def subclassed_fails(input_shape, classes):
+    return keras.Sequential([keras.layers.Reshape((32, 32, 3)), keras.layers.Flatten(),
+                             keras.layers.Dense(classes)])
+
+
 NOT_A_FUNCTION = 3
+"""
+
+OTHER_MODULE = """
+def reexported(input_shape, classes):
+    return None
 """
 
 
 @pytest.fixture
 def user_module(tmp_path, monkeypatch):
     (tmp_path / "my_models.py").write_text(USER_MODULE)
+    (tmp_path / "other_models.py").write_text(OTHER_MODULE)
     (tmp_path / "broken_models.py").write_text("def tiny(:\n")
     (tmp_path / "failing_models.py").write_text("import no_such_package_here\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     yield tmp_path
-    for name in ("my_models", "broken_models", "failing_models"):
+    for name in ("my_models", "other_models", "broken_models", "failing_models"):
         sys.modules.pop(name, None)
 
 
-def test_a_user_model_by_module_path(user_module):
-    workload = Workload(
+def _user(model: str, **recipe) -> Workload:
+    return Workload(
         name="mine",
         study="user",
         source="the user's",
-        model="my_models:tiny",
+        model=model,
         dataset="mnist",
         input_shape=(28, 28, 1),
         input_dtype="uint8",
         classes=10,
         parameters=0,
-        recipe=Recipe("sgd", 0.01, 8, 1, from_logits=True),
+        recipe=Recipe("sgd", 0.01, 8, 1, **recipe),
     )
+
+
+@pytest.mark.parametrize("builder", ["tiny", "subclassed"])
+def test_a_user_model_by_module_path(user_module, builder):
+    workload = _user(f"my_models:{builder}", from_logits=True)
     model = compile_model(build_model(workload), workload.recipe)
     assert model.count_params() == 784 * 10 + 10
     x, y = _batch(workload)
     assert np.isfinite(model.train_on_batch(x, y, return_dict=True)["loss"])
+
+
+#: builder -> what the line says after "workloads (mine): model 'my_models:<builder>' ".
+#: Each was a Keras or TensorFlow traceback of up to 40 lines naming no setting, or (more,
+#: subclassed_more) a run that trained and was reported like any other.
+BAD_MODELS = {
+    "raises": r"raised KeyError: 'no such key' \(.*my_models\.py, line \d+\); expected a "
+    r"keras\.Model for input_shape \[28, 28, 1\] and 10 classes$",
+    "none": r"returned None; expected a keras\.Model$",
+    "not_a_model": r"returned a keras\.src\..*Dense; expected a keras\.Model$",
+    "wrong_input": r"returned a model whose input is \(None, 32, 32, 3\); expected "
+    r"\(None, 28, 28, 1\), the workload's input_shape \[28, 28, 1\]$",
+    "two_inputs": r"returned a model whose input is \(None, 28, 28, 1\) and "
+    r"\(None, 28, 28, 1\); expected \(None, 28, 28, 1\)",
+    "wrong_rank": r"returned a model whose output is \(None, 28, 28, 10\); expected "
+    r"\(None, 10\): one probability per class of its 10 \(sparse categorical cross-entropy\)$",
+    "fewer": r"returned a model whose output is \(None, 5\); expected \(None, 10\): ",
+    "more": r"returned a model whose output is \(None, 50\); expected \(None, 10\): ",
+    "two_outputs": r"returned a model whose output is \(None, 10\) and \(None, 10\); "
+    r"expected \(None, 10\)",
+    "subclassed_more": r"returned a model whose output is \(None, 50\); expected \(None, 10\)",
+    "subclassed_fails": r"returned a model that cannot take inputs of \(None, 28, 28, 1\), the "
+    r"workload's input_shape \[28, 28, 1\] \(ValueError: ",
+}
+
+
+@pytest.mark.parametrize("builder", list(BAD_MODELS))
+def test_a_user_model_that_cannot_train_is_one_line_naming_the_setting(user_module, builder):
+    with pytest.raises(ConfigError) as err:
+        build_model(_user(f"my_models:{builder}"))
+    text = str(err.value)
+    prefix = f"workloads (mine): model 'my_models:{builder}' "
+    assert text.startswith(prefix) and "\n" not in text, text
+    assert re.search(BAD_MODELS[builder], text.removeprefix(prefix)), text
+    assert err.value.__cause__ is None
+
+
+def test_a_binary_loss_expects_one_output_whatever_the_class_count(user_module):
+    """The catalog's sigmoid workloads: binary cross-entropy on (None, 1), logits or not."""
+    binary = _user("my_models:tiny", loss="binary_crossentropy", from_logits=True)
+    with pytest.raises(ConfigError, match=r"expected \(None, 1\): one logit for its 2 classes "):
+        build_model(binary, classes=2)
+    assert build_model(get("catsdogs-cnn"), input_shape=(32, 32, 3)).output_shape == (None, 1)
 
 
 @pytest.mark.parametrize(
@@ -326,6 +460,39 @@ def test_a_bad_builder_path_is_one_line(user_module, path, message):
     text = str(err.value)
     assert text.startswith(f"workloads.mine.model: {path!r}") and message in text
     assert "\n" not in text and err.value.__cause__ is None
+
+
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        # Importable callables that build no model: each passed check-config and ran.
+        ("os:system", "os is a module of Python's standard library, which builds no model; "
+         "expected a Python module of your own (or embryo_bench.workloads') defining the "
+         "function"),
+        ("subprocess:run", "subprocess is a module of Python's standard library"),
+        ("embryo_bench.io:atomic_path", "embryo_bench.io is a module of embryo-bench outside "
+         "embryo_bench.workloads"),
+        ("my_models:Subclassed", "'Subclassed' is a type, not a function (def)"),
+        ("my_models:loads", "'loads' comes from json, a module of Python's standard library"),
+        ("my_models:json", "'json' is a module, not a function"),
+        # load_builder's refusals, in the same form.
+        ("my_models:huge", "module 'my_models' has no 'huge'"),
+        ("no_such_models:tiny", "module 'no_such_models' does not import (ModuleNotFoundError: "),
+    ],
+)  # fmt: skip
+def test_a_builder_of_no_module_of_models_is_one_line(user_module, path, message):
+    with pytest.raises(ConfigError) as err:
+        load_checked_builder(path, "workloads (mine): model")
+    text = str(err.value)
+    assert text.startswith(f"workloads (mine): model {path!r}: {message}"), text
+    assert "\n" not in text and err.value.__cause__ is None
+    with pytest.raises(ConfigError, match=f"^workloads \\(mine\\): model {re.escape(repr(path))}"):
+        build_model(_user(path))
+
+
+def test_a_function_imported_from_another_module_of_models_is_that_function(user_module):
+    builder = load_checked_builder("my_models:reexported", "workloads (mine): model")
+    assert builder.__module__ == "other_models"
 
 
 # --- the catalog file ------------------------------------------------------------------------

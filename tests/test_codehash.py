@@ -100,15 +100,15 @@ def test_the_train_commands_hash_leaves_out_image_building_and_the_figures():
     train = {m.removeprefix("embryo_bench.") for m in module_closure("cli:train")}
     assert train == {
         "embryo_bench", "cli", "errors", "io",
-        "data", "data.arrays", "data.frames", "data.imagefolder", "data.preprocess",
-        "data.stages",
+        "data", "data.arrays", "data.frames", "data.imagefolder", "data.npzcheck",
+        "data.preprocess", "data.stages",
         "planning", "planning.config", "planning.layout", "planning.spec",
         "recording", "recording.calibrate", "recording.evidence", "recording.hardware",
         "recording.provenance", "recording.record", "recording.telemetry",
         "runners", "runners.docker_api", "runners.docker_runner", "runners.lifeline",
         "training", "training.backend", "training.fused_adam", "training.inputs", "training.train",
-        "workloads", "workloads.build", "workloads.catalog", "workloads.paper",
-        "workloads.user",
+        "workloads", "workloads.build", "workloads.builders", "workloads.catalog",
+        "workloads.paper", "workloads.user",
     }  # fmt: skip
     figures = {m.removeprefix("embryo_bench.") for m in module_closure("cli:figures")}
     assert not figures & {

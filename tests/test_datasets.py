@@ -433,6 +433,116 @@ def test_a_review_that_is_not_a_list_of_ints_is_refused(tmp_path):
         imdb.load_npz(tmp_path / "imdb.npz", maxlen=4, num_words=100)
 
 
+# --- sizes an array declares, checked before it is read ------------------------------------
+
+#: What a forged header asks for: more than any machine holds (numpy allocated it before
+#: reading a byte, and the run ended in a MemoryError traceback).
+HUGE = 10**15
+
+
+def npy(array: np.ndarray) -> bytes:
+    """An array as a .npy member's bytes (object arrays pickled, as numpy writes them)."""
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, array, allow_pickle=True)
+    return buf.getvalue()
+
+
+def npy_declaring(shape: tuple, dtype, payload: bytes = bytes(16)) -> bytes:
+    """A .npy member whose header declares ``shape`` and ``dtype``, holding ``payload``."""
+    buf = io.BytesIO()
+    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False,
+              "shape": shape}  # fmt: skip
+    np.lib.format.write_array_header_1_0(buf, header)
+    return buf.getvalue() + payload
+
+
+def npz_of(path: Path, **members: bytes) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for key, data in members.items():
+            zf.writestr(f"{key}.npy", data)
+    return path
+
+
+def _forged_mnist(d: Path) -> Path:
+    data = mnist_npz(d / "mnist.npz")
+    members = {k: npy(v) for k, v in data.items()} | {"x_train": npy_declaring((HUGE,), "u1")}
+    return npz_of(d / "mnist.npz", **members)
+
+
+def _forged_imdb_labels(d: Path) -> Path:
+    imdb_npz(d / "imdb.npz")
+    with np.load(d / "imdb.npz", allow_pickle=True) as npz:
+        members = {k: npy(npz[k]) for k in imdb.KEYS}
+    return npz_of(d / "imdb.npz", **members | {"y_train": npy_declaring((HUGE,), "<i8")})
+
+
+#: case -> (the file, forged in the tmp folder; what reads it; the array named).
+FORGED = {
+    "mnist.npz": (_forged_mnist, lambda p: datasets.prepare("mnist", {"mnist.npz": p},
+                                                             p.parent / "out.npz"), "x_train"),
+    "imdb.npz": (_forged_imdb_labels, lambda p: imdb.load_npz(p, maxlen=4, num_words=100),
+                 "y_train"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(FORGED))
+def test_an_array_declaring_more_than_its_file_holds_is_refused_before_it_is_read(tmp_path, case):
+    forge, read, key = FORGED[case]
+    path = forge(tmp_path)
+    with pytest.raises(DataError) as exc:
+        read(path)
+    message = one_line(exc, path)
+    assert f"{path}: {key} declares ({HUGE}," in message and "and the file holds " in message
+    assert not (tmp_path / "out.npz").exists()
+
+
+class _PickledArray:
+    """Pickles as numpy's reconstructor and state would, with the shape and call given."""
+
+    def __init__(self, reduce):
+        self.reduce = reduce
+
+    def __reduce__(self):
+        return self.reduce
+
+
+@pytest.mark.parametrize(
+    "reduce",
+    [
+        # An object array restored at a shape the pickle cannot fill.
+        (np._core.multiarray._reconstruct, (np.ndarray, (0,), b"b"),
+         (1, (HUGE,), np.dtype(object), False, [[1, 2]])),
+        # The reconstructor itself asked for such an array.
+        (np._core.multiarray._reconstruct, (np.ndarray, (HUGE,), b"b")),
+        # numpy.ndarray (allowed: the reconstructor's argument) called for one.
+        (np.ndarray, ((HUGE,), np.dtype("u1"))),
+    ],
+    ids=["state", "reconstruct", "ndarray"],
+)  # fmt: skip
+def test_a_pickled_array_larger_than_its_pickle_is_refused_before_it_is_made(tmp_path, reduce):
+    imdb_npz(tmp_path / "imdb.npz")
+    with np.load(tmp_path / "imdb.npz", allow_pickle=True) as npz:
+        members = {k: npy(npz[k]) for k in imdb.KEYS}
+    pickled = npy_declaring((1,), object, pickle.dumps(_PickledArray(reduce), protocol=2))
+    path = npz_of(tmp_path / "imdb.npz", **members | {"x_test": pickled})
+    with pytest.raises(DataError, match=r"x_test is not a numpy array of token-id lists "
+                       r"\(UnpicklingError: an array of shape") as exc:  # fmt: skip
+        imdb.load_npz(path, maxlen=4, num_words=100)
+    one_line(exc, path)
+
+
+def test_files_without_a_training_sample_write_nothing(tmp_path):
+    """The trainer said "use a batch size up to 0" after the data job wrote the arrays."""
+    mnist_npz(tmp_path / "mnist.npz", n_train=0)
+    with pytest.raises(DataError) as exc:
+        datasets.prepare("mnist", {"mnist.npz": tmp_path / "mnist.npz"}, tmp_path / "out.npz")
+    assert one_line(exc, tmp_path / "mnist.npz") == (
+        f"{tmp_path / 'mnist.npz'}: no training sample in dataset mnist's files; expected at "
+        "least one"
+    )
+    assert not (tmp_path / "out.npz").exists()
+
+
 def test_a_corrupt_jpeg_is_named(tmp_path):
     image_folder(tmp_path / "copy")
     good = tmp_path / "copy" / "test_set" / "dogs" / "1.png"

@@ -365,7 +365,7 @@ def _scenarios(tmp_path: Path) -> dict[str, tuple[dict, dict[str, str]]]:
     config["outdir"] = values["outdir"]
     config["workloads"] = [
         {"name": values["workloads[].name"], "catalog": "catsdogs-cnn", "data": "synthetic",
-         "input": "files", "train_samples": 8, "test_samples": 4},
+         "input": "files", "train_samples": 8, "test_samples": 4, "batch_size": 4},
         {"name": "mnist-mlp"},
         {"name": "mnist-offline", "catalog": "mnist-mlp", "path": values["workloads[].path"]},
     ]  # fmt: skip

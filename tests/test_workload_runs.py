@@ -179,7 +179,7 @@ def test_a_users_model_by_module_path_trains_on_the_host(tmp_path):
          "imported (No module named 'nomodels'); expected a module importable where the runs "
          "train"),
         ("mymodels:large", "model 'mymodels:large': {modules}/mymodels.py defines no large; "
-         "expected a function returning a Keras model for (input_shape, classes)"),
+         "expected a function (def) returning a Keras model for (input_shape, classes)"),
     ],
 )  # fmt: skip
 def test_a_model_path_that_does_not_import_is_one_line(tmp_path, model, message):

@@ -67,9 +67,9 @@ sys.exit(cli.main(sys.argv[1:]))
 
 
 def _train(tmp_path: Path, spec, arrays: Path, name: str, files: Path | None = None,
-           slow: float = 0.0) -> subprocess.CompletedProcess:  # fmt: skip
+           slow: float = 0.0, path: Path | None = None) -> subprocess.CompletedProcess:  # fmt: skip
     """``embryo-bench train`` of ``spec`` on ``arrays`` in a fresh process, into
-    ``tmp_path/name``."""
+    ``tmp_path/name`` (with ``path`` on its PYTHONPATH too)."""
     spec_file = tmp_path / f"{name}.json"
     spec.write(spec_file)
     info = tmp_path / "info.json"
@@ -78,7 +78,8 @@ def _train(tmp_path: Path, spec, arrays: Path, name: str, files: Path | None = N
             str(info), "--out-dir", str(tmp_path / name)]  # fmt: skip
     if files:
         argv += ["--files", str(files)]
-    env = {**os.environ, "SLOW_DECODE": str(slow), "PYTHONPATH": str(REPO / "src")}
+    python_path = os.pathsep.join(str(p) for p in (REPO / "src", path) if p)
+    env = {**os.environ, "SLOW_DECODE": str(slow), "PYTHONPATH": python_path}
     return subprocess.run([sys.executable, "-c", DRIVER, *argv], env=env, capture_output=True,
                           text=True, timeout=300)  # fmt: skip
 
@@ -159,6 +160,72 @@ def test_arrays_of_another_shape_are_named_in_one_line(tmp_path):
         "workload mnist-mlp expects uint8 samples of shape (28, 28, 1)"
     )
     assert not (tmp_path / "run" / "metrics.json").exists()
+
+
+@pytest.mark.slow
+def test_a_user_model_that_does_not_fit_is_refused_before_training(tmp_path, monkeypatch):
+    """50 outputs for 10 classes trained and was reported like any run; now the trainer's
+    setup refuses it in one line naming the setting, and writes no run."""
+    (tmp_path / "mymodels.py").write_text(
+        "import keras\n"
+        "def wide(input_shape, classes):\n"
+        "    return keras.Sequential([keras.Input(input_shape), keras.layers.Flatten(),\n"
+        "                             keras.layers.Dense(50)])\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    entry = {"name": "mine", "model": "mymodels:wide", "dataset": "mnist", "data": "synthetic",
+             "epochs": 1, "batch_size": 32, "learning_rate": 0.01}  # fmt: skip
+    spec = _spec(entry)
+    proc = _train(tmp_path, spec, _arrays(tmp_path, spec), "run", path=tmp_path)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "embryo-bench: error: workloads (mine): model 'mymodels:wide' returned a model whose "
+        "output is (None, 50); expected (None, 10): one probability per class of its 10 "
+        "(sparse categorical cross-entropy)"
+    )
+    assert not (tmp_path / "run" / "metrics.json").exists()
+
+
+def test_an_empty_training_set_is_named_not_a_batch_size_of_0():
+    from embryo_bench.errors import ConfigError
+    from embryo_bench.training.train import _check_batch
+
+    spec = _spec({"name": "mnist-mlp", "data": "synthetic", "batch_size": 32})
+    with pytest.raises(ConfigError) as err:
+        _check_batch(spec, 0)
+    assert str(err.value) == (
+        "run host-1cpu repeat 1: workload mnist-mlp's arrays hold no training sample; expected "
+        "at least one batch, 32 (workloads: mnist-mlp's batch_size)"
+    )
+
+
+def test_arrays_declaring_more_than_their_file_holds_are_refused_before_they_are_read(tmp_path):
+    """A damaged header asking for 10^15 bytes ended in a MemoryError traceback."""
+    import io
+    import zipfile
+
+    from embryo_bench.errors import DataError
+    from embryo_bench.training.train import _workload_data
+
+    spec = _spec({"name": "mnist-mlp", "data": "synthetic"})
+    path = _arrays(tmp_path, spec, n_train=4, n_test=2)
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "|u1", "fortran_order": False, "shape": (10**15, 28, 28, 1)}
+    )
+    with zipfile.ZipFile(path) as zf:
+        members = {name: zf.read(name) for name in zf.namelist()}
+    members["x_test.npy"] = header.getvalue() + bytes(64)
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    with pytest.raises(DataError) as err:
+        _workload_data(spec, path)
+    assert str(err.value) == (
+        f"{path}: x_test declares ({10**15}, 28, 28, 1) uint8 ({784 * 10**15:,} bytes), and the "
+        "file holds 64 bytes of it; expected an array of its header's size (a damaged or "
+        "truncated file)"
+    )
 
 
 def test_a_builders_code_is_hashed_as_code_and_a_users_as_its_file(tmp_path, monkeypatch):

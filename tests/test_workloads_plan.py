@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -18,6 +21,9 @@ from embryo_bench.planning.plan import Plan
 from embryo_bench.planning.spec import RunSpec
 
 REPO = Path(__file__).resolve().parents[1]
+#: A module of the package's models, and a builder of it, for entries of a model of one's own.
+OWN = "embryo_bench.workloads.minimaxir"
+OWN_MODEL = f"{OWN}:mnist_mlp"
 OFFLINE = yaml.safe_load((REPO / "config" / "offline.yaml").read_text())
 MAIN = [t["name"] for t in OFFLINE["targets"]]
 
@@ -124,15 +130,15 @@ def test_a_user_model_by_module_path(tmp_path, monkeypatch):
           "batch_size": 8, "learning_rate": 0.1},
          "workloads[0] (mine): model 'nowhere.at_all:build': module nowhere.at_all cannot be "
          "imported"),
-        ({"name": "mine", "model": "json:no_such_function", "dataset": "mnist", "epochs": 1,
+        ({"name": "mine", "model": f"{OWN}:no_such_function", "dataset": "mnist", "epochs": 1,
           "batch_size": 8, "learning_rate": 0.1}, "defines no no_such_function"),
-        ({"name": "mine", "model": "json:loads"}, "a model of your own needs dataset"),
-        ({"name": "mine", "model": "json:loads", "dataset": "mnist"},
+        ({"name": "mine", "model": OWN_MODEL}, "a model of your own needs dataset"),
+        ({"name": "mine", "model": OWN_MODEL, "dataset": "mnist"},
          "a model of your own needs epochs, batch_size, learning_rate"),
         ({"name": "paper", "batch_size": 8}, "workloads[0] (paper): "),
         ({"name": "imdb-fasttext", "input": "files"}, "input files: imdb holds sequences"),
         ({"name": "catsdogs-cnn"}, "set path: to a folder holding it, or data: synthetic"),
-        ({"name": "mnist-mlp", "dataset": "no-such-data", "model": "json:loads"},
+        ({"name": "mnist-mlp", "dataset": "no-such-data", "model": OWN_MODEL},
          "dataset: "),
     ],
 )  # fmt: skip
@@ -222,3 +228,192 @@ def test_a_sha256_setting_that_cannot_apply_is_one_line(entry, message):
         plan(workloads=[entry])
     text = str(err.value)
     assert message in text and "\n" not in text, text
+
+
+# --- a model of one's own: what may build it (checked without importing it) -----------------
+
+OWN_MODULES = {
+    "mymodels.py": """
+        import json
+        import os
+        from json import loads
+
+        from myreexport import small as reexported
+
+        CONSTANT = 3
+
+
+        def small(input_shape, classes):
+            return None
+
+
+        class Model:
+            pass
+
+
+        async def later(input_shape, classes):
+            return None
+
+
+        try:
+            from myreexport import small as guarded
+        except ImportError:
+            pass
+        """,
+    "myreexport.py": """
+        def small(input_shape, classes):
+            return None
+        """,
+    "mypackage/__init__.py": """
+        from .inner import build
+        """,
+    "mypackage/inner.py": """
+        import keras  # never imported by the plan
+
+
+        def build(input_shape, classes):
+            return keras.Sequential([keras.Input(input_shape), keras.layers.Flatten(),
+                                     keras.layers.Dense(classes)])
+        """,
+}
+
+
+@pytest.fixture
+def own_modules(tmp_path, monkeypatch):
+    for name, text in OWN_MODULES.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def _own(model: str) -> dict:
+    return {"name": "mine", "model": model, "dataset": "mnist", "data": "synthetic",
+            "epochs": 1, "batch_size": 8, "learning_rate": 0.1}  # fmt: skip
+
+
+#: model -> the line's text after "workloads[0] (mine): model '<model>': ". Each passed
+#: check-config (os:system and subprocess:run then ran with a shape and a class count).
+REFUSED_MODELS = {
+    "os:system": "os is a module of Python's standard library, which builds no model; "
+    "expected a Python module of your own (or embryo_bench.workloads') defining the function",
+    "subprocess:run": "subprocess is a module of Python's standard library",
+    "json:loads": "json is a module of Python's standard library",
+    "embryo_bench.io:atomic_path": "embryo_bench.io is a module of embryo-bench outside "
+    "embryo_bench.workloads, which builds no model",
+    "mymodels:loads": "loads of {own}/mymodels.py is imported from json, where it is no such "
+    "function; expected a function (def) returning a Keras model for (input_shape, classes)",
+    "mymodels:os": "os of {own}/mymodels.py is an imported module; expected a function (def)",
+    "mymodels:CONSTANT": "CONSTANT of {own}/mymodels.py is assigned (line 8), not defined with def",
+    "mymodels:Model": "Model of {own}/mymodels.py is a class; expected a function (def)",
+    "mymodels:later": "later of {own}/mymodels.py is an async function",
+    "mymodels:nothing": "{own}/mymodels.py defines no nothing; expected a function (def)",
+}
+
+
+@pytest.mark.parametrize("model", list(REFUSED_MODELS))
+def test_a_model_path_that_builds_no_model_is_refused_at_plan_time(own_modules, model):
+    with pytest.raises(ConfigError) as err:
+        plan(workloads=[_own(model)])
+    text = str(err.value)
+    expected = REFUSED_MODELS[model].format(own=own_modules)
+    assert text.startswith(f"workloads[0] (mine): model {model!r}: {expected}"), text
+    assert "\n" not in text
+
+
+@pytest.mark.parametrize(
+    "model", ["mymodels:small", "mymodels:reexported", "mymodels:guarded", "mypackage:build",
+              "mypackage.inner:build", "embryo_bench.workloads.wu:tf_mnist_deep"],
+)  # fmt: skip
+def test_a_function_of_ones_own_is_accepted_without_importing_it(own_modules, model):
+    """A function defined with def, or imported from a module where it is; found without
+    running the module (nor its package's __init__, which would import Keras)."""
+    code = (
+        "import copy, json, sys\n"
+        "from embryo_bench.planning.plan import Plan\n"
+        f"config = json.loads({json.dumps(json.dumps(OFFLINE))})\n"
+        f"config['workloads'] = [json.loads({json.dumps(json.dumps(_own(model)))})]\n"
+        "Plan.from_config(config, probe=lambda target: None)\n"
+        "loaded = {'keras', 'tensorflow', 'mymodels', 'myreexport', 'mypackage'} & "
+        "set(sys.modules)\n"
+        "assert not loaded, loaded\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(own_modules)])}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=own_modules)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+# --- a workload's path: (an offline copy) ----------------------------------------------------
+
+
+def _copy(tmp_path: Path, *names: str) -> Path:
+    """A folder holding ``names`` (files; folders where a name ends in /)."""
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    for name in names:
+        if name.endswith("/"):
+            (folder / name).mkdir()
+        else:
+            (folder / name).write_bytes(b"")
+    return folder
+
+
+#: case -> (the entry, from the tmp folder; the line's text after "workloads[0] (<name>): ").
+#: A missing or non-folder path ended in Snakemake's MissingInputException (or the data
+#: job's error); a path beside synthetic data was ignored without a word.
+PATH_CASES = {
+    "missing": (
+        lambda d: {"name": "mnist-mlp", "path": str(d / "nowhere")},
+        "path '{d}/nowhere': no such folder; expected a folder holding mnist's files mnist.npz",
+    ),
+    "a_file": (
+        lambda d: {"name": "mnist-mlp", "path": str(_copy(d, "mnist.npz") / "mnist.npz")},
+        "path '{d}/copy/mnist.npz': not a folder; expected a folder holding mnist's files "
+        "mnist.npz",
+    ),
+    "without_the_file": (
+        lambda d: {"name": "mnist-mlp", "path": str(_copy(d, "imdb.npz"))},
+        "path '{d}/copy': no mnist.npz in it; expected a folder holding mnist's files mnist.npz",
+    ),
+    "without_a_split": (
+        lambda d: {"name": "catsdogs-cnn", "path": str(_copy(d, "training_set/"))},
+        "path '{d}/copy': no test_set/ in it; expected a folder holding catsdogs's split "
+        "folders training_set/ and test_set/",
+    ),
+    "beside_synthetic_data": (
+        lambda d: {"name": "mnist-mlp", "data": "synthetic", "path": str(_copy(d, "mnist.npz"))},
+        "path '{d}/copy' with data: synthetic, whose arrays are generated and read no file; "
+        "remove path, or set data: real to train on the copy",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(PATH_CASES))
+def test_a_path_that_holds_no_copy_is_refused_at_plan_time(tmp_path, case):
+    entry, expected = PATH_CASES[case]
+    entry = entry(tmp_path)
+    with pytest.raises(ConfigError) as err:
+        plan(workloads=[entry])
+    text = str(err.value)
+    assert text == f"workloads[0] ({entry['name']}): {expected.format(d=tmp_path)}", text
+
+
+def test_check_config_names_the_path_in_one_line(tmp_path, capsys):
+    from embryo_bench.cli import main
+
+    config = copy.deepcopy(OFFLINE) | {"workloads": [{"name": "mnist-mlp", "path": "nowhere"}]}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert main(["check-config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"embryo-bench: error: {path}: workloads[0] (mnist-mlp): path 'nowhere': no such folder; "
+        "expected a folder holding mnist's files mnist.npz\n"
+    )
+
+
+def test_an_image_folder_copy_with_both_splits_is_accepted(tmp_path):
+    folder = _copy(tmp_path, "training_set/", "test_set/")
+    p = plan(workloads=[{"name": "catsdogs-cnn", "path": str(folder)}])
+    assert p.data_params("catsdogs-cnn")["path"] == str(folder)

@@ -148,9 +148,10 @@ def prepare(
     Raises:
         ConfigError: an unknown name, "embryo", a file missing from ``files``, a shape the
             loader cannot give.
-        DataError: a damaged input (naming it and what was expected), or class names that
-            cannot be folder names (:func:`.classnames.check_class_names`: CIFAR-10's
-            ``batches.meta.txt``, an image folder's class folders).
+        DataError: a damaged input (naming it and what was expected), files that hold no
+            training sample, or class names that cannot be folder names
+            (:func:`.classnames.check_class_names`: CIFAR-10's ``batches.meta.txt``, an image
+            folder's class folders).
         StorageError: no space for ``out``.
     """
     ds = get(name)
@@ -180,6 +181,12 @@ def prepare(
     arrays, names = _load(
         ds, {k: Path(v) for k, v in files.items()}, shape, vocabulary, limit_train, limit_test
     )
+    if not len(arrays[1]):
+        # An empty training set would be written as if complete, and every run refused.
+        read = ", ".join(str(v["path"]) for v in inputs.values())
+        raise DataError(
+            f"{read}: no training sample in dataset {name}'s files; expected at least one"
+        )
     info = {
         "dataset": name,
         "synthetic": False,

@@ -12,7 +12,10 @@ downloaded file is never unpickled with an unrestricted unpickler: :class:`_Arra
 resolves only the globals such a pickle names (numpy's array reconstructor, ``ndarray``,
 ``dtype``, and ``_codecs.encode`` with latin-1, which pickle protocol 2 uses for bytes), and
 every element must then be a list of non-negative ints; anything else is refused as damaged.
-The file's sha256 is checked before it is read (:func:`.fetch.fetch`).
+No array is allocated larger than its file can fill: a plain array's header is checked
+against its member's size (:func:`.npzcheck.check_declared`), and an array a pickle makes
+against the pickle's (:class:`_BoundedArray`). The file's sha256 is checked before it is read
+(:func:`.fetch.fetch`).
 
 Token ids follow ``load_data``'s defaults: the reviews shuffled with ``RandomState(113)``
 (training, then test, one generator), a start token 1 in front, word ids shifted by 3, ids
@@ -32,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError
+from .npzcheck import check_declared, declared_bytes
 
 #: load_data's defaults (keras/src/datasets/imdb.py).
 SEED, START, OOV, INDEX_FROM = 113, 1, 2, 3
@@ -48,20 +52,75 @@ def _latin1(text: str, encoding: str) -> bytes:
     return codecs.encode(text, "latin1")
 
 
-class _ArrayUnpickler(pickle.Unpickler):
-    """Unpickles a numpy object array and nothing else: every other global is refused."""
+#: An object array holds a pointer per element, and each element takes at least a byte of
+#: its pickle: an array of a pickle of N bytes holds at most this many times N bytes.
+POINTER_BYTES = 8
 
-    ALLOWED = {
-        ("numpy.core.multiarray", "_reconstruct"): _RECONSTRUCT,
-        ("numpy._core.multiarray", "_reconstruct"): _RECONSTRUCT,
-        ("numpy", "ndarray"): np.ndarray,
-        ("numpy", "dtype"): np.dtype,
-        ("_codecs", "encode"): _latin1,
-    }
+
+def _check_size(shape, dtype, limit: int) -> None:
+    """Refuse an array a pickle asks for that is larger than the pickle could fill
+    (``limit`` bytes), before numpy allocates it."""
+    try:
+        dims = (int(shape),) if isinstance(shape, int) else tuple(int(n) for n in shape)
+        need = declared_bytes(dims, np.dtype(dtype))
+    except (TypeError, ValueError) as exc:
+        raise pickle.UnpicklingError(f"an array of shape {shape!r}: {exc}") from None
+    if need > limit:
+        raise pickle.UnpicklingError(
+            f"an array of shape {dims} {np.dtype(dtype)} ({need:,} bytes) from a pickle that "
+            f"can fill at most {limit:,}"
+        )
+
+
+class _BoundedArray(np.ndarray):
+    """``numpy.ndarray`` as a pickle of :class:`_ArrayUnpickler` may make it: no larger
+    (created or restored) than its pickle can fill (``limit`` bytes, set per pickle), so a
+    damaged or hostile shape is an error, not an allocation of 10^12 bytes."""
+
+    limit = 0
+
+    def __new__(cls, shape, dtype=float, *args, **kwargs):
+        _check_size(shape, dtype, cls.limit)
+        return super().__new__(cls, shape, dtype, *args, **kwargs)
+
+    def __setstate__(self, state):
+        # (version, shape, dtype, is_fortran, data), or without the version (numpy < 1.x)
+        if not isinstance(state, tuple) or len(state) not in (4, 5):
+            raise pickle.UnpicklingError(f"an array state of {type(state).__name__}")
+        _check_size(state[-4], state[-3], type(self).limit)
+        super().__setstate__(state)
+
+
+class _ArrayUnpickler(pickle.Unpickler):
+    """Unpickles a numpy object array and nothing else: every other global is refused, and
+    every array it makes is bounded by the pickle's size (:class:`_BoundedArray`).
+
+    Args:
+        fh: the pickle. size: its bytes (the array's member, less the .npy header).
+    """
+
+    def __init__(self, fh, size: int, **kwargs):
+        super().__init__(fh, **kwargs)
+        self.limit = POINTER_BYTES * size
+        bounded = type("_BoundedArray", (_BoundedArray,), {"limit": self.limit})
+        self.allowed = {
+            ("numpy.core.multiarray", "_reconstruct"): self._reconstruct,
+            ("numpy._core.multiarray", "_reconstruct"): self._reconstruct,
+            ("numpy", "ndarray"): bounded,
+            ("numpy", "dtype"): np.dtype,
+            ("_codecs", "encode"): _latin1,
+        }
+
+    def _reconstruct(self, subtype, shape, dtype):
+        """numpy's reconstructor, for arrays of this pickle's own bounded type only."""
+        if not (isinstance(subtype, type) and issubclass(subtype, _BoundedArray)):
+            raise pickle.UnpicklingError(f"_reconstruct of {subtype!r}; expected numpy.ndarray")
+        _check_size(shape, dtype, self.limit)
+        return _RECONSTRUCT(subtype, shape, dtype)
 
     def find_class(self, module: str, name: str):
         try:
-            return self.ALLOWED[(module, name)]
+            return self.allowed[(module, name)]
         except KeyError:
             raise pickle.UnpicklingError(
                 f"global {module}.{name} is not allowed (only a numpy object array)"
@@ -69,16 +128,20 @@ class _ArrayUnpickler(pickle.Unpickler):
 
 
 def _read_member(path: Path, zf: zipfile.ZipFile, key: str) -> np.ndarray:
-    """One array of the npz: a plain array as numpy reads it (no pickle), an object array
-    through :class:`_ArrayUnpickler`.
+    """One array of the npz: a plain array as numpy reads it (no pickle), after its header's
+    size is checked against the member's (:func:`.npzcheck.check_declared`); an object
+    array through :class:`_ArrayUnpickler`, bounded by its pickle's size.
 
     Raises:
-        DataError: naming ``path`` and the array: missing, another .npy version, a pickle
-            that names another global or is not an object array of the header's shape.
+        DataError: naming ``path`` and the array: missing, another .npy version, a header
+            that declares more data than the file holds, a pickle that names another global,
+            asks for an array larger than it can fill, or is not an object array of the
+            header's shape.
     """
     name = f"{key}.npy"
     if name not in zf.namelist():
         raise DataError(f"{path}: no {name}; expected the arrays {', '.join(KEYS)}")
+    member = zf.getinfo(name)
     try:
         with zf.open(name) as fh:
             version = np.lib.format.read_magic(fh)
@@ -88,7 +151,11 @@ def _read_member(path: Path, zf: zipfile.ZipFile, key: str) -> np.ndarray:
                 shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
             else:
                 raise DataError(f"{path}: {name} is .npy version {version}; expected 1.0 or 2.0")
-            array = _ArrayUnpickler(fh, encoding="ASCII").load() if dtype.hasobject else None
+            available = member.file_size - fh.tell()
+            check_declared(path, key, shape, dtype, available)
+            array = None
+            if dtype.hasobject:
+                array = _ArrayUnpickler(fh, available, encoding="ASCII").load()
         if array is None:
             with zf.open(name) as fh:
                 return np.lib.format.read_array(fh, allow_pickle=False)
@@ -101,7 +168,7 @@ def _read_member(path: Path, zf: zipfile.ZipFile, key: str) -> np.ndarray:
             f"{path}: {key} unpickles as {type(array).__name__}; expected an object array of "
             f"shape {shape}"
         )
-    return array
+    return array.view(np.ndarray)
 
 
 def _pad(path: Path, key: str, reviews: np.ndarray, maxlen: int, num_words: int) -> np.ndarray:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import DataError
 from ..io import load_arrays
+from .npzcheck import check_npz
 
 #: Image side in pixels.
 SIDE = 28
@@ -60,8 +61,11 @@ def load_npz(
 
     Raises:
         DataError: naming ``path``: not a readable npz (truncated, not a zip), a key missing,
-            arrays of another shape or dtype, a label count that differs from the images'.
+            an array that declares more data than the file holds (before it is read:
+            :func:`.npzcheck.check_npz`), arrays of another shape or dtype, a label count
+            that differs from the images'.
     """
+    check_npz(path)
     arrays = load_arrays(path, required=NPZ_KEYS)
     out = []
     for split, limit in (("train", limit_train), ("test", limit_test)):

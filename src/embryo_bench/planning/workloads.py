@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..data import registry
 from ..errors import ConfigError
-from ..workloads import catalog
+from ..workloads import builders, catalog
 from .codehash import PACKAGE, code_hash
 from .layout import PAPER_WORKLOAD
 from .spec import WorkloadSpec
@@ -102,9 +101,103 @@ class Workload:
         return self.spec is None
 
 
+#: How many ``from x import f`` re-exports :func:`check_model_path` follows to the ``def``.
+REEXPORTS = 8
+
+
+def _bindings(tree: ast.Module, name: str) -> list[ast.stmt]:
+    """The statements at a module's top level (in its ``if``/``try``/``with`` blocks too, not
+    in functions or classes) that bind ``name``, in source order."""
+    found, todo = [], list(tree.body)
+    while todo:
+        node = todo.pop(0)
+        if isinstance(node, ast.If | ast.Try | ast.With):
+            for part in ("body", "orelse", "finalbody", "handlers"):
+                todo[:0] = getattr(node, part, [])
+            continue
+        if isinstance(node, ast.ExceptHandler):
+            todo[:0] = node.body
+            continue
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound = {node.name}
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            bound = {(a.asname or a.name).split(".")[0] for a in node.names}
+        else:
+            continue
+        if name in bound:
+            found.append(node)
+    return found
+
+
+def _imported_from(node: ast.ImportFrom, module: str, origin: str) -> str:
+    """The absolute name of the module a ``from ... import`` statement of ``module`` reads."""
+    if not node.level:
+        return node.module or ""
+    package = module if origin.endswith("__init__.py") else module.rpartition(".")[0]
+    parts = package.split(".")
+    base = ".".join(parts[: len(parts) - node.level + 1])
+    return ".".join(p for p in (base, node.module) if p)
+
+
+def _function_problem(module: str, func: str, depth: int = 0) -> str | None:
+    """Why ``module:func`` is not a function defined with ``def`` in a module that may hold
+    a builder (:func:`embryo_bench.workloads.builders.refused_module`), following ``from x
+    import func`` to where it is defined (at most :data:`REEXPORTS` times); None where it
+    is one. Imports no module (:func:`embryo_bench.workloads.builders.locate`)."""
+    refused = builders.refused_name(module)
+    if refused:
+        return f"{module} is {refused}; {builders.EXPECTED_MODULE}"
+    found = builders.locate(module)
+    if found is None:
+        parts = module.split(".")
+        prefixes = (".".join(parts[: i + 1]) for i in range(len(parts)))
+        missing = next((p for p in prefixes if builders.locate(p) is None), module)
+        return (
+            f"module {module} cannot be imported (No module named {missing!r}); expected a "
+            "module importable where the runs train"
+        )
+    refused = builders.refused_module(module, found.origin)
+    if refused:
+        return f"{module} is {refused}; {builders.EXPECTED_MODULE}"
+    origin = found.origin
+    try:
+        tree = ast.parse(Path(origin).read_text(encoding="utf-8"), filename=origin)
+    except (OSError, SyntaxError, UnicodeDecodeError) as exc:
+        return f"{origin} cannot be read: {exc}"
+    bindings = _bindings(tree, func)
+    if any(isinstance(b, ast.FunctionDef) for b in bindings):
+        return None
+    imports = [b for b in bindings if isinstance(b, ast.ImportFrom)]
+    for node in imports if depth < REEXPORTS else []:
+        real = next(a.name for a in node.names if (a.asname or a.name) == func)
+        if _function_problem(_imported_from(node, module, origin), real, depth + 1) is None:
+            return None
+    expected = "expected a function (def) returning a Keras model for (input_shape, classes)"
+    if not bindings:
+        return f"{origin} defines no {func}; {expected}"
+    last = bindings[-1]
+    if isinstance(last, ast.AsyncFunctionDef):
+        what = "an async function"
+    elif isinstance(last, ast.ClassDef):
+        what = "a class"
+    elif isinstance(last, ast.Import):
+        what = "an imported module"
+    elif isinstance(last, ast.ImportFrom):
+        what = f"imported from {_imported_from(last, module, origin)}, where it is no such function"
+    else:
+        what = f"assigned (line {last.lineno}), not defined with def"
+    return f"{func} of {origin} is {what}; {expected}"
+
+
 def check_model_path(path: str, where: str) -> None:
-    """Check that ``package.module:function`` names a module that can be found and a function
-    (or other name) defined at its top level, without importing it.
+    """Check that ``package.module:function`` names a function defined with ``def`` (or
+    imported from a module where it is) in a module that may hold a builder: Python source
+    of the user's own or of the package's model modules, not Python's standard library nor
+    the package's other modules (:func:`embryo_bench.workloads.builders.refused_module`), found
+    without importing it.
 
     Raises:
         ConfigError: one line naming ``where``, the value and what was expected.
@@ -112,37 +205,47 @@ def check_model_path(path: str, where: str) -> None:
     module, _, func = path.partition(":")
     if not module or not func:
         raise ConfigError(f"{where} {path!r}: expected package.module:function")
-    try:
-        found = importlib.util.find_spec(module)
-    except (ImportError, ValueError) as exc:  # a parent package missing, or a bad name
-        found, why = None, str(exc)
+    problem = _function_problem(module, func)
+    if problem:
+        raise ConfigError(f"{where} {path!r}: {problem}")
+
+
+def check_data_path(path: str, data: str, ds: registry.Dataset, where: str) -> None:
+    """Check a workload's ``path:`` (an offline copy of its dataset) before any job: real
+    data only (synthetic arrays read no file), a folder that holds the dataset's files, or
+    an image folder's split folders. Their contents are read by the data job (a damaged file
+    is named there).
+
+    Args:
+        path: the setting's value (relative to where the workflow runs). data: "real" or
+            "synthetic". ds: the workload's dataset. where: the entry, for messages.
+
+    Raises:
+        ConfigError: one line naming ``where``'s path and what was expected.
+    """
+    setting = f"{where}: path {path!r}"
+    if data == "synthetic":
+        raise ConfigError(
+            f"{setting} with data: synthetic, whose arrays are generated and read no file; "
+            "remove path, or set data: real to train on the copy"
+        )
+    if ds.splits:
+        names = [f"{dict(ds.splits)[s]}/" for s in ("train", "test")]
+        expected = f"a folder holding {ds.name}'s split folders {' and '.join(names)}"
     else:
-        why = "no such module"
-    if found is None:
-        raise ConfigError(
-            f"{where} {path!r}: module {module} cannot be imported ({why}); expected a module "
-            "importable where the runs train"
-        )
-    origin = found.origin or ""
-    if not origin.endswith(".py"):
-        return  # a compiled or namespace module: checked when the run imports it
-    try:
-        tree = ast.parse(Path(origin).read_text(encoding="utf-8"), filename=origin)
-    except (OSError, SyntaxError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{where} {path!r}: {origin} cannot be read: {exc}") from None
-    names = set()
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-        elif isinstance(node, ast.ImportFrom | ast.Import):
-            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
-    if func not in names:
-        raise ConfigError(
-            f"{where} {path!r}: {origin} defines no {func}; expected a function returning a "
-            "Keras model for (input_shape, classes)"
-        )
+        names = [f.name for f in ds.files]
+        expected = f"a folder holding {ds.name}'s files {', '.join(names)}"
+    folder = Path(path)
+    if not folder.exists():
+        raise ConfigError(f"{setting}: no such folder; expected {expected}")
+    if not folder.is_dir():
+        raise ConfigError(f"{setting}: not a folder; expected {expected}")
+    if ds.splits:
+        missing = [n for n in names if not (folder / n).is_dir()]
+    else:
+        missing = [n for n in names if not (folder / n).is_file()]
+    if missing:
+        raise ConfigError(f"{setting}: no {', '.join(missing)} in it; expected {expected}")
 
 
 def model_code(model: str) -> str:
@@ -158,7 +261,7 @@ def model_code(model: str) -> str:
     module = model.partition(":")[0]
     if module.split(".")[0] == PACKAGE:
         return code_hash(module)
-    found = importlib.util.find_spec(module)
+    found = builders.locate(module)
     if found is None or not found.origin or not Path(found.origin).is_file():
         return f"{module}: no source file"
     return hashlib.sha256(Path(found.origin).read_bytes()).hexdigest()[:16]
@@ -175,7 +278,9 @@ def resolve_workload(entry: dict, index: int, seed: int) -> Workload:
         ConfigError: naming the setting: settings given to the paper's workload, an unknown
             catalog workload or dataset, a model path that does not import, a user model
             without its data's shape, files input for a workload whose samples are not
-            images, a test or train sample count the data cannot have.
+            images, a test or train sample count the data cannot have, a ``path`` that is
+            not a folder holding the dataset (:func:`check_data_path`) or is set beside
+            synthetic data.
     """
     where = f"workloads[{index}] ({entry['name']})"
     name = entry["name"]
@@ -226,6 +331,8 @@ def resolve_workload(entry: dict, index: int, seed: int) -> Workload:
             f"{where}: dataset {dataset_name} cannot be downloaded (no public copy); set "
             "path: to a folder holding it, or data: synthetic"
         )
+    if entry.get("path"):
+        check_data_path(entry["path"], entry["data"], ds, where)
     accepted = {name: digest.lower() for name, digest in entry.get("sha256", {}).items()}
     if accepted and (entry["data"] != "real" or not entry.get("path")):
         raise ConfigError(

@@ -38,6 +38,7 @@ import pandas as pd
 
 from ..data.arrays import read_arrays
 from ..data.imagefolder import list_image_folder
+from ..data.npzcheck import check_npz
 from ..data.stages import load_dataset
 from ..errors import ConfigError, DataError
 from ..io import atomic_path, write_json
@@ -676,7 +677,8 @@ def run_model(spec: RunSpec, pp: Preprocessing | None, n_train: int):
 
 def _check_batch(spec: RunSpec, n: int) -> None:
     """Refuse a batch larger than the ``n`` training samples (issue 25: such a run trained
-    one short batch per epoch while every table said the batch size asked for).
+    one short batch per epoch while every table said the batch size asked for), and an
+    empty training set (whose advice would have been a batch size up to 0).
 
     Raises:
         ConfigError: naming the setting.
@@ -689,6 +691,13 @@ def _check_batch(spec: RunSpec, n: int) -> None:
         setting = f"workloads: {spec.workload.name}'s "
     else:
         setting = "train."
+    if not n:
+        w = spec.workload
+        data = f"workload {w.name}'s arrays" if w is not None else "the shards"
+        raise ConfigError(
+            f"run {spec.target} repeat {spec.repeat}: {data} hold no training sample; "
+            f"expected at least one batch, {spec.batch_size:,} ({setting}batch_size)"
+        )
     raise ConfigError(
         f"run {spec.target} repeat {spec.repeat}: {setting}batch_size {spec.batch_size} > "
         f"the {n:,} training images: every step would train all of them, not a batch of "
@@ -701,12 +710,16 @@ def _workload_data(spec: RunSpec, arrays: str | Path | None) -> dict:
     classes; in files mode without the training images (they are read from files).
 
     Raises:
-        DataError: the arrays are missing, damaged or not the workload's shape.
+        DataError: the arrays are missing, damaged (an array declaring more than the file
+            holds is refused before it is read: :func:`embryo_bench.data.npzcheck.check_npz`)
+            or not the workload's shape.
         ConfigError: no arrays given.
     """
     w = spec.workload
     if arrays is None:
         raise ConfigError(f"run {spec.target}: workload {w.name} needs its arrays (--arrays)")
+    # Headers first: a damaged one would have numpy allocate what it declares.
+    check_npz(arrays)
     x_train, y_train, x_test, y_test = read_arrays(arrays)
     for name, x in (("x_train", x_train), ("x_test", x_test)):
         if x.shape[1:] != w.input_shape or x.dtype != np.dtype(w.input_dtype):

@@ -3,12 +3,14 @@ module only once the backend is chosen (``KERAS_BACKEND``), as ``train`` does.""
 
 from __future__ import annotations
 
+import traceback
+
 import keras
 
 from ..errors import ConfigError
 from ..planning.spec import WorkloadSpec
+from .builders import first_line, load_checked_builder
 from .catalog import Recipe, Workload
-from .user import load_builder
 
 #: keras.losses classes by the names a recipe uses (catalog.LOSSES).
 LOSS_CLASSES = {
@@ -19,13 +21,99 @@ LOSS_CLASSES = {
 SCHEDULE_OPTIONS = ("decay", "exponential_decay_steps", "exponential_decay_rate")
 
 
+def _setting(workload: Workload) -> str:
+    """The setting a workload's model comes from, for messages: ``workloads (name): model``
+    (a run's spec knows the workload by its name, not by its index in the configuration)."""
+    return f"workloads ({workload.name}): model"
+
+
+def _shape_text(shape) -> str:
+    """``(None, 28, 28, 1)``: a Keras shape as messages write it."""
+    return "(" + ", ".join("None" if n is None else str(n) for n in shape) + ")"
+
+
+def _raised_at(exc: BaseException, builder) -> str:
+    """`` (file, line N)`` of where ``exc`` was raised in the builder's own module (the
+    innermost such frame), else of the innermost frame; "" without a traceback."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    own = [f for f in frames if f.filename == getattr(builder.__code__, "co_filename", None)]
+    frame = (own or frames or [None])[-1]
+    return f" ({frame.filename}, line {frame.lineno})" if frame else ""
+
+
+def expected_output(workload: Workload, classes: int) -> tuple[int, str]:
+    """The output width a workload's loss needs, and why (for messages): 1 for binary
+    cross-entropy (one sigmoid probability, or logit with ``from_logits``), else ``classes``
+    (sparse categorical cross-entropy: one probability, or logit, per class)."""
+    kind = "logit" if workload.recipe.from_logits else "probability"
+    if workload.recipe.loss == "binary_crossentropy":
+        return 1, f"one {kind} for its 2 classes (binary cross-entropy)"
+    return classes, f"one {kind} per class of its {classes} (sparse categorical cross-entropy)"
+
+
+def check_model(
+    model, workload: Workload, input_shape: tuple[int, ...], classes: int, setting: str
+) -> keras.Model:
+    """Refuse what a builder returned unless it is a model the trainer can fit: a
+    ``keras.Model`` that takes (None, *input_shape) (its declared input, where it declares
+    one; else a symbolic call at that shape must succeed) and returns one output of
+    (None, n) with n as :func:`expected_output` says. A wider output (50 for 10 classes)
+    trains without an error and is refused too: its accuracy and loss are not the
+    workload's. The symbolic call builds a subclassed model's weights, as its first batch
+    would.
+
+    Returns:
+        ``model``.
+
+    Raises:
+        ConfigError: one line: ``setting``, what was returned and what was expected.
+    """
+    if not isinstance(model, keras.Model):
+        got = "None" if model is None else f"a {type(model).__module__}.{type(model).__qualname__}"
+        raise ConfigError(f"{setting} returned {got}; expected a keras.Model")
+    want_in = (None, *input_shape)
+    try:  # a functional or Sequential model declares its inputs and outputs
+        declared, outputs = list(model.inputs), model.outputs
+    except (AttributeError, ValueError, TypeError):  # subclassed, or not built yet
+        declared = None
+    if declared:
+        got = " and ".join(_shape_text(t.shape) for t in declared)
+        if len(declared) != 1 or tuple(declared[0].shape[1:]) != tuple(input_shape):
+            raise ConfigError(
+                f"{setting} returned a model whose input is {got}; expected "
+                f"{_shape_text(want_in)}, the workload's input_shape {list(input_shape)}"
+            )
+    else:
+        try:
+            outputs = model(keras.KerasTensor(want_in, dtype=workload.input_dtype))
+        except Exception as exc:  # the user's model: any failure is a bad setting
+            raise ConfigError(
+                f"{setting} returned a model that cannot take inputs of "
+                f"{_shape_text(want_in)}, the workload's input_shape {list(input_shape)} "
+                f"({first_line(exc)})"
+            ) from None
+    outputs = keras.tree.flatten(outputs)
+    width, why = expected_output(workload, classes)
+    want_out = (None, width)
+    got = " and ".join(_shape_text(getattr(t, "shape", ())) for t in outputs)
+    if len(outputs) != 1 or tuple(outputs[0].shape[1:]) != want_out[1:]:
+        raise ConfigError(
+            f"{setting} returned a model whose output is {got}; expected "
+            f"{_shape_text(want_out)}: {why}"
+        )
+    return model
+
+
 def build_model(
     workload: Workload,
     input_shape: tuple[int, ...] | None = None,
     classes: int | None = None,
     vocabulary: int | None = None,
 ) -> keras.Model:
-    """The workload's model, built by its builder (``workload.model``), uncompiled.
+    """The workload's model, built by its builder (``workload.model``), uncompiled, and
+    checked (:func:`check_model`): the one place a run's, a batch-limit trial's and the
+    tests' models are made, so a builder that fails is one line naming the setting before
+    any training starts.
 
     Args:
         workload: a catalog entry (:func:`embryo_bench.workloads.catalog.get`) or the user's.
@@ -41,18 +129,32 @@ def build_model(
         (``workload.recipe.from_logits``), or (batch, 1) for the binary workloads.
 
     Raises:
-        ConfigError: the builder path does not import (:func:`.user.load_builder`), or the
-            builder refuses the shape, classes or vocabulary (one line naming the workload).
+        ConfigError: one line naming the workload's model setting: the builder path does not
+            import or names no function of a module of models
+            (:func:`.builders.load_checked_builder`), the builder raises (its own
+            ConfigError's message, or the exception's type, first line and where), or it
+            returns what :func:`check_model` refuses.
+        MemoryError: as raised by the builder (out of memory is not a bad setting).
     """
-    builder = load_builder(workload.model, setting=f"workload {workload.name!r}: model")
+    builder = load_checked_builder(workload.model, _setting(workload))
+    setting = f"{_setting(workload)} {workload.model!r}"
     shape = tuple(input_shape or workload.input_shape)
+    classes = classes or workload.classes
     extra = {"vocabulary": vocabulary or workload.vocabulary}
     if not extra["vocabulary"]:
         extra = {}
     try:
-        return builder(shape, classes or workload.classes, **extra)
+        model = builder(shape, classes, **extra)
     except ConfigError as exc:
-        raise ConfigError(f"workload {workload.name!r}: {exc}") from None
+        raise ConfigError(f"{setting}: {exc}") from None
+    except MemoryError:
+        raise
+    except Exception as exc:  # the user's code: any failure is a bad setting, in one line
+        raise ConfigError(
+            f"{setting} raised {first_line(exc)}{_raised_at(exc, builder)}; expected a "
+            f"keras.Model for input_shape {list(shape)} and {classes} classes"
+        ) from None
+    return check_model(model, workload, shape, classes, setting)
 
 
 def _learning_rate(recipe: Recipe, options: dict):
