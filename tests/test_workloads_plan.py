@@ -171,9 +171,8 @@ def test_the_workloads_command_lists_every_catalog_workload_with_its_source(caps
     ("files", "message"),
     [({"mnist.npz": 10}, r"mnist\.npz: 10 bytes; expected 11,490,434 \(mnist\.npz of dataset "
       r"mnist in datasets\.yaml: truncated or another file\?\); to use this copy as it is, set "
-      r"workload mnist-mlp's sha256: \{mnist\.npz: <its sha256, as sha256sum prints it>\}"),
-     ({}, r"mnist\.npz: not found; expected mnist\.npz of dataset mnist")],
-    ids=["another-size", "missing"],
+      r"workload mnist-mlp's sha256: \{mnist\.npz: <its sha256, as sha256sum prints it>\}")],
+    ids=["another-size"],
 )  # fmt: skip
 def test_an_offline_copy_that_is_not_the_registrys_is_refused_when_the_plan_is_made(
     tmp_path, files, message
@@ -185,6 +184,15 @@ def test_an_offline_copy_that_is_not_the_registrys_is_refused_when_the_plan_is_m
         plan(workloads=[{"name": "mnist-mlp", "path": str(tmp_path / "copy")}])
     text = str(err.value)
     assert text.startswith(str(tmp_path / "copy" / "mnist.npz")) and "\n" not in text
+
+
+def test_an_offline_copy_without_the_datasets_file_is_refused_naming_the_setting(tmp_path):
+    (tmp_path / "copy").mkdir()
+    with pytest.raises(ConfigError) as err:
+        plan(workloads=[{"name": "mnist-mlp", "path": str(tmp_path / "copy")}])
+    text = str(err.value)
+    assert text.startswith("workloads[0] (mnist-mlp): path ") and "\n" not in text
+    assert "no mnist.npz in it; expected a folder holding mnist's files mnist.npz" in text
 
 
 def test_check_config_refuses_an_offline_copy_of_another_size(tmp_path, capsys):
