@@ -32,6 +32,7 @@ import yaml
 from workflow_helpers import copy_repo, offline_config, snakemake, synthetic_db, write_spec
 
 from embryo_bench.cli import main
+from embryo_bench.data import registry
 from embryo_bench.io import write_json
 from embryo_bench.planning.config import load_schema
 
@@ -359,7 +360,11 @@ def _scenarios(tmp_path: Path) -> dict[str, tuple[dict, dict[str, str]]]:
     config = json.loads(json.dumps(base))
     copy = tmp_path / marked("workloads[].path")
     copy.mkdir()
-    (copy / "mnist.npz").write_bytes(b"")  # a dry run only needs it to exist
+    # a dry run needs it there at the registry's size (sparse: no disk); its sha256 is the
+    # data job's to check
+    (registered,) = registry.get("mnist").files
+    with open(copy / "mnist.npz", "wb") as fh:
+        fh.truncate(registered.bytes)
     values = {"outdir": str(tmp_path / marked("outdir")) + "-workloads",
               "workloads[].name": f"w{PAYLOAD}", "workloads[].path": str(copy)}  # fmt: skip
     config["outdir"] = values["outdir"]

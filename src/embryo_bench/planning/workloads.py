@@ -331,8 +331,6 @@ def resolve_workload(entry: dict, index: int, seed: int) -> Workload:
             f"{where}: dataset {dataset_name} cannot be downloaded (no public copy); set "
             "path: to a folder holding it, or data: synthetic"
         )
-    if entry.get("path"):
-        check_data_path(entry["path"], entry["data"], ds, where)
     accepted = {name: digest.lower() for name, digest in entry.get("sha256", {}).items()}
     if accepted and (entry["data"] != "real" or not entry.get("path")):
         raise ConfigError(
@@ -345,6 +343,8 @@ def resolve_workload(entry: dict, index: int, seed: int) -> Workload:
             f"{where}: sha256: {', '.join(unknown)} is not a file of dataset {dataset_name}; "
             f"expected {', '.join(f.name for f in ds.files) or 'none: it has no files of its own'}"
         )
+    if entry.get("path"):
+        check_data_path(entry["path"], entry["data"], ds, where)
     if entry["data"] == "synthetic" and (
         not (entry["train_samples"] or ds.train) or (ds.test is None and not entry["test_samples"])
     ):
