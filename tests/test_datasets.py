@@ -326,6 +326,26 @@ def _idx_labels_of_images(d: Path) -> None:
     (d / "t10k-labels-idx1-ubyte.gz").write_bytes(gzip.compress(images))
 
 
+def _npz_label_out_of_range(d: Path) -> None:
+    data = mnist_npz(d / "mnist.npz")
+    data["y_test"][1] = 200  # MNIST has 10 classes: labels 0..9
+    np.savez_compressed(d / "mnist.npz", **data)
+
+
+def _idx_label_out_of_range(d: Path) -> None:
+    data = mnist_idx(d)
+    data["y_train"][2] = 255
+    (d / "train-labels-idx1-ubyte.gz").write_bytes(gzip.compress(idx_bytes(data["y_train"])))
+
+
+def _idx_sizes_overflow(d: Path) -> None:
+    """Sizes whose product is 2^64, which a 64-bit product reads as 0: no data bytes after
+    the header then matched it."""
+    mnist_idx(d)
+    header = bytes([0, 0, 8, 3]) + b"".join(n.to_bytes(4, "big") for n in (2**22, 2**22, 2**20))
+    (d / "train-images-idx3-ubyte.gz").write_bytes(gzip.compress(header))
+
+
 def _idx_short(d: Path) -> None:
     mnist_idx(d)
     short = idx_bytes(np.zeros((7, 28, 28), np.uint8))[:-5]
@@ -352,6 +372,25 @@ DAMAGED = {
         _npz_missing_keys,
         "mnist.npz",
         r"missing arrays \['x_test', 'y_test'\]",
+    ),
+    "npz label out of range": (
+        "mnist",
+        _npz_label_out_of_range,
+        "mnist.npz",
+        r"y_test holds label 200 \(at 1\); expected 0\.\.9",
+    ),
+    "idx label out of range": (
+        "mnist-idx",
+        _idx_label_out_of_range,
+        "train-labels-idx1-ubyte.gz",
+        r"label 255 \(at 2\); expected 0\.\.9",
+    ),
+    "idx sizes overflow": (
+        "mnist-idx",
+        _idx_sizes_overflow,
+        IDX_IMAGES,
+        r"0 data bytes after the header; expected 4194304 x 4194304 x 1048576 = "
+        r"18,446,744,073,709,551,616",
     ),
     "truncated gz": (
         "mnist-idx",
