@@ -10,6 +10,7 @@ import dataclasses
 import gzip
 import hashlib
 import io
+import os
 import pickle
 import re
 import tarfile
@@ -911,6 +912,29 @@ def test_an_image_folder_copy_whose_class_folders_cannot_be_written_back_is_refu
     with pytest.raises(DataError, match=message) as exc:
         datasets.prepare("catsdogs", {"folder": tmp_path / "copy"}, tmp_path / "p.npz")
     one_line(exc, tmp_path / "copy" / "training_set")
+    assert not (tmp_path / "p.npz").exists()
+
+
+@pytest.mark.parametrize(
+    ("damage", "named", "message"),
+    [
+        (lambda split: os.mkfifo(split / "cats" / "p.png"), "cats/p.png", r"a named pipe"),
+        (
+            lambda split: os.rename(split / "cats", os.fsencode(split) + b"/caf\xe9"),
+            "caf\\xe9",
+            r"a folder name that is not UTF-8",
+        ),
+    ],
+    ids=["named pipe", "name not UTF-8"],
+)
+def test_an_image_folder_entry_that_cannot_be_read_is_named(tmp_path, damage, named, message):
+    """A named pipe among the images hung the data job (its reader waits for a writer); a
+    class folder named in Latin-1 ended in a traceback while the copy was hashed."""
+    image_folder(tmp_path / "copy")
+    damage(tmp_path / "copy" / "training_set")
+    with pytest.raises(DataError, match=message) as exc:
+        datasets.prepare("catsdogs", {"folder": tmp_path / "copy"}, tmp_path / "p.npz")
+    assert named in one_line(exc, tmp_path / "copy" / "training_set")
     assert not (tmp_path / "p.npz").exists()
 
 
