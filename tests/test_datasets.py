@@ -880,6 +880,33 @@ def test_workload_files_refuses_an_absolute_class_name(tmp_path, capsys):
     assert [p.name for p in tmp_path.iterdir()] == ["arrays.npz"]
 
 
+@pytest.mark.parametrize(
+    ("classes", "labels", "message"),
+    [
+        (2, [0, 5], r"y_train holds labels 0\.\.5; expected 0\.\.1"),
+        ("2", [0, 1], r"info classes '2'; expected a whole number of classes, 2 or more"),
+        (0, [0, 1], r"info classes 0; expected a whole number of classes, 2 or more"),
+    ],
+    ids=["label beyond the classes", "classes as text", "no classes"],
+)
+def test_workload_files_refuses_arrays_whose_labels_name_no_class(
+    tmp_path, capsys, classes, labels, message
+):
+    """An arrays file whose labels or class count do not fit (damaged, or made by hand)
+    ended in a ValueError's or TypeError's traceback from the image writer."""
+    from embryo_bench import cli
+
+    x = RNG.integers(0, 256, (2, 8, 8, 3), dtype=np.uint8)
+    y = np.asarray(labels, dtype=np.int32)
+    arrays.write_arrays(tmp_path / "a.npz", x, y, x[:1], y[:1], {"classes": classes})
+    argv = ["workload-files", "--arrays", str(tmp_path / "a.npz"), "--out", str(tmp_path / "f")]
+    assert cli.main(argv) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and re.search(message, error[0]), error
+    assert error[0].startswith(f"embryo-bench: error: {tmp_path / 'a.npz'}: ")
+    assert not (tmp_path / "f").exists()
+
+
 def test_workload_files_writes_the_real_names_and_numbered_classes(tmp_path):
     from embryo_bench import cli
 

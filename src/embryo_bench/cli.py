@@ -346,9 +346,16 @@ def cmd_workload_files(p):
         from .data.arrays import read_arrays, read_info
         from .data.classnames import write_class_folders
 
-        x_train, y_train, _, _ = read_arrays(a.arrays)
         info = read_info(a.arrays)
-        classes = info["classes"]
+        classes = info.get("classes")
+        # A class count that names no folder, or a label beyond it, would fail inside the
+        # image writer: refused here, naming the file.
+        if not isinstance(classes, int) or isinstance(classes, bool) or classes < 2:
+            raise DataError(
+                f"{a.arrays}: info classes {classes!r}; expected a whole number of classes, "
+                "2 or more"
+            )
+        x_train, y_train, _, _ = read_arrays(a.arrays, classes=classes)
         # Without names, numbers of one width: their sorted order is the labels' order.
         width = len(str(classes - 1))
         names = info.get("class_names") or [f"class-{k:0{width}d}" for k in range(classes)]
