@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import sys
 from pathlib import Path
@@ -79,6 +80,12 @@ def cmd_download(p):
         from .data.download import download
         from .io import write_json
 
+        # urllib3 refuses a timeout of 0 and the socket NaN, each with a traceback; no
+        # attempt at all left no file to check.
+        if not (math.isfinite(a.timeout) and a.timeout > 0):
+            raise ConfigError(f"--timeout {a.timeout}: expected a finite number of seconds above 0")
+        if a.retries < 0:
+            raise ConfigError(f"--retries {a.retries}: expected 0 or more")
         info = download(
             a.url,
             a.out,
@@ -261,6 +268,8 @@ def cmd_dataset_file(p):
         from .data.fetch import fetch_file
         from .data.registry import get
 
+        if a.retries < 0:
+            raise ConfigError(f"--retries {a.retries}: expected 0 or more")
         ds = get(a.dataset)
         f = next((f for f in ds.files if f.name == a.file), None)
         if f is None:

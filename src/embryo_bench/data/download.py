@@ -149,6 +149,14 @@ def _check_not_page(url: str, part: Path, settings: dict[str, str]) -> None:
         )
 
 
+def _content_length(headers) -> int | None:
+    """The reply's Content-Length in bytes, or None where it gives none or one that is not a
+    whole number (as urllib3 and http.client read it: the body then ends when the server
+    closes, and the sha256 and archive checks judge it)."""
+    length = headers.get("Content-Length")
+    return int(length) if length is not None and length.strip().isdigit() else None
+
+
 class _Restart(Exception):
     """The server's reply does not continue the partial file: start again from zero."""
 
@@ -196,8 +204,8 @@ def _fetch(
             raise DownloadError(f"{url}: HTTP {resp.status_code} {resp.reason}")
         state.setdefault("resumed", have)
         state.setdefault("validator", _validator(resp.headers))
-        length = resp.headers.get("Content-Length")
-        total = have + int(length) if length is not None else None
+        length = _content_length(resp.headers)
+        total = have + length if length is not None else None
         got = 0
         with (
             open(part, mode) as fh,
@@ -223,7 +231,7 @@ def _fetch(
                 raise requests.exceptions.ChunkedEncodingError(
                     f"connection broken after {got} bytes of this reply ({exc})"
                 ) from exc
-        if length is not None and got < int(length):
+        if length is not None and got < length:
             raise requests.exceptions.ChunkedEncodingError(
                 f"connection closed after {got} of {length} bytes"
             )
@@ -267,7 +275,8 @@ def download(
         ``resumed`` (bytes reused from an earlier partial download).
 
     Raises:
-        DownloadError: a host name that does not resolve (at once, no retries), HTTP error
+        DownloadError: a folder at ``dest`` or its ``.part`` (before any request), a host
+            name that does not resolve (at once, no retries), HTTP error
             or broken connection after the retries (the bytes received kept in ``.part``
             with a ``sha256``, deleted without one: the message says which), a checksum
             mismatch (the partial file is then deleted so the next try starts clean), or a
@@ -275,9 +284,14 @@ def download(
             ``archive=False``, a web page): nothing is renamed onto ``dest``.
     """
     dest = Path(dest)
+    part = dest.with_name(dest.name + ".part")
+    # Before any request: a folder there failed only at the rename after the download, or
+    # on the first write, with a traceback.
+    for path, what in ((dest, "the downloaded file"), (part, "the partial download")):
+        if path.is_dir():
+            raise DownloadError(f"{path}: a folder; expected {what} there (a file, or nothing)")
     _check_host(url, settings)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_name(dest.name + ".part")
     if part.exists() and not sha256:
         log.warning(
             "%s: %d bytes of an earlier download deleted; without a sha256 (%s) nothing could "
