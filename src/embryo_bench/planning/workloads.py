@@ -340,8 +340,8 @@ def resolve_workload(entry: dict, index: int, seed: int) -> Workload:
                 f"{where}: input_shape {list(shape)}: dataset {dataset_name}'s files give "
                 f"{ds.shape}; expected {expected}"
             )
-    if entry.get("path"):
-        check_data_path(entry["path"], entry["data"], ds, where)
+    # The settings first, then the folder they name: what the entry says is named before
+    # what the file system holds.
     accepted = {name: digest.lower() for name, digest in entry.get("sha256", {}).items()}
     if accepted and (entry["data"] != "real" or not entry.get("path")):
         raise ConfigError(
@@ -354,6 +354,8 @@ def resolve_workload(entry: dict, index: int, seed: int) -> Workload:
             f"{where}: sha256: {', '.join(unknown)} is not a file of dataset {dataset_name}; "
             f"expected {', '.join(f.name for f in ds.files) or 'none: it has no files of its own'}"
         )
+    if entry.get("path"):
+        check_data_path(entry["path"], entry["data"], ds, where)
     if entry["data"] == "synthetic" and (
         not (entry["train_samples"] or ds.train) or (ds.test is None and not entry["test_samples"])
     ):
