@@ -35,7 +35,9 @@ def test_size_mib_follows_docker():
     assert size_mib("3G") == size_mib("3gb") == 3072 and size_mib("1.5g") == 1536
 
 
-@pytest.mark.parametrize("size", ["g", "", "lots", "-1g"])
+# nang and infg: Docker's parser reads the digits as a float (1.5g), and a NaN or an
+# infinity then failed in int() with a traceback.
+@pytest.mark.parametrize("size", ["g", "", "lots", "-1g", "nang", "infg", "-infm"])
 def test_size_mib_rejects(size):
     with pytest.raises(ConfigError, match="expected a Docker memory size such as 512m or 4g"):
         size_mib(size)

@@ -765,6 +765,9 @@ def cmd_batch_limit(p):
         from .training import batch_limit as bl
 
         spec = RunSpec.read(a.spec)
+        out = Path(a.out)
+        if out.exists() and not out.is_dir():  # mkdir failed with a traceback
+            raise ConfigError(f"--out {out}: a file; expected a folder")
         limit = None
         if a.memory_limit is not None:
             try:
@@ -783,7 +786,6 @@ def cmd_batch_limit(p):
             steps=a.steps,
             epochs=a.epochs,
         )
-        out = Path(a.out)
         out.mkdir(parents=True, exist_ok=True)
         # A former search's files go first: an interrupted search leaves none that look
         # complete. The JSON is written last, so a folder holding it holds the others.

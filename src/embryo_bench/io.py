@@ -228,12 +228,20 @@ def read_json(path: str | os.PathLike) -> dict:
     """Read a JSON object from ``path``.
 
     Raises:
-        DataError: the file is missing or is not valid JSON.
+        DataError: the file is missing, a folder, not UTF-8, unreadable, or not valid JSON.
     """
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise DataError(f"{path}: file not found") from exc
+    except IsADirectoryError as exc:
+        raise DataError(f"{path}: a folder; expected a JSON file") from exc
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"{path}: not UTF-8 text at byte {exc.start:,}; expected a JSON file"
+        ) from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be read ({exc.strerror}); expected a JSON file") from exc
     return parse_json(text, path)
 
 
