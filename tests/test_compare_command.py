@@ -317,3 +317,47 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_comparison(tmp_p
         (line,) = err.strip().splitlines()
         assert status == 2 and out == "" and line.startswith(f"embryo-bench: error: {says}")
     assert not md.exists()
+
+
+def test_an_output_onto_what_compare_reads_is_refused_and_the_file_kept(tmp_path, capsys):
+    """--markdown naming the --reference file replaced it with the comparison, and --csv
+    naming a run's metrics.json replaced that run's measurements: what compare reads is
+    never written."""
+    a = result_folder(tmp_path / "a", 100.0, workload=False)
+    b = result_folder(tmp_path / "b", 100.0, OTHER_NOISE, workload=False)
+    ref = tmp_path / "ref.yaml"
+    ref.write_text("targets:\n  host-1cpu: {images_per_s: 100}\n")
+    metrics = b / "train/host-1cpu/repeat-1/metrics.json"
+    kept = {p: p.read_bytes() for p in (ref, metrics)}
+    for args, says in (
+        ([a, "--reference", ref, "--markdown", ref],
+         f"--markdown {ref}: the --reference file; expected a file of its own"),
+        ([a, b, "--csv", metrics],
+         f"--csv {metrics}: inside {b}'s runs (train/); expected a file outside the result "
+         "folders' train/ and workloads/"),
+        ([a, b, "--markdown", b / "workloads" / "x.md"], "--markdown"),
+    ):  # fmt: skip
+        status, out, err = run(capsys, *args)
+        (line,) = err.strip().splitlines()
+        assert status == 2 and out == "" and line.startswith(f"embryo-bench: error: {says}"), line
+    assert {p: p.read_bytes() for p in kept} == kept
+    assert not (b / "workloads").exists()
+    # beside the runs, in the folder itself, is fine
+    assert run(capsys, a, b, "--csv", b / "compare.csv")[0] == 0 and (b / "compare.csv").exists()
+
+
+@pytest.mark.parametrize("damage", ["a folder", "not UTF-8"])
+def test_a_metrics_file_that_cannot_be_read_as_text_is_one_line(tmp_path, capsys, damage):
+    """A metrics.json that is a folder, or not UTF-8, ended in a traceback."""
+    a = result_folder(tmp_path / "a", 100.0, workload=False)
+    b = result_folder(tmp_path / "b", 100.0, OTHER_NOISE, workload=False)
+    metrics = b / "train/host-1cpu/repeat-1/metrics.json"
+    metrics.unlink()
+    if damage == "a folder":
+        metrics.mkdir()
+    else:
+        metrics.write_bytes(b'{"target": "\xff"}')
+    status, out, err = run(capsys, a, b)
+    (line,) = err.strip().splitlines()
+    assert status == 2 and out == "", line
+    assert line.startswith(f"embryo-bench: error: compare: {metrics}: "), line

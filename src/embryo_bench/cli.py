@@ -862,10 +862,24 @@ def cmd_compare(p):
         # Checked before the comparison runs, which may take a while: a path that cannot be
         # written failed only after it, with a traceback.
         outputs: dict[Path, str] = {}
+        reference = Path(a.reference).resolve() if a.reference else None
+        # What compare reads is never written: --markdown onto the reference file, or --csv
+        # onto a run's metrics.json, replaced it with the comparison.
+        runs = {Path(f).resolve() / part: f for f in a.folders for part in ("train", "workloads")}
         for option, path in (("--csv", a.csv), ("--markdown", a.markdown)):
             if not path:
                 continue
             where = Path(path).resolve()
+            if where == reference:
+                raise ConfigError(
+                    f"{option} {path}: the --reference file; expected a file of its own"
+                )
+            inside = next(((r, f) for r, f in runs.items() if where.is_relative_to(r)), None)
+            if inside:
+                raise ConfigError(
+                    f"{option} {path}: inside {inside[1]}'s runs ({inside[0].name}/); expected a "
+                    "file outside the result folders' train/ and workloads/"
+                )
             if where.is_dir():
                 raise ConfigError(f"{option} {path}: is a folder; expected a file to write")
             if not where.parent.is_dir():
