@@ -92,13 +92,13 @@ NODES = [Node("cpu1", 2, 23081, 0), Node("gpu1", 8, 64000, 2)]
 
 def test_target_fits_when_one_node_has_everything():
     assert why_not_on_nodes(_t(runner="host", cpus=2), NODES) is None
-    gpu = _t(runner="docker", cpus=8, gpus=2, memory="60g")
+    gpu = _t(runner="docker", image="gpu", cpus=8, gpus=2, memory="60g")
     assert why_not_on_nodes(gpu, NODES) is None
 
 
 def test_target_needing_more_than_any_one_node_is_explained():
     # 8 cpus exist (gpu1) and 2 GPUs exist (gpu1), but not with 100 GiB on one node.
-    target = _t(runner="docker", cpus=8, gpus=2, memory="100g")
+    target = _t(runner="docker", image="gpu", cpus=8, gpus=2, memory="100g")
     why = why_not_on_nodes(target, NODES)
     assert why.startswith("asks for 8 cpus, 102400 MiB and 2 GPUs on one node; no Slurm node")
     assert "cpu1: 2 cpus, 23081 MiB, 0 GPUs" in why and "gpu1: 8 cpus, 64000 MiB, 2 GPUs" in why
@@ -112,7 +112,7 @@ def test_why_not_uses_the_daemon_for_docker_targets():
     assert why_not(_t(runner="host", cpus=4), host) == "asks for 4 cpus, this host has 2"
     gpu = _t(runner="host", cpus=1, gpus=1)
     assert why_not(gpu, host) == "asks for 1 GPUs, this host has 0 (NVML)"
-    remote = _t(runner="docker", cpus=1, gpus=1, docker_host="ssh://bench@gpu-box")
+    remote = _t(runner="docker", image="gpu", cpus=1, gpus=1, docker_host="ssh://bench@gpu-box")
     assert why_not(remote, host, {"NCPU": 8, "Runtimes": {"nvidia": {}}}) is None
     assert why_not(remote, host, {"NCPU": 8, "Runtimes": {"runc": {}}}) == (
         "asks for 1 GPUs; the Docker daemon at ssh://bench@gpu-box has no nvidia runtime"
@@ -125,7 +125,7 @@ def test_the_runner_checks_a_run_spec_as_planning_checks_its_target():
     host = Node("this host", 2, 24000, 0)
     for entry, info in [
         ({"runner": "docker", "cpus": 4}, {"NCPU": 2}),
-        ({"runner": "docker", "cpus": 1, "gpus": 1}, {"NCPU": 2}),
+        ({"runner": "docker", "image": "gpu", "cpus": 1, "gpus": 1}, {"NCPU": 2}),
         ({"runner": "docker", "cpus": 2}, {"NCPU": 2}),
     ]:
         t = _t(**entry)
