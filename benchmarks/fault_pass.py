@@ -1340,7 +1340,16 @@ def _(d):
                mentions=("--resolution",), outputs=(d / "bl",))  # fmt: skip
 
 
-@case("NaN", "a configuration nested 3,000 levels deep")
+@case("config files", "a configuration of aliases of aliases (10^10 values once expanded)")
+def _(d):
+    lines = ["x-0: &a0 [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"]
+    lines += [f"x-{k}: &a{k} [{', '.join([f'*a{k - 1}'] * 10)}]" for k in range(1, 10)]
+    path = config(d)
+    path.write_text(path.read_text() + "\n".join(lines) + "\n")
+    return check(d, path, mentions=("config.yaml", "values"), timeout=20)
+
+
+@case("config files", "a configuration nested 3,000 levels deep")
 def _(d):
     path = config(d)
     path.write_text(path.read_text() + "x-deep: " + "[" * 3000 + "]" * 3000 + "\n")
