@@ -417,6 +417,14 @@ DAMAGED = {
         CIFAR,
         r"cannot read the tar archive, truncated or corrupt",
     ),
+    "not a tar archive": (
+        # tarfile's message lists each compression it tried, one per line
+        "cifar10",
+        lambda d: (d / CIFAR).write_bytes(b"\x1f\x8b" + b"garbage" * 50),
+        CIFAR,
+        r"cannot read the tar archive, truncated or corrupt \(file could not be opened "
+        r"successfully: - method gz: ",
+    ),
     "tar member missing": (
         "cifar10",
         lambda d: cifar_tar(d / CIFAR, skip=("test_batch.bin",)),
