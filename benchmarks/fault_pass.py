@@ -2004,6 +2004,10 @@ def judge(
         return "unclear", f"exit status {status}, expected {run.refused_status}"
     if len(errors) != 1:
         return "unclear", f"{len(errors)} error lines"
+    if run.prefix and stderr.strip().splitlines()[-1] != errors[0]:
+        # A command's error line is the last it writes: more after it is the message going
+        # on over several lines.
+        return "unclear", "the error goes on over more than one line"
     missing = [m for m in run.mentions if m not in errors[0]]
     if missing:
         return "unclear", f"the error line does not name {missing}"
@@ -2024,7 +2028,8 @@ def run_case(c: Case, root: Path) -> Result:
             run.argv, cwd=run.cwd or d, env=env, capture_output=True, text=True,
             timeout=run.timeout, stdin=subprocess.DEVNULL, errors="backslashreplace",
         )  # fmt: skip
-        status, stderr = proc.returncode, proc.stderr + proc.stdout
+        # Snakemake writes its WorkflowError on stdout.
+        status, stderr = proc.returncode, proc.stderr + ("" if run.prefix else proc.stdout)
     except subprocess.TimeoutExpired as exc:
         status = None
         stderr = (exc.stderr or b"").decode(errors="backslashreplace") if exc.stderr else ""
