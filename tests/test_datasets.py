@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import hashlib
+import http.server
 import io
 import os
 import pickle
@@ -630,6 +631,37 @@ def test_a_text_corpus_of_another_size_is_not_kept(www, tmp_path):
     ds = dataclasses.replace(ds, files=(dataclasses.replace(ds.files[0], bytes=600901),))
     with pytest.raises(DownloadError, match=r"bytes received for nietzsche\.txt; expected 600,901"):
         fetch.fetch(ds, tmp_path / "raw", progress=False, retries=0)
+    assert not list((tmp_path / "raw").iterdir())
+
+
+class EndlessHandler(http.server.SimpleHTTPRequestHandler):
+    """Sends text without a Content-Length and without end (a hostile or broken server)."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        try:
+            while True:
+                self.wfile.write(b"endless text " * 8192)
+        except OSError:  # the client hung up
+            pass
+
+
+def test_a_download_larger_than_the_registry_says_stops_at_that_size(tmp_path):
+    """A file whose size the registry gives is not read past it: a server sending without
+    end filled the disk (the size was checked after the body ended)."""
+    srv = _serve(tmp_path, EndlessHandler)
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}/nietzsche.txt"
+        ds = registry.get("nietzsche")
+        ds = dataclasses.replace(ds, files=(DatasetFile("nietzsche.txt", url, None, 600901),))
+        with pytest.raises(DownloadError, match=r"more than the 600,901 bytes of nietzsche\.txt"):
+            fetch.fetch(ds, tmp_path / "raw", progress=False, retries=0)
+    finally:
+        srv.shutdown()
     assert not list((tmp_path / "raw").iterdir())
 
 
