@@ -591,6 +591,10 @@ def cmd_unpack(args) -> int:
                 raise Refused(f"{records}: not found; expected a records-<parts>.tar.gz")
             try:
                 _unpack(records, into)
+            except tarfile.FilterError as exc:  # e.g. through a link already in --into
+                raise Refused(
+                    f"{records}: refusing member {exc.tarinfo.name!r} ({_one_line(exc)})"
+                ) from None
             except (tarfile.TarError, EOFError, zlib.error) as exc:
                 raise Refused(f"{records}: not a readable tar archive ({_one_line(exc)})") from None
     except Refused as exc:

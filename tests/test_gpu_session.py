@@ -113,7 +113,7 @@ def _inner(name: str, kind: bytes = tarfile.REGTYPE, data: bytes = b"x") -> tarf
 @pytest.mark.parametrize(
     "case",
     ["nested escape", "nested .tar.gz a folder", "nested .tar.gz not gzip", "not a tar",
-     "missing", "into a file"],
+     "missing", "into a file", "through a link in into"],
 )  # fmt: skip
 def test_unpacking_a_damaged_or_hostile_archive_is_one_line(tmp_path, case):
     """A refused member exited 1 through SystemExit; a damaged archive, a member named
@@ -140,6 +140,13 @@ def test_unpacking_a_damaged_or_hostile_archive_is_one_line(tmp_path, case):
         says = "records-x.tar.gz: not a readable tar archive ("
     elif case == "missing":
         says = "records-x.tar.gz: not found"
+    elif case == "through a link in into":
+        with tarfile.open(records, "w:gz") as tar:
+            tar.addfile(_inner("a.json", data=b"{}"), io.BytesIO(b"{}"))
+        into.mkdir()
+        (tmp_path / "outside.json").write_text("mine")
+        (into / "a.json").symlink_to(tmp_path / "outside.json")
+        says = "records-x.tar.gz: refusing member 'a.json' ('a.json' would be extracted to "
     else:
         with tarfile.open(records, "w:gz") as tar:
             tar.addfile(_inner("a.json", data=b"{}"), io.BytesIO(b"{}"))
@@ -149,6 +156,8 @@ def test_unpacking_a_damaged_or_hostile_archive_is_one_line(tmp_path, case):
     assert not (tmp_path / "escape.json").exists()
     if case == "into a file":
         assert into.read_text() == "mine"
+    if case == "through a link in into":
+        assert (tmp_path / "outside.json").read_text() == "mine"
 
 
 def test_packing_keeps_the_records_and_leaves_out_data_models_and_old_figures(tmp_path):
