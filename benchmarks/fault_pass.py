@@ -933,6 +933,11 @@ class Server:
                         self.wfile.write(body[: len(body) // 3])
                         self.wfile.flush()
                         self.connection.shutdown(2)
+                    elif path == "/endless.txt":  # no length, no end
+                        self.send_response(200)
+                        self.end_headers()
+                        while True:
+                            self.wfile.write(b"endless text " * 8192)
                     elif path == "/badlength.zip":
                         self.send_response(200)
                         self.send_header("Content-Length", "lots")
@@ -1076,6 +1081,14 @@ def _(d):
     argv = eb("download", "--url", "http://no-such-host.invalid/db.zip", "--out", out,
               "--info", d / "info.json", "--retries", "0", "--no-progress")  # fmt: skip
     return Run(argv, mentions=("no-such-host.invalid",), outputs=(out,))
+
+
+@case("download", "a dataset's file sent without end (the registry gives its size)")
+def _(d):
+    run = Run(probe("fetch_file", server().url("/endless.txt"), str(d / "raw" / "nietzsche.txt")),
+              mentions=("endless.txt", "600,901"), outputs=(d / "raw" / "nietzsche.txt",),
+              timeout=20)  # fmt: skip
+    return run
 
 
 @case("download", "dataset-file of a dataset name that climbs out (../../etc)")
@@ -1875,6 +1888,14 @@ def _(d):
     return unpack(d, [_file("a.json", b"{}")], mentions=("into",), keep=(d / "into",))
 
 
+@case("gpu_session unpack", "--into holds a link a.json to a file outside; the archive an a.json")
+def _(d):
+    (d / "into").mkdir()
+    (d / "outside.json").write_text("mine")
+    (d / "into" / "a.json").symlink_to(d / "outside.json")
+    return unpack(d, [_file("a.json", b"{}")], mentions=("a.json",), keep=(d / "outside.json",))
+
+
 @case("gpu_session unpack", "a valid records archive (control)")
 def _(d):
     inner = _inner([_file("train/t/repeat-1/metrics.json", b"{}")])
@@ -1920,11 +1941,24 @@ def _probe_check_settings(spec: str, steps: int, memory: str) -> None:
     print(f"accepted: batch {s.start} to {s.most}")
 
 
+def _probe_fetch_file(url: str, dest: str) -> None:
+    """The dataset_file rule's download (``fetch_file``) of nietzsche.txt from ``url``."""
+    import dataclasses
+
+    from embryo_bench.data import fetch, registry
+
+    ds = registry.get("nietzsche")
+    f = dataclasses.replace(ds.files[0], url=url)
+    fetch.fetch_file(dataclasses.replace(ds, files=(f,)), f, dest, progress=False, retries=0)
+    print("fetched")
+
+
 #: Package calls the cases make as commands (``--probe NAME``).
 PROBES: dict[str, Callable] = {
     "load_builder": _probe_load_builder,
     "build_model": _probe_build_model,
     "check_settings": _probe_check_settings,
+    "fetch_file": _probe_fetch_file,
 }
 
 
