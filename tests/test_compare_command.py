@@ -7,6 +7,7 @@ measured slowdown, 0 otherwise, 2 with one line for a bad folder. Made-up result
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -361,3 +362,23 @@ def test_a_metrics_file_that_cannot_be_read_as_text_is_one_line(tmp_path, capsys
     (line,) = err.strip().splitlines()
     assert status == 2 and out == "", line
     assert line.startswith(f"embryo-bench: error: compare: {metrics}: "), line
+
+
+def test_a_reference_file_that_matches_no_run_is_refused(tmp_path, capsys):
+    """A reference whose every entry names a target no folder ran (a misspelt target) said
+    "no run" and exit status 0: a nightly job against it could never fail. Some entries
+    without runs stay rows of their own."""
+    a = result_folder(tmp_path / "a", 100.0, workload=False)
+    ref = tmp_path / "ref.yaml"
+    ref.write_text("targets:\n  host-1-cpu: {images_per_s: 1000}\n")
+    status, out, err = run(capsys, a, "--reference", ref)
+    (line,) = err.strip().splitlines()
+    assert status == 2 and out == "", line
+    assert line == (
+        f"embryo-bench: error: {ref}: no entry matches a run of the folders (its entries: "
+        "paper/host-1-cpu; the folders' runs: paper/host-1cpu, paper/host-2cpu); expected "
+        "targets (or workloads and targets) as the folders name them"
+    )
+    ref.write_text("targets:\n  host-1cpu: {images_per_s: 90}\n  host-9cpu: {images_per_s: 9}\n")
+    status, out, err = run(capsys, a, "--reference", ref)
+    assert status == 0 and re.search(r"\| host-9cpu +\| +0 \|.*\| no run +\|", out), out
