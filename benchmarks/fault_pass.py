@@ -1527,6 +1527,13 @@ def _(d):
                mentions=("ref.yaml", "twice"))  # fmt: skip
 
 
+@case("compare", "--reference whose only target is misspelt (host-1-cpu)")
+def _(d):
+    (d / "ref.yaml").write_text("targets:\n  host-1-cpu: {images_per_s: 1000}\n")
+    return Run(eb("compare", result_folder(d / "a", 100), "--reference", d / "ref.yaml"),
+               mentions=("ref.yaml", "host-1-cpu"))  # fmt: skip
+
+
 @case("compare", "--markdown onto the --reference file itself")
 def _(d):
     ref = d / "ref.yaml"
