@@ -32,7 +32,8 @@ Usage::
 
 Exit status 0 (the counts are the result, not a pass/fail). Needs the repository's
 environment (``embryo-bench`` importable, ``PYTHONPATH=src`` for a checkout); the trainer's
-model checks import Keras on JAX (about 5 s each). Takes about three minutes on two cores.
+model checks import Keras on JAX (about 5 s each). 176 cases; about five minutes on two idle
+cores (most of it the commands' own start: about 1 s each).
 
 Internal: ``--probe NAME ARGS`` runs one of :data:`PROBES` (a call into the package that no
 command makes on its own without training) as ``embryo-bench`` runs a command: exit status 2
@@ -481,6 +482,11 @@ def _(d):
     shutil.rmtree(d / "copy" / "test_set")
     entry = {"name": "catsdogs-cnn", "data": "real", "path": "copy"}
     return check(d, config(d, [entry]), mentions=("workloads[0]", "test_set"))
+
+
+@case("offline copy", "one workload listed twice")
+def _(d):
+    return check(d, config(d, [SYNTH_MLP, SYNTH_MLP]), mentions=("workloads[1]", "twice"))
 
 
 @case("offline copy", "path: a copy accepted by its own sha256 (valid)")
@@ -1774,6 +1780,15 @@ def _(d):
     (d / "bl").write_text("mine")
     # A budget spent before the first trial: no trial runs, whatever --out does.
     return _bl(d, "--budget", "1e-9", mentions=("--out",), keep=(d / "bl",), outputs=())
+
+
+@case("batch-limit", "a run.json of 1 GPU on this machine without one (one JAX trial)")
+def _(d):
+    spec = run_json(d / "run.json")
+    spec.write_text(json.dumps({**json.loads(spec.read_text()), "gpus": 1, "backend": "jax"}))
+    argv = eb("batch-limit", "--spec", spec, "--out", d / "bl", "--steps", "2", "--epochs", "2",
+              "--memory-limit", "2g")  # fmt: skip
+    return Run(argv, mentions=("gpus",), outputs=(d / "bl" / "batch_limit.json",))
 
 
 @case("batch-limit", "--steps 10^9: not one sample's data fits in --memory-limit")
