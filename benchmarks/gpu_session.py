@@ -61,6 +61,7 @@ import subprocess
 import sys
 import tarfile
 import time
+import zlib
 from pathlib import Path
 
 import yaml
@@ -515,38 +516,90 @@ def cmd_run(args) -> int:
 # --- unpack (here) ---------------------------------------------------------------------------
 
 
-def safe_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
+class Refused(Exception):
+    """An archive, or an option, ``unpack`` does not take: one line, exit status 2."""
+
+
+def safe_members(tar: tarfile.TarFile, where: str = "") -> list[tarfile.TarInfo]:
     """Regular files and folders with relative paths inside the archive only (the records
-    come from another machine: no links, devices or paths that climb out)."""
+    come from another machine: no links, devices or paths that climb out).
+
+    Raises:
+        Refused: naming the archive (``where``, default its file) and the member.
+    """
     members = []
     for m in tar.getmembers():
         parts = Path(m.name).parts
         if m.name.startswith("/") or ".." in parts or not (m.isfile() or m.isdir()):
-            raise SystemExit(
-                f"{tar.name}: refusing member {m.name!r} (outside the folder or not a file)"
+            raise Refused(
+                f"{where or tar.name}: refusing member {m.name!r} (outside the folder or not a "
+                "file)"
             )
         members.append(m)
     return members
 
 
+def _unpack(records: str, into: Path) -> None:
+    """Unpack one records archive into ``into``, each inner ``.tar.gz`` into a folder of its
+    name, and copy its session file beside them.
+
+    Raises:
+        Refused: a member refused (:func:`safe_members`), an inner ``.tar.gz`` that is not a
+            file; tarfile.TarError, EOFError, zlib.error: a damaged archive (the caller names
+            it).
+    """
+    with tarfile.open(records) as tar:
+        for m in safe_members(tar):
+            if m.name.endswith(".tar.gz"):
+                if not m.isfile():  # extractfile gave None: an AssertionError
+                    raise Refused(
+                        f"{records}: member {m.name} is not a file; expected a .tar.gz of records"
+                    )
+                folder, where = into / m.name[: -len(".tar.gz")], f"{records}: member {m.name}"
+                try:
+                    with tarfile.open(fileobj=tar.extractfile(m), mode="r:gz") as sub:
+                        sub.extractall(folder, members=safe_members(sub, where), filter="data")
+                except (tarfile.TarError, EOFError, zlib.error) as exc:
+                    raise Refused(
+                        f"{where}: not a readable .tar.gz archive ({_one_line(exc)})"
+                    ) from None
+            else:
+                tar.extract(m, into, filter="data")
+    session = Path(records).with_name(Path(records).name.replace("records-", "session-")
+                                      .replace(".tar.gz", ".json"))  # fmt: skip
+    if session.is_file():
+        (into / session.name).write_bytes(session.read_bytes())
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception's message on one line (tarfile's lists each method it tried)."""
+    return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+
+
 def cmd_unpack(args) -> int:
+    """Unpack each records archive into ``--into``: exit status 0, or 2 with one line
+    ``gpu_session: error: <what>`` for an archive or option it does not take (a refused
+    member, a damaged archive, a missing file, ``--into`` a file), as embryo-bench's
+    commands refuse bad input."""
     into = Path(args.into)
-    into.mkdir(parents=True, exist_ok=True)
-    for records in args.records:
-        with tarfile.open(records) as tar:
-            for m in safe_members(tar):
-                if m.name.endswith(".tar.gz"):
-                    folder = into / m.name[: -len(".tar.gz")]
-                    inner = tar.extractfile(m)
-                    assert inner is not None
-                    with tarfile.open(fileobj=inner, mode="r:gz") as sub:
-                        sub.extractall(folder, members=safe_members(sub), filter="data")
-                else:
-                    tar.extract(m, into, filter="data")
-        session = Path(records).with_name(Path(records).name.replace("records-", "session-")
-                                          .replace(".tar.gz", ".json"))  # fmt: skip
-        if session.is_file():
-            (into / session.name).write_bytes(session.read_bytes())
+    try:
+        if into.exists() and not into.is_dir():
+            raise Refused(f"--into {into}: a file; expected a folder")
+        into.mkdir(parents=True, exist_ok=True)
+        for records in args.records:
+            if not Path(records).is_file():
+                raise Refused(f"{records}: not found; expected a records-<parts>.tar.gz")
+            try:
+                _unpack(records, into)
+            except tarfile.FilterError as exc:  # e.g. through a link already in --into
+                raise Refused(
+                    f"{records}: refusing member {exc.tarinfo.name!r} ({_one_line(exc)})"
+                ) from None
+            except (tarfile.TarError, EOFError, zlib.error) as exc:
+                raise Refused(f"{records}: not a readable tar archive ({_one_line(exc)})") from None
+    except Refused as exc:
+        print(f"gpu_session: error: {exc}", file=sys.stderr)
+        return 2
     print(f"unpacked into {into}")
     return 0
 

@@ -152,6 +152,13 @@ def test_bad_settings_are_refused_in_one_line_before_anything_is_written(tmp_pat
         (["--memory-limit", "lots"], "--memory-limit: size 'lots'"),
         (["--memory-limit", "100m"], "--memory-limit 100 MiB: too little"),
         (["--memory-limit", "1g", "--most", "2000000"], "would not fit in the --memory-limit"),
+        # NaN passed "budget <= 0" (a search with no time limit, or an error at the first
+        # trial); a NaN memory size ended in int()'s traceback.
+        (["--budget", "nan"], "--budget nan: expected seconds > 0"),
+        (["--memory-limit", "nang"], "--memory-limit: size 'nang'"),
+        # Not one sample's data over the steps fits: the cap fell back to 2^20 and every
+        # trial ran out of memory ("no batch fits"), blaming the model.
+        (["--memory-limit", "1g", "--steps", str(10**9)], f"--steps {10**9}: one sample's"),
     ]
     for extra, message in cases:
         code, err = _run_cli(capsys, "--spec", str(run_json), "--out", str(out), *extra)
@@ -166,6 +173,23 @@ def test_bad_settings_are_refused_in_one_line_before_anything_is_written(tmp_pat
     run_json.write_text("{")
     code, err = _run_cli(capsys, "--spec", str(run_json), "--out", str(out))
     assert code == 2 and f"{run_json}: not valid JSON" in err and not out.exists()
+    run_json.unlink()
+    run_json.mkdir()  # an IsADirectoryError's traceback
+    code, err = _run_cli(capsys, "--spec", str(run_json), "--out", str(out))
+    assert code == 2 and f"{run_json}: a folder; expected a JSON file" in err, err
+
+
+def test_an_out_that_is_a_file_is_refused_before_any_trial(tmp_path, capsys):
+    """A file at --out (a FileExistsError's traceback, after the settings were read) is
+    refused before the first trial and kept."""
+    spec = dataclasses.replace(_spec(MLP), backend="jax")
+    spec.write(tmp_path / "run.json")
+    (tmp_path / "out").write_text("mine")
+    code, err = _run_cli(capsys, "--spec", str(tmp_path / "run.json"), "--out",
+                         str(tmp_path / "out"))  # fmt: skip
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert err == f"embryo-bench: error: --out {tmp_path / 'out'}: a file; expected a folder"
+    assert (tmp_path / "out").read_text() == "mine"
 
 
 @pytest.mark.slow

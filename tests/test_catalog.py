@@ -276,6 +276,7 @@ def test_builders_take_other_shapes_and_refuse_impossible_ones():
 
 USER_MODULE = """
 import json
+import sys
 from json import loads
 
 import keras
@@ -348,6 +349,10 @@ def subclassed_more(input_shape, classes):
     return Subclassed(50)
 
 
+def exits(input_shape, classes):
+    sys.exit(3)
+
+
 def subclassed_fails(input_shape, classes):
     return keras.Sequential([keras.layers.Reshape((32, 32, 3)), keras.layers.Flatten(),
                              keras.layers.Dense(classes)])
@@ -368,9 +373,16 @@ def user_module(tmp_path, monkeypatch):
     (tmp_path / "other_models.py").write_text(OTHER_MODULE)
     (tmp_path / "broken_models.py").write_text("def tiny(:\n")
     (tmp_path / "failing_models.py").write_text("import no_such_package_here\n")
+    # A script's top level: it ends the program when imported.
+    (tmp_path / "exiting_models.py").write_text("import sys\nsys.exit(0)\n")
+    (tmp_path / "script_models.py").write_text(
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--data')\n"
+        "args = p.parse_args(['--epochs', '3'])\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     yield tmp_path
-    for name in ("my_models", "other_models", "broken_models", "failing_models"):
+    for name in ("my_models", "other_models", "broken_models", "failing_models",
+                 "exiting_models", "script_models"):  # fmt: skip
         sys.modules.pop(name, None)
 
 
@@ -417,6 +429,8 @@ BAD_MODELS = {
     "two_outputs": r"returned a model whose output is \(None, 10\) and \(None, 10\); "
     r"expected \(None, 10\)",
     "subclassed_more": r"returned a model whose output is \(None, 50\); expected \(None, 10\)",
+    # SystemExit is no Exception: it ended the trainer, with the builder's exit status.
+    "exits": r"raised SystemExit: 3 \(.*my_models\.py, line \d+\); expected a keras\.Model ",
     "subclassed_fails": r"returned a model that cannot take inputs of \(None, 28, 28, 1\), the "
     r"workload's input_shape \[28, 28, 1\] \(ValueError: ",
 }
@@ -452,8 +466,14 @@ def test_a_binary_loss_expects_one_output_whatever_the_class_count(user_module):
         ("failing_models:tiny", "(ModuleNotFoundError: No module named 'no_such_package_here')"),
         ("my_models:huge", "'my_models:huge': module 'my_models' has no 'huge'"),
         ("my_models:NOT_A_FUNCTION", "'NOT_A_FUNCTION' is a int, not a function"),
+        # A script's top level ended the trainer (status 0, read as success) or printed its
+        # argparse usage and ended it (status 2), naming no setting.
+        ("exiting_models:tiny", "module 'exiting_models' ends the program when imported "
+         "(SystemExit: 0); expected a module that only defines"),
+        ("script_models:tiny", "module 'script_models' ends the program when imported "
+         "(SystemExit: 2)"),
     ],
-)
+)  # fmt: skip
 def test_a_bad_builder_path_is_one_line(user_module, path, message):
     with pytest.raises(ConfigError) as err:
         load_builder(path, setting="workloads.mine.model")

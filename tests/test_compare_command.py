@@ -7,6 +7,7 @@ measured slowdown, 0 otherwise, 2 with one line for a bad folder. Made-up result
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -317,3 +318,67 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_comparison(tmp_p
         (line,) = err.strip().splitlines()
         assert status == 2 and out == "" and line.startswith(f"embryo-bench: error: {says}")
     assert not md.exists()
+
+
+def test_an_output_onto_what_compare_reads_is_refused_and_the_file_kept(tmp_path, capsys):
+    """--markdown naming the --reference file replaced it with the comparison, and --csv
+    naming a run's metrics.json replaced that run's measurements: what compare reads is
+    never written."""
+    a = result_folder(tmp_path / "a", 100.0, workload=False)
+    b = result_folder(tmp_path / "b", 100.0, OTHER_NOISE, workload=False)
+    ref = tmp_path / "ref.yaml"
+    ref.write_text("targets:\n  host-1cpu: {images_per_s: 100}\n")
+    metrics = b / "train/host-1cpu/repeat-1/metrics.json"
+    kept = {p: p.read_bytes() for p in (ref, metrics)}
+    for args, says in (
+        ([a, "--reference", ref, "--markdown", ref],
+         f"--markdown {ref}: the --reference file; expected a file of its own"),
+        ([a, b, "--csv", metrics],
+         f"--csv {metrics}: inside {b}'s runs (train/); expected a file outside the result "
+         "folders' train/ and workloads/"),
+        ([a, b, "--markdown", b / "workloads" / "x.md"], "--markdown"),
+    ):  # fmt: skip
+        status, out, err = run(capsys, *args)
+        (line,) = err.strip().splitlines()
+        assert status == 2 and out == "" and line.startswith(f"embryo-bench: error: {says}"), line
+    assert {p: p.read_bytes() for p in kept} == kept
+    assert not (b / "workloads").exists()
+    # beside the runs, in the folder itself, is fine
+    assert run(capsys, a, b, "--csv", b / "compare.csv")[0] == 0 and (b / "compare.csv").exists()
+
+
+@pytest.mark.parametrize("damage", ["a folder", "not UTF-8"])
+def test_a_metrics_file_that_cannot_be_read_as_text_is_one_line(tmp_path, capsys, damage):
+    """A metrics.json that is a folder, or not UTF-8, ended in a traceback."""
+    a = result_folder(tmp_path / "a", 100.0, workload=False)
+    b = result_folder(tmp_path / "b", 100.0, OTHER_NOISE, workload=False)
+    metrics = b / "train/host-1cpu/repeat-1/metrics.json"
+    metrics.unlink()
+    if damage == "a folder":
+        metrics.mkdir()
+    else:
+        metrics.write_bytes(b'{"target": "\xff"}')
+    status, out, err = run(capsys, a, b)
+    (line,) = err.strip().splitlines()
+    assert status == 2 and out == "", line
+    assert line.startswith(f"embryo-bench: error: compare: {metrics}: "), line
+
+
+def test_a_reference_file_that_matches_no_run_is_refused(tmp_path, capsys):
+    """A reference whose every entry names a target no folder ran (a misspelt target) said
+    "no run" and exit status 0: a nightly job against it could never fail. Some entries
+    without runs stay rows of their own."""
+    a = result_folder(tmp_path / "a", 100.0, workload=False)
+    ref = tmp_path / "ref.yaml"
+    ref.write_text("targets:\n  host-1-cpu: {images_per_s: 1000}\n")
+    status, out, err = run(capsys, a, "--reference", ref)
+    (line,) = err.strip().splitlines()
+    assert status == 2 and out == "", line
+    assert line == (
+        f"embryo-bench: error: {ref}: no entry matches a run of the folders (its entries: "
+        "paper/host-1-cpu; the folders' runs: paper/host-1cpu, paper/host-2cpu); expected "
+        "targets (or workloads and targets) as the folders name them"
+    )
+    ref.write_text("targets:\n  host-1cpu: {images_per_s: 90}\n  host-9cpu: {images_per_s: 9}\n")
+    status, out, err = run(capsys, a, "--reference", ref)
+    assert status == 0 and re.search(r"\| host-9cpu +\| +0 \|.*\| no run +\|", out), out

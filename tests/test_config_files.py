@@ -169,6 +169,32 @@ def test_nan_and_infinity_are_refused_naming_the_file_and_the_setting(
     )
 
 
+@pytest.mark.parametrize("depth", [200, 3000], ids=["deeper than a schema", "deeper than YAML"])
+def test_settings_nested_deeper_than_a_configuration_goes_are_refused(tmp_path, capsys, depth):
+    """3,000 levels ended in a RecursionError's traceback from PyYAML's composer (from about
+    490); 200 passed, under an x- key, as nothing read it."""
+    second = _write(tmp_path / "second.yaml", "x-deep: " + "[" * depth + "]" * depth + "\n")
+    assert main(["check-config", str(OFFLINE), str(second)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"embryo-bench: error: {second}: "), err
+    assert "settings nested more than 50 levels deep; expected a configuration" in err
+    assert err.count("\n") == 1
+
+
+def test_aliases_of_aliases_are_refused_before_any_check_walks_them(tmp_path, capsys):
+    """Ten levels of ten aliases each (10^10 values once expanded) parse in a moment, shared,
+    and kept check-config walking them for hours (the NaN search, the schema)."""
+    lines = ["x-0: &a0 [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"]
+    lines += [f"x-{k}: &a{k} [{', '.join([f'*a{k - 1}'] * 10)}]" for k in range(1, 10)]
+    second = _write(tmp_path / "second.yaml", "\n".join(lines) + "\n")
+    assert main(["check-config", str(OFFLINE), str(second)]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"embryo-bench: error: {second}: settings that expand to more than 100,000 values "
+        "(YAML aliases of aliases?); expected a configuration\n"
+    )
+
+
 def test_a_non_finite_number_in_settings_not_read_from_a_file_is_refused_too():
     """Snakemake's --config, or a configuration built in code: named by its source where
     one is given, by the setting alone otherwise."""

@@ -9,7 +9,9 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import hashlib
+import http.server
 import io
+import os
 import pickle
 import re
 import tarfile
@@ -326,6 +328,26 @@ def _idx_labels_of_images(d: Path) -> None:
     (d / "t10k-labels-idx1-ubyte.gz").write_bytes(gzip.compress(images))
 
 
+def _npz_label_out_of_range(d: Path) -> None:
+    data = mnist_npz(d / "mnist.npz")
+    data["y_test"][1] = 200  # MNIST has 10 classes: labels 0..9
+    np.savez_compressed(d / "mnist.npz", **data)
+
+
+def _idx_label_out_of_range(d: Path) -> None:
+    data = mnist_idx(d)
+    data["y_train"][2] = 255
+    (d / "train-labels-idx1-ubyte.gz").write_bytes(gzip.compress(idx_bytes(data["y_train"])))
+
+
+def _idx_sizes_overflow(d: Path) -> None:
+    """Sizes whose product is 2^64, which a 64-bit product reads as 0: no data bytes after
+    the header then matched it."""
+    mnist_idx(d)
+    header = bytes([0, 0, 8, 3]) + b"".join(n.to_bytes(4, "big") for n in (2**22, 2**22, 2**20))
+    (d / "train-images-idx3-ubyte.gz").write_bytes(gzip.compress(header))
+
+
 def _idx_short(d: Path) -> None:
     mnist_idx(d)
     short = idx_bytes(np.zeros((7, 28, 28), np.uint8))[:-5]
@@ -353,6 +375,25 @@ DAMAGED = {
         "mnist.npz",
         r"missing arrays \['x_test', 'y_test'\]",
     ),
+    "npz label out of range": (
+        "mnist",
+        _npz_label_out_of_range,
+        "mnist.npz",
+        r"y_test holds label 200 \(at 1\); expected 0\.\.9",
+    ),
+    "idx label out of range": (
+        "mnist-idx",
+        _idx_label_out_of_range,
+        "train-labels-idx1-ubyte.gz",
+        r"label 255 \(at 2\); expected 0\.\.9",
+    ),
+    "idx sizes overflow": (
+        "mnist-idx",
+        _idx_sizes_overflow,
+        IDX_IMAGES,
+        r"0 data bytes after the header; expected 4194304 x 4194304 x 1048576 = "
+        r"18,446,744,073,709,551,616",
+    ),
     "truncated gz": (
         "mnist-idx",
         lambda d: (mnist_idx(d), _truncate(d / IDX_IMAGES)),
@@ -376,6 +417,14 @@ DAMAGED = {
         lambda d: (cifar_tar(d / CIFAR), _truncate(d / CIFAR)),
         CIFAR,
         r"cannot read the tar archive, truncated or corrupt",
+    ),
+    "not a tar archive": (
+        # tarfile's message lists each compression it tried, one per line
+        "cifar10",
+        lambda d: (d / CIFAR).write_bytes(b"\x1f\x8b" + b"garbage" * 50),
+        CIFAR,
+        r"cannot read the tar archive, truncated or corrupt \(file could not be opened "
+        r"successfully: - method gz: ",
     ),
     "tar member missing": (
         "cifar10",
@@ -582,6 +631,37 @@ def test_a_text_corpus_of_another_size_is_not_kept(www, tmp_path):
     ds = dataclasses.replace(ds, files=(dataclasses.replace(ds.files[0], bytes=600901),))
     with pytest.raises(DownloadError, match=r"bytes received for nietzsche\.txt; expected 600,901"):
         fetch.fetch(ds, tmp_path / "raw", progress=False, retries=0)
+    assert not list((tmp_path / "raw").iterdir())
+
+
+class EndlessHandler(http.server.SimpleHTTPRequestHandler):
+    """Sends text without a Content-Length and without end (a hostile or broken server)."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        try:
+            while True:
+                self.wfile.write(b"endless text " * 8192)
+        except OSError:  # the client hung up
+            pass
+
+
+def test_a_download_larger_than_the_registry_says_stops_at_that_size(tmp_path):
+    """A file whose size the registry gives is not read past it: a server sending without
+    end filled the disk (the size was checked after the body ended)."""
+    srv = _serve(tmp_path, EndlessHandler)
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}/nietzsche.txt"
+        ds = registry.get("nietzsche")
+        ds = dataclasses.replace(ds, files=(DatasetFile("nietzsche.txt", url, None, 600901),))
+        with pytest.raises(DownloadError, match=r"more than the 600,901 bytes of nietzsche\.txt"):
+            fetch.fetch(ds, tmp_path / "raw", progress=False, retries=0)
+    finally:
+        srv.shutdown()
     assert not list((tmp_path / "raw").iterdir())
 
 
@@ -840,6 +920,33 @@ def test_workload_files_refuses_an_absolute_class_name(tmp_path, capsys):
     assert [p.name for p in tmp_path.iterdir()] == ["arrays.npz"]
 
 
+@pytest.mark.parametrize(
+    ("classes", "labels", "message"),
+    [
+        (2, [0, 5], r"y_train holds labels 0\.\.5; expected 0\.\.1"),
+        ("2", [0, 1], r"info classes '2'; expected a whole number of classes, 2 or more"),
+        (0, [0, 1], r"info classes 0; expected a whole number of classes, 2 or more"),
+    ],
+    ids=["label beyond the classes", "classes as text", "no classes"],
+)
+def test_workload_files_refuses_arrays_whose_labels_name_no_class(
+    tmp_path, capsys, classes, labels, message
+):
+    """An arrays file whose labels or class count do not fit (damaged, or made by hand)
+    ended in a ValueError's or TypeError's traceback from the image writer."""
+    from embryo_bench import cli
+
+    x = RNG.integers(0, 256, (2, 8, 8, 3), dtype=np.uint8)
+    y = np.asarray(labels, dtype=np.int32)
+    arrays.write_arrays(tmp_path / "a.npz", x, y, x[:1], y[:1], {"classes": classes})
+    argv = ["workload-files", "--arrays", str(tmp_path / "a.npz"), "--out", str(tmp_path / "f")]
+    assert cli.main(argv) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and re.search(message, error[0]), error
+    assert error[0].startswith(f"embryo-bench: error: {tmp_path / 'a.npz'}: ")
+    assert not (tmp_path / "f").exists()
+
+
 def test_workload_files_writes_the_real_names_and_numbered_classes(tmp_path):
     from embryo_bench import cli
 
@@ -872,6 +979,29 @@ def test_an_image_folder_copy_whose_class_folders_cannot_be_written_back_is_refu
     with pytest.raises(DataError, match=message) as exc:
         datasets.prepare("catsdogs", {"folder": tmp_path / "copy"}, tmp_path / "p.npz")
     one_line(exc, tmp_path / "copy" / "training_set")
+    assert not (tmp_path / "p.npz").exists()
+
+
+@pytest.mark.parametrize(
+    ("damage", "named", "message"),
+    [
+        (lambda split: os.mkfifo(split / "cats" / "p.png"), "cats/p.png", r"a named pipe"),
+        (
+            lambda split: os.rename(split / "cats", os.fsencode(split) + b"/caf\xe9"),
+            "caf\\xe9",
+            r"a folder name that is not UTF-8",
+        ),
+    ],
+    ids=["named pipe", "name not UTF-8"],
+)
+def test_an_image_folder_entry_that_cannot_be_read_is_named(tmp_path, damage, named, message):
+    """A named pipe among the images hung the data job (its reader waits for a writer); a
+    class folder named in Latin-1 ended in a traceback while the copy was hashed."""
+    image_folder(tmp_path / "copy")
+    damage(tmp_path / "copy" / "training_set")
+    with pytest.raises(DataError, match=message) as exc:
+        datasets.prepare("catsdogs", {"folder": tmp_path / "copy"}, tmp_path / "p.npz")
+    assert named in one_line(exc, tmp_path / "copy" / "training_set")
     assert not (tmp_path / "p.npz").exists()
 
 

@@ -3,6 +3,7 @@
 import functools
 import hashlib
 import http.server
+import re
 import threading
 from pathlib import Path
 
@@ -385,4 +386,71 @@ def test_a_cut_download_without_a_sha256_says_why_it_keeps_nothing(tmp_path):
         "; 300000 bytes received, not kept: without a sha256 to check the whole file (setting "
         "dataset.sha256) a later run cannot resume onto them, it starts over"
     )
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- what a hostile server or a careless command line hands in -----------------------------
+
+
+class BadLengthHandler(http.server.SimpleHTTPRequestHandler):
+    """Sends the file whole with a Content-Length that is not a number (urllib3 and
+    http.client read it as no length)."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        data = Path(self.translate_path(self.path)).read_bytes()
+        self.send_response(200)
+        self.send_header("Content-Length", "lots")
+        self.end_headers()
+        self.wfile.write(data)
+        self.close_connection = True
+
+
+def test_a_content_length_that_is_not_a_number_is_read_as_none(archive, tmp_path):
+    """It ended in a ValueError's traceback; the body is what the archive and sha256 checks
+    judge, as when a server sends no length."""
+    srv = _serve(archive.parent, BadLengthHandler)
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}/{archive.name}"
+        info = download(url, tmp_path / "a.zip", sha256=digest, retries=0, progress=False)
+    finally:
+        srv.shutdown()
+    assert info["sha256_verified"] and (tmp_path / "a.zip").read_bytes() == archive.read_bytes()
+
+
+@pytest.mark.parametrize("where", ["dest", "part"])
+def test_a_folder_where_the_download_goes_is_named_and_kept(tmp_path, where):
+    """A folder at the destination (an outdir given as the file) or at its .part ended in an
+    IsADirectoryError's traceback, after the download; it is refused before any request."""
+    folder = tmp_path / ("a.zip" if where == "dest" else "a.zip.part")
+    folder.mkdir()
+    (folder / "mine.txt").write_text("mine")
+    with pytest.raises(DownloadError, match=rf"^{folder}: a folder; expected "):
+        download("http://127.0.0.1:9/a.zip", tmp_path / "a.zip", retries=0, progress=False)
+    assert (folder / "mine.txt").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [folder.name]
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--timeout", "0", r"--timeout 0\.0: expected a finite number of seconds above 0"),
+        ("--timeout", "nan", r"--timeout nan: expected a finite number of seconds above 0"),
+        ("--retries", "-1", r"--retries -1: expected 0 or more"),
+    ],
+)
+def test_download_options_out_of_range_are_refused_in_one_line(tmp_path, capsys, option, value,
+                                                               message):  # fmt: skip
+    """--timeout 0 or nan ended in a traceback from urllib3 or the socket, --retries -1 in a
+    FileNotFoundError's (no attempt was made)."""
+    from embryo_bench.cli import main
+
+    argv = ["download", "--url", "http://127.0.0.1:9/a.zip", "--out", str(tmp_path / "a.zip"),
+            "--info", str(tmp_path / "i.json"), "--no-progress", option, value]  # fmt: skip
+    assert main(argv) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and re.search(message, error[0]), error
     assert list(tmp_path.iterdir()) == []

@@ -83,10 +83,81 @@ def test_unpacking_refuses_members_that_could_land_outside_the_folder(tmp_path, 
     if kind in (tarfile.SYMTYPE, tarfile.LNKTYPE):
         member.linkname = "/etc/passwd"
     into = tmp_path / "into"
-    with pytest.raises(SystemExit, match="refusing member"):
-        session.main(["unpack", str(_tar_with(tmp_path, member)), "--into", str(into)])
+    records = _tar_with(tmp_path, member)
+    assert _unpack_refused(records, into) == f"{records}: refusing member {name!r} (outside " \
+        "the folder or not a file)"  # fmt: skip
     assert not (tmp_path / "escape.json").exists()
     assert not any(into.rglob("*.json")) if into.exists() else True
+
+
+def _unpack_refused(records: Path, into: Path) -> str:
+    """``unpack records --into into`` in a process of its own: exit status 2 and one line
+    ``gpu_session: error: <what>``; returns what."""
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "gpu_session.py"), "unpack", str(records),
+         "--into", str(into)], capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == "", (proc.returncode, proc.stderr)
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("gpu_session: error: "), line
+    return line.removeprefix("gpu_session: error: ")
+
+
+def _inner(name: str, kind: bytes = tarfile.REGTYPE, data: bytes = b"x") -> tarfile.TarInfo:
+    member = tarfile.TarInfo(name)
+    member.type = kind
+    member.size = len(data) if kind == tarfile.REGTYPE else 0
+    return member
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["nested escape", "nested .tar.gz a folder", "nested .tar.gz not gzip", "not a tar",
+     "missing", "into a file", "through a link in into"],
+)  # fmt: skip
+def test_unpacking_a_damaged_or_hostile_archive_is_one_line(tmp_path, case):
+    """A refused member exited 1 through SystemExit; a damaged archive, a member named
+    .tar.gz that is a folder or not gzip, a missing file or --into a file ended in a
+    traceback (an AssertionError, tarfile's ReadError, FileNotFoundError, FileExistsError)."""
+    records, into = tmp_path / "records-x.tar.gz", tmp_path / "into"
+    if case == "nested escape":
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as inner:
+            inner.addfile(_inner("../../escape.json"), io.BytesIO(b"x"))
+        with tarfile.open(records, "w:gz") as tar:
+            tar.addfile(_inner("gpu.tar.gz", data=buf.getvalue()), io.BytesIO(buf.getvalue()))
+        says = "records-x.tar.gz: member gpu.tar.gz: refusing member '../../escape.json'"
+    elif case == "nested .tar.gz a folder":
+        with tarfile.open(records, "w:gz") as tar:
+            tar.addfile(_inner("gpu.tar.gz", tarfile.DIRTYPE))
+        says = "records-x.tar.gz: member gpu.tar.gz is not a file; expected a .tar.gz of records"
+    elif case == "nested .tar.gz not gzip":
+        with tarfile.open(records, "w:gz") as tar:
+            tar.addfile(_inner("gpu.tar.gz", data=b"garbage"), io.BytesIO(b"garbage"))
+        says = "records-x.tar.gz: member gpu.tar.gz: not a readable .tar.gz archive ("
+    elif case == "not a tar":
+        records.write_bytes(b"garbage" * 20)
+        says = "records-x.tar.gz: not a readable tar archive ("
+    elif case == "missing":
+        says = "records-x.tar.gz: not found"
+    elif case == "through a link in into":
+        with tarfile.open(records, "w:gz") as tar:
+            tar.addfile(_inner("a.json", data=b"{}"), io.BytesIO(b"{}"))
+        into.mkdir()
+        (tmp_path / "outside.json").write_text("mine")
+        (into / "a.json").symlink_to(tmp_path / "outside.json")
+        says = "records-x.tar.gz: refusing member 'a.json' ('a.json' would be extracted to "
+    else:
+        with tarfile.open(records, "w:gz") as tar:
+            tar.addfile(_inner("a.json", data=b"{}"), io.BytesIO(b"{}"))
+        into.write_text("mine")
+        says = f"--into {into}: a file; expected a folder"
+    assert says in _unpack_refused(records, into)
+    assert not (tmp_path / "escape.json").exists()
+    if case == "into a file":
+        assert into.read_text() == "mine"
+    if case == "through a link in into":
+        assert (tmp_path / "outside.json").read_text() == "mine"
 
 
 def test_packing_keeps_the_records_and_leaves_out_data_models_and_old_figures(tmp_path):

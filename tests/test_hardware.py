@@ -35,7 +35,9 @@ def test_size_mib_follows_docker():
     assert size_mib("3G") == size_mib("3gb") == 3072 and size_mib("1.5g") == 1536
 
 
-@pytest.mark.parametrize("size", ["g", "", "lots", "-1g"])
+# nang and infg: Docker's parser reads the digits as a float (1.5g), and a NaN or an
+# infinity then failed in int() with a traceback.
+@pytest.mark.parametrize("size", ["g", "", "lots", "-1g", "nang", "infg", "-infm"])
 def test_size_mib_rejects(size):
     with pytest.raises(ConfigError, match="expected a Docker memory size such as 512m or 4g"):
         size_mib(size)
@@ -90,13 +92,13 @@ NODES = [Node("cpu1", 2, 23081, 0), Node("gpu1", 8, 64000, 2)]
 
 def test_target_fits_when_one_node_has_everything():
     assert why_not_on_nodes(_t(runner="host", cpus=2), NODES) is None
-    gpu = _t(runner="docker", cpus=8, gpus=2, memory="60g")
+    gpu = _t(runner="docker", image="gpu", cpus=8, gpus=2, memory="60g")
     assert why_not_on_nodes(gpu, NODES) is None
 
 
 def test_target_needing_more_than_any_one_node_is_explained():
     # 8 cpus exist (gpu1) and 2 GPUs exist (gpu1), but not with 100 GiB on one node.
-    target = _t(runner="docker", cpus=8, gpus=2, memory="100g")
+    target = _t(runner="docker", image="gpu", cpus=8, gpus=2, memory="100g")
     why = why_not_on_nodes(target, NODES)
     assert why.startswith("asks for 8 cpus, 102400 MiB and 2 GPUs on one node; no Slurm node")
     assert "cpu1: 2 cpus, 23081 MiB, 0 GPUs" in why and "gpu1: 8 cpus, 64000 MiB, 2 GPUs" in why
@@ -110,7 +112,7 @@ def test_why_not_uses_the_daemon_for_docker_targets():
     assert why_not(_t(runner="host", cpus=4), host) == "asks for 4 cpus, this host has 2"
     gpu = _t(runner="host", cpus=1, gpus=1)
     assert why_not(gpu, host) == "asks for 1 GPUs, this host has 0 (NVML)"
-    remote = _t(runner="docker", cpus=1, gpus=1, docker_host="ssh://bench@gpu-box")
+    remote = _t(runner="docker", image="gpu", cpus=1, gpus=1, docker_host="ssh://bench@gpu-box")
     assert why_not(remote, host, {"NCPU": 8, "Runtimes": {"nvidia": {}}}) is None
     assert why_not(remote, host, {"NCPU": 8, "Runtimes": {"runc": {}}}) == (
         "asks for 1 GPUs; the Docker daemon at ssh://bench@gpu-box has no nvidia runtime"
@@ -123,7 +125,7 @@ def test_the_runner_checks_a_run_spec_as_planning_checks_its_target():
     host = Node("this host", 2, 24000, 0)
     for entry, info in [
         ({"runner": "docker", "cpus": 4}, {"NCPU": 2}),
-        ({"runner": "docker", "cpus": 1, "gpus": 1}, {"NCPU": 2}),
+        ({"runner": "docker", "image": "gpu", "cpus": 1, "gpus": 1}, {"NCPU": 2}),
         ({"runner": "docker", "cpus": 2}, {"NCPU": 2}),
     ]:
         t = _t(**entry)

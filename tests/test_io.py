@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from embryo_bench.errors import DataError, StorageError
-from embryo_bench.io import atomic_path, tree_stamp
+from embryo_bench.io import atomic_path, sha256_file, sha256_tree, tree_stamp
 
 
 def test_too_little_free_space_is_refused_before_writing(tmp_path):
@@ -83,8 +83,13 @@ def _old_stamp(root) -> str:
             lambda d: os.symlink("..", d / "up"),
             r"Train/1/up: a symbolic link that loops \(-> \.\.\) \(to a folder above it\)",
         ),
+        (
+            lambda d: os.mkfifo(d / "p.png"),
+            r"Train/1/p\.png: a named pipe, not a regular file or folder; expected a file or "
+            r"folder \(a reader of a pipe waits for a writer",
+        ),
     ],
-    ids=["file link loop", "dangling link", "name not UTF-8", "folder link loop"],
+    ids=["file link loop", "dangling link", "name not UTF-8", "folder link loop", "named pipe"],
 )
 def test_tree_stamp_names_a_damaged_entry(tmp_path, damage, message):
     root = _tree(tmp_path / "images")
@@ -93,6 +98,25 @@ def test_tree_stamp_names_a_damaged_entry(tmp_path, damage, message):
         tree_stamp(root)
     assert str(err.value).startswith(str(root / "Train" / "1"))
     str(err.value).encode("utf-8")  # printable: the CLI and Snakemake print it
+
+
+def test_sha256_tree_of_a_name_that_is_not_utf8(tmp_path):
+    """A name's bytes are hashed as they are (a folder of an image folder copy named in
+    Latin-1 ended in a UnicodeEncodeError's traceback; its reader names it in one line), and
+    a tree of UTF-8 names hashes as before."""
+    root = _tree(tmp_path / "images")
+
+    def old(root) -> str:
+        h = hashlib.sha256()
+        for p in sorted(p for p in root.rglob("*") if p.is_file()):
+            h.update(str(p.relative_to(root)).encode() + b"\0")
+            h.update(sha256_file(p).encode())
+        return h.hexdigest()
+
+    assert sha256_tree(root) == old(root)
+    before = sha256_tree(root)
+    open(os.fsencode(root / "Train") + b"/caf\xe9.png", "wb").close()
+    assert sha256_tree(root) != before
 
 
 def test_tree_stamp_names_a_folder_it_cannot_read(tmp_path, monkeypatch):

@@ -227,6 +227,28 @@ def test_more_threads_than_cpus_is_refused_at_plan_time():
         plan(crowded)
 
 
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ({"runner": "host", "backend": "jax", "strategy": "mirrored", "gpus": 1},
+         "target gpu-1: strategy mirrored with backend jax: MirroredStrategy is TensorFlow's "
+         "(tf.distribute); use backend: tensorflow, or strategy: none"),
+        ({"runner": "docker", "image": "cpu", "gpus": 1},
+         "target gpu-1: gpus 1 with image cpu, whose TensorFlow is a CPU build; use image: gpu"),
+        ({"runner": "docker", "gpus": 2},  # the image's default is cpu
+         "target gpu-1: gpus 2 with image cpu, whose TensorFlow is a CPU build; use image: gpu"),
+    ],
+)  # fmt: skip
+def test_a_gpu_target_that_no_run_of_it_could_train_is_refused_at_plan_time(target, message):
+    """Each passed check-config and every dry run; each of its runs then failed (the trainer
+    refuses a strategy its backend lacks, and a GPU run its framework cannot see)."""
+    config = copy.deepcopy(OFFLINE)
+    config["targets"].append({"name": "gpu-1", "cpus": 1, **target})
+    with pytest.raises(ConfigError) as err:
+        plan(config)
+    assert str(err.value) == message
+
+
 def _rounds(repeats=3, **compare):
     config = {**OFFLINE, "sweeps": [], "train": {**OFFLINE["train"], "repeats": repeats}}
     return plan({**config, "compare": compare})

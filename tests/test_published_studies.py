@@ -210,3 +210,14 @@ def test_a_registry_without_a_sha256_is_refused(tmp_path):
     registry.write_text(yaml.safe_dump(data))
     with pytest.raises(pub.DataError, match="study 'wu': sha256 'abc'; expected the 64 hex"):
         pub.studies(registry)
+
+
+@pytest.mark.parametrize("text", ["studies: []\n", "studies:\n", "studies: 3\n"])
+def test_a_registry_whose_studies_are_no_mapping_is_one_line(tmp_path, text):
+    """An empty list or nothing under studies: ended in an AttributeError's traceback."""
+    registry = tmp_path / "studies.yaml"
+    registry.write_text(text)
+    with pytest.raises(pub.DataError) as err:
+        pub.studies(registry)
+    assert str(err.value).startswith(f"{registry}: studies is ") and "\n" not in str(err.value)
+    assert "expected a mapping of study entries" in str(err.value)

@@ -167,6 +167,7 @@ def test_the_workloads_command_lists_every_catalog_workload_with_its_source(caps
 # --- an offline copy is the registry's, or accepted by its sha256 -----------------------------
 
 
+# A copy without the file is refused before its sizes are read (PATH_CASES' without_the_file).
 @pytest.mark.parametrize(
     ("files", "message"),
     [({"mnist.npz": 10}, r"mnist\.npz: 10 bytes; expected 11,490,434 \(mnist\.npz of dataset "
@@ -425,3 +426,42 @@ def test_an_image_folder_copy_with_both_splits_is_accepted(tmp_path):
     folder = _copy(tmp_path, "training_set/", "test_set/")
     p = plan(workloads=[{"name": "catsdogs-cnn", "path": str(folder)}])
     assert p.data_params("catsdogs-cnn")["path"] == str(folder)
+
+
+#: case -> (the entry, from the tmp folder; the line's text after "workloads[0] (<name>): ").
+#: Each passed the plan, and every data job of it was refused by the loader, naming neither
+#: the workload nor input_shape.
+SHAPE_CASES = {
+    "larger than the dataset's images": (
+        lambda d: {"name": "cifar10-cnn", "input_shape": [64, 64, 3]},
+        "input_shape [64, 64, 3]: dataset cifar10's files give (32, 32, 3); expected (32, 32, "
+        "3) or a central crop of it",
+    ),
+    "an image folder of two channels": (
+        lambda d: {"name": "catsdogs-cnn", "input_shape": [64, 64, 2],
+                   "path": str(_copy(d, "training_set/", "test_set/"))},
+        "input_shape [64, 64, 2]: dataset catsdogs's files give (64, 64, 3); expected (H, W, 1 "
+        "or 3): images are resized",
+    ),
+    "a sequence of two axes": (
+        lambda d: {"name": "lstm-text-generation", "input_shape": [40, 2], "batch_size": 8},
+        "input_shape [40, 2]: dataset nietzsche's files give (40,); expected (T,): tokens per "
+        "sequence",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(SHAPE_CASES))
+def test_a_shape_the_real_data_cannot_give_is_refused_at_plan_time(tmp_path, case):
+    entry, expected = SHAPE_CASES[case]
+    entry = entry(tmp_path)
+    with pytest.raises(ConfigError) as err:
+        plan(workloads=[entry])
+    assert str(err.value) == f"workloads[0] ({entry['name']}): {expected}"
+    # synthetic data is made at any shape (a model of one's own decides what it takes)
+    from embryo_bench.data import imagefolder, registry
+
+    assert tuple(imagefolder.MODES) == registry.FOLDER_CHANNELS  # the folder reader's modes
+    synthetic = {k: v for k, v in entry.items() if k != "path"}
+    plan(workloads=[{**synthetic, "data": "synthetic", "train_samples": 64, "test_samples": 8,
+                     "batch_size": 8}])  # fmt: skip

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import sys
 from pathlib import Path
@@ -79,6 +80,12 @@ def cmd_download(p):
         from .data.download import download
         from .io import write_json
 
+        # urllib3 refuses a timeout of 0 and the socket NaN, each with a traceback; no
+        # attempt at all left no file to check.
+        if not (math.isfinite(a.timeout) and a.timeout > 0):
+            raise ConfigError(f"--timeout {a.timeout}: expected a finite number of seconds above 0")
+        if a.retries < 0:
+            raise ConfigError(f"--retries {a.retries}: expected 0 or more")
         info = download(
             a.url,
             a.out,
@@ -261,6 +268,8 @@ def cmd_dataset_file(p):
         from .data.fetch import fetch_file
         from .data.registry import get
 
+        if a.retries < 0:
+            raise ConfigError(f"--retries {a.retries}: expected 0 or more")
         ds = get(a.dataset)
         f = next((f for f in ds.files if f.name == a.file), None)
         if f is None:
@@ -346,9 +355,16 @@ def cmd_workload_files(p):
         from .data.arrays import read_arrays, read_info
         from .data.classnames import write_class_folders
 
-        x_train, y_train, _, _ = read_arrays(a.arrays)
         info = read_info(a.arrays)
-        classes = info["classes"]
+        classes = info.get("classes")
+        # A class count that names no folder, or a label beyond it, would fail inside the
+        # image writer: refused here, naming the file.
+        if not isinstance(classes, int) or isinstance(classes, bool) or classes < 2:
+            raise DataError(
+                f"{a.arrays}: info classes {classes!r}; expected a whole number of classes, "
+                "2 or more"
+            )
+        x_train, y_train, _, _ = read_arrays(a.arrays, classes=classes)
         # Without names, numbers of one width: their sorted order is the labels' order.
         width = len(str(classes - 1))
         names = info.get("class_names") or [f"class-{k:0{width}d}" for k in range(classes)]
@@ -749,6 +765,9 @@ def cmd_batch_limit(p):
         from .training import batch_limit as bl
 
         spec = RunSpec.read(a.spec)
+        out = Path(a.out)
+        if out.exists() and not out.is_dir():  # mkdir failed with a traceback
+            raise ConfigError(f"--out {out}: a file; expected a folder")
         limit = None
         if a.memory_limit is not None:
             try:
@@ -767,7 +786,6 @@ def cmd_batch_limit(p):
             steps=a.steps,
             epochs=a.epochs,
         )
-        out = Path(a.out)
         out.mkdir(parents=True, exist_ok=True)
         # A former search's files go first: an interrupted search leaves none that look
         # complete. The JSON is written last, so a folder holding it holds the others.
@@ -844,10 +862,24 @@ def cmd_compare(p):
         # Checked before the comparison runs, which may take a while: a path that cannot be
         # written failed only after it, with a traceback.
         outputs: dict[Path, str] = {}
+        reference = Path(a.reference).resolve() if a.reference else None
+        # What compare reads is never written: --markdown onto the reference file, or --csv
+        # onto a run's metrics.json, replaced it with the comparison.
+        runs = {Path(f).resolve() / part: f for f in a.folders for part in ("train", "workloads")}
         for option, path in (("--csv", a.csv), ("--markdown", a.markdown)):
             if not path:
                 continue
             where = Path(path).resolve()
+            if where == reference:
+                raise ConfigError(
+                    f"{option} {path}: the --reference file; expected a file of its own"
+                )
+            inside = next(((r, f) for r, f in runs.items() if where.is_relative_to(r)), None)
+            if inside:
+                raise ConfigError(
+                    f"{option} {path}: inside {inside[1]}'s runs ({inside[0].name}/); expected a "
+                    "file outside the result folders' train/ and workloads/"
+                )
             if where.is_dir():
                 raise ConfigError(f"{option} {path}: is a folder; expected a file to write")
             if not where.parent.is_dir():

@@ -14,6 +14,7 @@ import json
 import math
 import os
 import shutil
+import stat
 import tempfile
 import zipfile
 from collections.abc import Iterator
@@ -227,12 +228,20 @@ def read_json(path: str | os.PathLike) -> dict:
     """Read a JSON object from ``path``.
 
     Raises:
-        DataError: the file is missing or is not valid JSON.
+        DataError: the file is missing, a folder, not UTF-8, unreadable, or not valid JSON.
     """
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise DataError(f"{path}: file not found") from exc
+    except IsADirectoryError as exc:
+        raise DataError(f"{path}: a folder; expected a JSON file") from exc
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"{path}: not UTF-8 text at byte {exc.start:,}; expected a JSON file"
+        ) from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be read ({exc.strerror}); expected a JSON file") from exc
     return parse_json(text, path)
 
 
@@ -303,7 +312,9 @@ def sha256_tree(root: str | os.PathLike, paths: list[str] | None = None) -> str:
         files += [base] if base.is_file() else [p for p in base.rglob("*") if p.is_file()]
     h = hashlib.sha256()
     for p in sorted({f for f in files if "__pycache__" not in f.parts}):
-        h.update(str(p.relative_to(root)).encode() + b"\0")
+        # The name's own bytes: a name that is not UTF-8 (kept by Python as surrogate
+        # escapes) cannot be encoded as UTF-8 text; every other name gives the same bytes.
+        h.update(os.fsencode(p.relative_to(root)) + b"\0")
         h.update(sha256_file(p).encode())
     return h.hexdigest()
 
@@ -326,6 +337,15 @@ def _link_target(path: str | os.PathLike) -> str:
         return ""
 
 
+#: Entries that are neither files nor folders, by their type (``stat.S_IFMT``).
+_SPECIAL = {
+    stat.S_IFIFO: "a named pipe",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
+
+
 def entry_problem(path: str | os.PathLike) -> str | None:
     """What makes one folder entry unusable as data, or None when it is usable.
 
@@ -334,7 +354,8 @@ def entry_problem(path: str | os.PathLike) -> str | None:
 
     Returns:
         None, or a description to put after the path in an error: a name that is not UTF-8,
-        a symbolic link that loops, a link to a missing file, or an entry that cannot be read.
+        a symbolic link that loops, a link to a missing file, an entry that cannot be read,
+        or one that is neither a regular file nor a folder (a named pipe, a socket, a device).
     """
     try:
         os.fsdecode(os.path.basename(path)).encode("utf-8")
@@ -345,7 +366,7 @@ def entry_problem(path: str | os.PathLike) -> str | None:
             "(rename it)"
         )
     try:
-        os.stat(path)
+        st = os.stat(path)
     except FileNotFoundError:
         if os.path.islink(path):
             return (
@@ -362,6 +383,13 @@ def entry_problem(path: str | os.PathLike) -> str | None:
         if exc.errno in (errno.EACCES, errno.EPERM):
             return "cannot be read (permission denied); expected a readable entry"
         return f"cannot be read ({exc.strerror})"
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        # Opening a named pipe waits for a writer, for ever: a data job hung on one.
+        kind = _SPECIAL.get(stat.S_IFMT(st.st_mode), "a special file")
+        return (
+            f"{kind}, not a regular file or folder; expected a file or folder (a reader of a "
+            "pipe waits for a writer, a device's bytes are not data)"
+        )
     return None
 
 

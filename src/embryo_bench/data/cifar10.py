@@ -43,6 +43,12 @@ _UNREADABLE = "cannot read the tar archive, truncated or corrupt"
 _BROKEN = (tarfile.TarError, EOFError, OSError, zlib.error)
 
 
+def _one_line(exc: BaseException) -> str:
+    """An exception's message on one line: tarfile's "could not be opened" lists each
+    compression it tried, a line each."""
+    return " ".join(str(exc).split())
+
+
 def _members(path: Path, tf: tarfile.TarFile) -> dict[str, tarfile.TarInfo]:
     """The archive's members by name, checked: every data member there, a regular file of
     whole records."""
@@ -50,7 +56,7 @@ def _members(path: Path, tf: tarfile.TarFile) -> dict[str, tarfile.TarInfo]:
         members = {m.name.removeprefix("./"): m for m in tf.getmembers()}
     except _BROKEN as exc:
         raise DataError(
-            f"{path}: cannot read the tar archive, truncated or corrupt ({exc})"
+            f"{path}: cannot read the tar archive, truncated or corrupt ({_one_line(exc)})"
         ) from exc
     wanted = [name for split in MEMBERS.values() for name in split]
     missing = [name for name in wanted if name not in members]
@@ -139,7 +145,7 @@ def load_binary(
                     names = fh.read().decode("ascii", "replace").split()
     except _BROKEN as exc:
         raise DataError(
-            f"{path}: cannot read the tar archive, truncated or corrupt ({exc})"
+            f"{path}: cannot read the tar archive, truncated or corrupt ({_one_line(exc)})"
         ) from exc
     # The names become folder names (workload-files): checked here, where the file is known.
     if names:

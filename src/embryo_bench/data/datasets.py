@@ -17,7 +17,7 @@ from ..io import sha256_file, sha256_tree
 from . import cifar10, imagefolder, imdb, mnist, textcorpus
 from .arrays import write_arrays, write_synthetic
 from .classnames import check_class_names
-from .registry import FOLDER, Dataset, DatasetFile, check_loadable, get
+from .registry import FOLDER, Dataset, DatasetFile, check_loadable, get, sample_shape_problem
 
 __all__ = ["Dataset", "DatasetFile", "get", "prepare", "prepare_synthetic"]
 
@@ -30,25 +30,13 @@ def _crop(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _sample_shape(ds: Dataset, shape: tuple[int, ...] | None) -> tuple[int, ...]:
-    """The shape to prepare, checked against what the dataset's loader can give."""
+    """The shape to prepare, checked against what the dataset's loader can give
+    (:func:`.registry.sample_shape_problem`)."""
     if shape is None:
         return ds.shape
     shape = tuple(int(s) for s in shape)
-    if ds.kind == "sequences":
-        ok = len(shape) == 1 and shape[0] >= 1
-        expected = "(T,): tokens per sequence"
-    elif ds.format == "image-folder":
-        ok = len(shape) == 3 and min(shape) >= 1 and shape[2] in imagefolder.MODES
-        expected = "(H, W, 1 or 3): images are resized"
-    else:
-        ok = (
-            len(shape) == 3
-            and 1 <= shape[0] <= ds.shape[0]
-            and 1 <= shape[1] <= ds.shape[1]
-            and shape[2] == ds.shape[2]
-        )
-        expected = f"{ds.shape} or a central crop of it"
-    if not ok:
+    expected = sample_shape_problem(ds, shape)
+    if expected:
         raise ConfigError(f"dataset {ds.name!r}: sample shape {shape}; expected {expected}")
     return shape
 

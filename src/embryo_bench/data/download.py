@@ -149,8 +149,20 @@ def _check_not_page(url: str, part: Path, settings: dict[str, str]) -> None:
         )
 
 
+def _content_length(headers) -> int | None:
+    """The reply's Content-Length in bytes, or None where it gives none or one that is not a
+    whole number (as urllib3 and http.client read it: the body then ends when the server
+    closes, and the sha256 and archive checks judge it)."""
+    length = headers.get("Content-Length")
+    return int(length) if length is not None and length.strip().isdigit() else None
+
+
 class _Restart(Exception):
     """The server's reply does not continue the partial file: start again from zero."""
+
+
+class _TooLarge(Exception):
+    """The server sends more bytes than the file has (``max_bytes``)."""
 
 
 def _validator(headers) -> str | None:
@@ -196,8 +208,11 @@ def _fetch(
             raise DownloadError(f"{url}: HTTP {resp.status_code} {resp.reason}")
         state.setdefault("resumed", have)
         state.setdefault("validator", _validator(resp.headers))
-        length = resp.headers.get("Content-Length")
-        total = have + int(length) if length is not None else None
+        length = _content_length(resp.headers)
+        total = have + length if length is not None else None
+        limit = state.get("max_bytes")
+        if limit is not None and total is not None and total > limit:
+            raise _TooLarge(f"announced {total:,} bytes")
         got = 0
         with (
             open(part, mode) as fh,
@@ -219,11 +234,13 @@ def _fetch(
                     got += len(chunk)
                     state["received"] = state.get("received", 0) + len(chunk)
                     bar.update(len(chunk))
+                    if limit is not None and have + got > limit:  # a body without end
+                        raise _TooLarge(f"{have + got:,} bytes and going on")
             except urllib3.exceptions.HTTPError as exc:  # as iter_content wraps them
                 raise requests.exceptions.ChunkedEncodingError(
                     f"connection broken after {got} bytes of this reply ({exc})"
                 ) from exc
-        if length is not None and got < int(length):
+        if length is not None and got < length:
             raise requests.exceptions.ChunkedEncodingError(
                 f"connection closed after {got} of {length} bytes"
             )
@@ -240,6 +257,7 @@ def download(
     *,
     archive: bool = True,
     settings: dict[str, str] = DATABASE_SETTINGS,
+    max_bytes: int | None = None,
 ) -> dict:
     """Download ``url`` to ``dest``, resuming a previous partial download.
 
@@ -261,13 +279,17 @@ def download(
         settings: what the errors name: ``url`` and ``sha256``, where the URL and the
             expected checksum were set, and ``offline``, how to use a copy fetched elsewhere
             (default: the database archive's, :data:`DATABASE_SETTINGS`).
+        max_bytes: the file's size where it is known: a reply announcing more, or sending
+            more, is stopped there (nothing kept); None: no bound.
 
     Returns:
         dict with ``url``, ``path``, ``bytes``, ``sha256`` (observed), ``sha256_verified`` and
         ``resumed`` (bytes reused from an earlier partial download).
 
     Raises:
-        DownloadError: a host name that does not resolve (at once, no retries), HTTP error
+        DownloadError: a folder at ``dest`` or its ``.part`` (before any request), a reply
+            of more than ``max_bytes`` (nothing kept, not retried), a host
+            name that does not resolve (at once, no retries), HTTP error
             or broken connection after the retries (the bytes received kept in ``.part``
             with a ``sha256``, deleted without one: the message says which), a checksum
             mismatch (the partial file is then deleted so the next try starts clean), or a
@@ -275,9 +297,14 @@ def download(
             ``archive=False``, a web page): nothing is renamed onto ``dest``.
     """
     dest = Path(dest)
+    part = dest.with_name(dest.name + ".part")
+    # Before any request: a folder there failed only at the rename after the download, or
+    # on the first write, with a traceback.
+    for path, what in ((dest, "the downloaded file"), (part, "the partial download")):
+        if path.is_dir():
+            raise DownloadError(f"{path}: a folder; expected {what} there (a file, or nothing)")
     _check_host(url, settings)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_name(dest.name + ".part")
     if part.exists() and not sha256:
         log.warning(
             "%s: %d bytes of an earlier download deleted; without a sha256 (%s) nothing could "
@@ -285,7 +312,7 @@ def download(
             part, part.stat().st_size, settings["sha256"],
         )  # fmt: skip
         part.unlink()
-    state: dict = {}
+    state: dict = {"max_bytes": max_bytes}
     session = _session(retries, backoff)
     session.headers["Accept-Encoding"] = "identity"  # byte ranges of the file itself
     for attempt in range(retries + 1):
@@ -294,6 +321,14 @@ def download(
         try:
             _fetch(session, url, part, timeout, progress, state)
             break
+        except _TooLarge as exc:
+            # Not retried: a server sending another file would send it again, and one
+            # sending without end filled the disk.
+            part.unlink(missing_ok=True)
+            raise DownloadError(
+                f"{url}: the server sent more than the {max_bytes:,} bytes of {dest.name} "
+                f"({exc}; {settings['sha256']}); nothing was kept"
+            ) from None
         except (_Restart, requests.RequestException) as exc:
             if isinstance(exc, _Restart):
                 state["resumed"] = 0

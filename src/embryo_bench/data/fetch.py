@@ -103,7 +103,7 @@ def fetch_file(
 
     Raises:
         DownloadError: as :func:`embryo_bench.data.download.download`, or a download of another
-            size than the registry's (removed).
+            size than the registry's (removed; one of more is stopped at that size).
     """
     dest = Path(dest)
     if dest.is_file():
@@ -121,6 +121,7 @@ def fetch_file(
         progress=progress,
         archive=f.name.endswith(ARCHIVES),
         settings=_settings(ds, f),
+        max_bytes=f.bytes,
     )
     if f.bytes is not None and info["bytes"] != f.bytes:
         dest.unlink()

@@ -9,6 +9,7 @@ channel axis (a view, no copy) and int32 labels 0..9.
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import zlib
 from pathlib import Path
@@ -21,6 +22,8 @@ from .npzcheck import check_npz
 
 #: Image side in pixels.
 SIDE = 28
+#: Classes (digits): every label is below it.
+CLASSES = 10
 #: The idx magic numbers: 0x0000 0803 (unsigned bytes, 3 dimensions: images) and
 #: 0x0000 0801 (unsigned bytes, 1 dimension: labels).
 IDX_IMAGES, IDX_LABELS = 0x0803, 0x0801
@@ -34,6 +37,20 @@ def _limited(a: np.ndarray, limit: int) -> np.ndarray:
     return a[:limit].copy() if 0 < limit < len(a) else a
 
 
+def _check_labels(path: str | os.PathLike, key: str, y: np.ndarray) -> None:
+    """Refuse a label outside 0..9: the arrays are written as 10 classes, and a label beyond
+    them was read as a sample of no class (a training run's loss undefined for it)."""
+    if y.dtype.kind not in "iu":
+        raise DataError(f"{path}: {key} holds {y.dtype} labels; expected integers 0..{CLASSES - 1}")
+    bad = np.flatnonzero((y < 0) | (y >= CLASSES))
+    if len(bad):
+        at = int(bad[0])
+        raise DataError(
+            f"{path}: {key} holds label {int(y[at])} (at {at}); expected 0..{CLASSES - 1}, one "
+            "of the digits' classes"
+        )
+
+
 def _check_images(path: str | os.PathLike, key: str, x: np.ndarray, y: np.ndarray) -> None:
     if x.dtype != np.uint8 or x.shape[1:] != (SIDE, SIDE):
         raise DataError(
@@ -45,6 +62,7 @@ def _check_images(path: str | os.PathLike, key: str, x: np.ndarray, y: np.ndarra
             f"{path}: {len(y)} labels of shape {y.shape} for {len(x)} images in {key}; "
             "expected one label per image"
         )
+    _check_labels(path, key.replace("x_", "y_"), y)
 
 
 def load_npz(
@@ -63,7 +81,7 @@ def load_npz(
         DataError: naming ``path``: not a readable npz (truncated, not a zip), a key missing,
             an array that declares more data than the file holds (before it is read:
             :func:`.npzcheck.check_npz`), arrays of another shape or dtype, a label count
-            that differs from the images'.
+            that differs from the images', a label outside 0..9.
     """
     check_npz(path)
     arrays = load_arrays(path, required=NPZ_KEYS)
@@ -116,7 +134,9 @@ def read_idx(path: str | os.PathLike, magic: int) -> np.ndarray:
     if len(data) < header:
         raise DataError(f"{path}: {len(data)} bytes; expected an idx header of {header} bytes")
     dims = tuple(int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
-    expected = int(np.prod(dims))
+    # Python's integers: a 64-bit product of sizes up to 2^32 each wraps (2^22 x 2^22 x 2^20
+    # read as 0, matching an empty file).
+    expected = math.prod(dims)
     if len(data) - header != expected:
         raise DataError(
             f"{path}: {len(data) - header:,} data bytes after the header; expected "
@@ -134,8 +154,8 @@ def load_idx(
         ``(x, y)``: uint8 (N, 28, 28, 1), int32 (N,).
 
     Raises:
-        DataError: as :func:`read_idx`; images that are not 28 x 28, or a label count that
-            differs from the image count (naming both files).
+        DataError: as :func:`read_idx`; images that are not 28 x 28, a label count that
+            differs from the image count (naming both files), or a label outside 0..9.
     """
     x = read_idx(images, IDX_IMAGES)
     y = read_idx(labels, IDX_LABELS)
@@ -146,4 +166,5 @@ def load_idx(
             f"{labels}: {len(y)} labels for the {len(x)} images of {images}; expected one "
             "label per image"
         )
+    _check_labels(labels, "the file", y)
     return _limited(x, limit)[..., None], _limited(y, limit).astype(np.int32)

@@ -29,6 +29,9 @@ REGISTRY = Path(__file__).with_name("datasets.yaml")
 LOADERS = ("mnist-npz", "mnist-idx", "cifar10-binary", "imdb-npz", "text-chars", "image-folder")
 #: The key of an image folder in the files of a dataset that has none of its own.
 FOLDER = "folder"
+#: The channels an image folder's images are converted to (grey, RGB:
+#: :data:`embryo_bench.data.imagefolder.MODES`).
+FOLDER_CHANNELS = (1, 3)
 
 _COUNT = {"type": ["integer", "null"], "minimum": 0}
 #: What datasets.yaml must hold.
@@ -227,6 +230,29 @@ def get(name: str) -> Dataset:
             f"{', '.join(sorted(known))}"
         )
     return known[name]
+
+
+def sample_shape_problem(ds: Dataset, shape: tuple[int, ...]) -> str | None:
+    """What ``ds``'s loader can give instead of samples of ``shape`` ("(T,): tokens per
+    sequence", "... or a central crop of it"), or None where it can give them: a sequence of
+    any length (padded or cut), an image folder's images at any size of 1 or 3 channels
+    (resized), another format's images at the dataset's size or a central crop of it. The
+    plan asks it of real data before any job; the data job as it prepares the arrays."""
+    if ds.kind == "sequences":
+        ok = len(shape) == 1 and shape[0] >= 1
+        expected = "(T,): tokens per sequence"
+    elif ds.format == "image-folder":
+        ok = len(shape) == 3 and min(shape) >= 1 and shape[2] in FOLDER_CHANNELS
+        expected = "(H, W, 1 or 3): images are resized"
+    else:
+        ok = (
+            len(shape) == 3
+            and 1 <= shape[0] <= ds.shape[0]
+            and 1 <= shape[1] <= ds.shape[1]
+            and shape[2] == ds.shape[2]
+        )
+        expected = f"{ds.shape} or a central crop of it"
+    return None if ok else expected
 
 
 def check_loadable(ds: Dataset) -> None:

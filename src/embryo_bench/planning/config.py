@@ -204,8 +204,10 @@ def read_config_file(path: str | Path) -> dict:
     Raises:
         ConfigError: the file is missing or unreadable; a syntax error or a key given twice
             in one mapping, naming the file, line and column (1-based) and the problem; the
-            top level is not a mapping; or a number anywhere in it is NaN or an infinity
-            (``.nan``, ``.inf``; :func:`refuse_non_finite`), naming the file and the setting.
+            top level is not a mapping; settings nested more than :data:`MAX_DEPTH` levels,
+            or expanding to more than :data:`MAX_VALUES` values; or a number anywhere in it
+            is NaN or an infinity (``.nan``, ``.inf``; :func:`refuse_non_finite`), naming
+            the file and the setting.
     """
     path = Path(path)
     try:
@@ -214,6 +216,8 @@ def read_config_file(path: str | Path) -> dict:
         raise ConfigError(f"{path}: cannot read the configuration file ({exc})") from exc
     try:
         data = yaml.load(text, Loader=UniqueKeyLoader)
+    except RecursionError:  # PyYAML's composer recurses once per level
+        raise ConfigError(_too_deep(path)) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -225,8 +229,49 @@ def read_config_file(path: str | Path) -> dict:
         raise ConfigError(
             f"{path}: expected a mapping of settings at the top level, found {type(data).__name__}"
         )
+    deepest, values = extent(data, MAX_VALUES)
+    if deepest > MAX_DEPTH:
+        raise ConfigError(_too_deep(path))
+    if values > MAX_VALUES:
+        raise ConfigError(
+            f"{path}: settings that expand to more than {MAX_VALUES:,} values (YAML aliases of "
+            "aliases?); expected a configuration"
+        )
     refuse_non_finite(data, origin=str(path))
     return data
+
+
+#: The most levels of mappings and lists a configuration file may nest (its settings nest 4
+#: at most: the file, targets, an entry, its docker_tls): deeper is a damaged or hostile
+#: file, which PyYAML (from about 490 levels) ends in a RecursionError.
+MAX_DEPTH = 50
+#: The most values (mappings, lists and scalars, each alias's expansion counted) a
+#: configuration file may hold: the largest shipped one holds about 200. Aliases of aliases
+#: (a "billion laughs") are shared when parsed but walked whole by every check after it (the
+#: NaN search, the schema), for hours.
+MAX_VALUES = 100_000
+
+
+def _too_deep(path) -> str:
+    return (
+        f"{path}: settings nested more than {MAX_DEPTH} levels deep; expected a configuration "
+        "(its settings nest 4 levels at most)"
+    )
+
+
+def extent(value, limit: int) -> tuple[int, int]:
+    """How deep mappings and lists nest in ``value`` (0 for a scalar) and how many values it
+    holds, each alias's expansion counted, without recursion; the count stops once it passes
+    ``limit`` (the depth is then of the part walked)."""
+    deepest, count, todo = 0, 0, [(value, 1)]
+    while todo and count <= limit:
+        node, level = todo.pop()
+        count += 1
+        if isinstance(node, dict | list):
+            deepest = max(deepest, level)
+            children = node.values() if isinstance(node, dict) else node
+            todo.extend((child, level + 1) for child in children)
+    return deepest, count
 
 
 def merge_config(config: dict, over: Mapping) -> dict:

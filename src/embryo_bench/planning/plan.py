@@ -190,8 +190,9 @@ def resolve_target(
 
     Raises:
         ConfigError: a daemon that cannot be reached safely (:func:`target_daemon`), more
-            threads than cpus (they would share the pinned cores), or a docker target on a
-            backend its image does not install.
+            threads than cpus (they would share the pinned cores), a docker target on a
+            backend its image does not install, strategy mirrored on a backend other than
+            TensorFlow, or GPUs in a docker target of the cpu image.
     """
     t = Target(
         name=entry["name"],
@@ -227,6 +228,18 @@ def resolve_target(
             f"target {t.name}: backend {t.backend} with runner docker: the images "
             f"install {', '.join(IMAGE_BACKENDS)} only; use runner: host in an "
             f"environment with {t.backend} installed"
+        )
+    # Settings no run of the target could train with: the trainer refuses each when the run
+    # starts (training.backend), after the plan passed them and the data was made.
+    if t.strategy == "mirrored" and t.backend != "tensorflow":
+        raise ConfigError(
+            f"target {t.name}: strategy mirrored with backend {t.backend}: MirroredStrategy "
+            "is TensorFlow's (tf.distribute); use backend: tensorflow, or strategy: none"
+        )
+    if t.runner == "docker" and t.gpus and t.image != "gpu":
+        raise ConfigError(
+            f"target {t.name}: gpus {t.gpus} with image {t.image}, whose TensorFlow is a CPU "
+            "build; use image: gpu"
         )
     return t
 

@@ -278,9 +278,10 @@ def resolve_workload(entry: dict, index: int, seed: int) -> Workload:
         ConfigError: naming the setting: settings given to the paper's workload, an unknown
             catalog workload or dataset, a model path that does not import, a user model
             without its data's shape, files input for a workload whose samples are not
-            images, a test or train sample count the data cannot have, a ``path`` that is
-            not a folder holding the dataset (:func:`check_data_path`) or is set beside
-            synthetic data.
+            images, a test or train sample count the data cannot have, an input shape its
+            real data's loader cannot give (:func:`embryo_bench.data.registry.
+            sample_shape_problem`), a ``path`` that is not a folder holding the dataset
+            (:func:`check_data_path`) or is set beside synthetic data.
     """
     where = f"workloads[{index}] ({entry['name']})"
     name = entry["name"]
@@ -331,6 +332,16 @@ def resolve_workload(entry: dict, index: int, seed: int) -> Workload:
             f"{where}: dataset {dataset_name} cannot be downloaded (no public copy); set "
             "path: to a folder holding it, or data: synthetic"
         )
+    if entry["data"] == "real":
+        # The loader's shapes, checked here: the data job refused them only when it ran.
+        expected = registry.sample_shape_problem(ds, tuple(shape))
+        if expected:
+            raise ConfigError(
+                f"{where}: input_shape {list(shape)}: dataset {dataset_name}'s files give "
+                f"{ds.shape}; expected {expected}"
+            )
+    # The settings first, then the folder they name: what the entry says is named before
+    # what the file system holds.
     accepted = {name: digest.lower() for name, digest in entry.get("sha256", {}).items()}
     if accepted and (entry["data"] != "real" or not entry.get("path")):
         raise ConfigError(

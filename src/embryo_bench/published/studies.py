@@ -125,14 +125,18 @@ def studies(path: Path = REGISTRY) -> dict[str, Study]:
     """Every study of ``studies.yaml``, by name.
 
     Raises:
-        DataError: the file is missing, not YAML, an entry lacks a field or its sha256 is not
-            64 hex digits (one line naming the file and the entry).
+        DataError: the file is missing, not YAML, its studies no mapping, an entry lacks a
+            field or its sha256 is not 64 hex digits (one line naming the file and the entry).
     """
     path = Path(path)
     try:
         entries = yaml.safe_load(path.read_text())["studies"]
     except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
         raise DataError(f"{path}: expected a mapping 'studies' of study entries ({exc})") from exc
+    if not isinstance(entries, dict):  # a list or nothing had no .items(): a traceback
+        raise DataError(
+            f"{path}: studies is {type(entries).__name__}; expected a mapping of study entries"
+        )
     out = {}
     fields = set(Study.__dataclass_fields__) - {"name", "registry"}
     for name, entry in entries.items():

@@ -282,7 +282,8 @@ def size_mib(size: str) -> int:
 
     try:
         value = parse_bytes(str(size)) if str(size).strip() else -1
-    except DockerException:
+    except (DockerException, ValueError, OverflowError):
+        # Docker reads the digits as a float: "nang" and "infg" fail in its int().
         value = -1
     if value < 0:
         raise ConfigError(f"size {size!r}: expected a Docker memory size such as 512m or 4g")

@@ -516,7 +516,8 @@ def compare_folders(
             no finished run, a run the figures could not read (a measurement such as its
             images/s not a positive finite number included:
             :func:`embryo_bench.reporting.merge.check_measurements`), runs of a workload on
-            other data or preprocessing than the first folder's (one line naming it).
+            other data or preprocessing than the first folder's, a ``reference`` of which no
+            entry matches a run (one line naming it).
         DataError: a folder's ``figures-spec.json`` is unreadable.
     """
     seen: dict[Path, str] = {}
@@ -595,6 +596,16 @@ def compare_folders(
             if key is not None:
                 matched.add(key)
                 rows.append(_against(part, reference[key], reference_name))
+    if reference and not matched:
+        # Every entry misses (a misspelt target): "no run" rows and exit status 0, so a
+        # nightly job against this reference could never fail.
+        ran = sorted({f"{w}/{p.name}" for (_, w), ps in parts.items() for p in ps})
+        raise ConfigError(
+            f"{reference_name}: no entry matches a run of the folders (its entries: "
+            f"{', '.join(f'{w}/{t}' for w, t in reference)}; the folders' runs: "
+            f"{', '.join(ran)}); expected targets (or workloads and targets) as the folders "
+            "name them"
+        )
     for (workload, target), expected in reference.items():
         if (workload, target) not in matched:
             rows.append(

@@ -352,7 +352,8 @@ def resolve_most(
 
     Raises:
         ConfigError: ``start`` above the cap; a ``most`` whose data would not fit in that
-            memory (naming --most or --start and the largest that would).
+            memory (naming --most or --start and the largest that would); ``steps`` so many
+            that not one sample's data fits (naming --steps).
     """
     room = memory_limit_mib or memory_mib()
     if memory_limit_mib:
@@ -361,6 +362,13 @@ def resolve_most(
         what = f"this machine's {room:,} MiB of memory" if room else "this machine's memory"
     per_image = data_mib(spec, 1, steps)
     fitting = int(room / per_image) if room else None  # None: the host's memory is unknown
+    if fitting == 0:
+        # Not one sample over the steps fits: the cap fell back to MOST, and every trial ran
+        # out of memory, reported as the model's.
+        raise ConfigError(
+            f"--steps {steps}: one sample's synthetic data over {steps:,} steps "
+            f"({per_image:,.0f} MiB) would not fit in {what}; use fewer --steps"
+        )
     if most is None:
         most = min(MOST, fitting or MOST)
         if start > most:
@@ -720,7 +728,7 @@ def check_settings(
         raise ConfigError(f"--most {most}: expected a batch size of at least 1 image")
     if not 0 < resolution <= 1:
         raise ConfigError(f"--resolution {resolution}: expected a fraction in (0, 1]")
-    if budget is not None and budget <= 0:
+    if budget is not None and not budget > 0:  # NaN too: every comparison with it is false
         raise ConfigError(f"--budget {budget}: expected seconds > 0")
     if memory_limit_mib is not None and memory_limit_mib < 256:
         raise ConfigError(

@@ -132,8 +132,8 @@ def build_model(
         ConfigError: one line naming the workload's model setting: the builder path does not
             import or names no function of a module of models
             (:func:`.builders.load_checked_builder`), the builder raises (its own
-            ConfigError's message, or the exception's type, first line and where), or it
-            returns what :func:`check_model` refuses.
+            ConfigError's message, or the exception's type, first line and where; a
+            ``SystemExit`` included), or it returns what :func:`check_model` refuses.
         MemoryError: as raised by the builder (out of memory is not a bad setting).
     """
     builder = load_checked_builder(workload.model, _setting(workload))
@@ -149,7 +149,9 @@ def build_model(
         raise ConfigError(f"{setting}: {exc}") from None
     except MemoryError:
         raise
-    except Exception as exc:  # the user's code: any failure is a bad setting, in one line
+    # The user's code: any failure is a bad setting, in one line; SystemExit too, which is
+    # no Exception and ended the trainer with the builder's exit status.
+    except (Exception, SystemExit) as exc:
         raise ConfigError(
             f"{setting} raised {first_line(exc)}{_raised_at(exc, builder)}; expected a "
             f"keras.Model for input_shape {list(shape)} and {classes} classes"

@@ -41,13 +41,23 @@ def load_builder(path: str, setting: str = "model") -> Callable:
     Raises:
         ConfigError: one line naming ``setting`` and ``path``: ``path`` is not of the form
             ``package.module:function``; the module does not import (the exception's first
-            line); it has no such attribute; or the attribute is not callable.
+            line), or ends the program when imported (``SystemExit``: a script's ``sys.exit``
+            or argparse at its top level); it has no such attribute; or the attribute is
+            not callable.
     """
     if not isinstance(path, str) or not re.match(BUILDER_PATTERN, path):
         raise ConfigError(f"{setting}: {path!r}: expected a builder of the form {BUILDER_FORM}")
     module_name, function = path.split(":")
     try:
         module = importlib.import_module(module_name)
+    except SystemExit as exc:
+        # Not an Exception: a script's sys.exit or argparse (reading the trainer's own
+        # arguments) at its top level ended the trainer, exit status 0 read as success.
+        raise ConfigError(
+            f"{setting}: {path!r}: module {module_name!r} ends the program when imported "
+            f"(SystemExit: {exc.code}); expected a module that only defines (a script's "
+            "sys.exit or argparse belongs under if __name__ == '__main__')"
+        ) from None
     except Exception as exc:  # any failure of the user's module is a bad setting
         raise ConfigError(
             f"{setting}: {path!r}: module {module_name!r} does not import ({_first_line(exc)})"
