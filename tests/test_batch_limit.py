@@ -193,6 +193,21 @@ def test_an_out_that_is_a_file_is_refused_before_any_trial(tmp_path, capsys):
 
 
 @pytest.mark.slow
+def test_a_run_whose_every_trial_fails_is_refused_and_no_result_is_written(tmp_path, capsys):
+    """A GPU run where the framework sees no GPU (this machine's JAX): its first trial fails
+    with the trainer's own line, and the search halves down to batch 1 failing alike; a
+    setting to fix, not a limit measured, so no batch_limit.json says "largest: None"."""
+    spec = dataclasses.replace(_spec(MLP), backend="jax", gpus=1)
+    spec.write(tmp_path / "run.json")
+    out = tmp_path / "out"
+    code, err = _run_cli(capsys, "--spec", str(tmp_path / "run.json"), "--out", str(out),
+                         "--start", "2", "--steps", "1", "--epochs", "2")  # fmt: skip
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "no trial could train:" in err and "gpus 1, but Keras on jax sees 0 GPU(s)" in err
+    assert not any(out.glob("batch_limit.*"))
+
+
+@pytest.mark.slow
 def test_a_search_on_the_cpu_finds_where_a_memory_limit_stops_it(tmp_path, capsys):
     """mnist-mlp on JAX under RLIMIT_DATA 1050 MiB: batch 16,384 trains (about 850 MiB
     resident), 32,768 asks XLA for 675 MiB more and fails with JAX's RESOURCE_EXHAUSTED;

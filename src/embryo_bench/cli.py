@@ -800,6 +800,11 @@ def cmd_batch_limit(p):
         for note in bl.notes(spec)[1:]:
             log.warning("%s", note)
         result = bl.find_batch_limit(spec, settings, log)
+        failed = [t for t in result["trials"] if t["outcome"] == bl.ERROR]
+        if failed and len(failed) == len(result["trials"]):
+            # No trial trained at all (a GPU the framework does not see, a model that cannot be
+            # built): a setting to fix, not a limit measured; nothing that looks like one.
+            raise ConfigError(f"{a.spec}: no trial could train: {failed[0]['error']}")
         bl.write_trials(result, out / bl.CSV_NAME)
         draw(bl.trials_frame(result), result, out / bl.PNG_NAME)
         bl.write_result(result, out / bl.JSON_NAME)
