@@ -128,14 +128,16 @@ def test_several_steps_a_call_record_their_number_and_train_the_same_history(tmp
 
 @pytest.mark.slow
 def test_slowed_decoding_makes_a_files_run_input_bound_and_memory_input_does_not(tmp_path):
-    """The issue's test: decoding slowed on purpose (20 ms an image, one worker) flags the
-    run input-bound with its share; the same workload from memory is not flagged."""
+    """Decoding slowed on purpose (50 ms an image, one worker) flags the run input-bound with
+    its share; the same workload from memory is not flagged. The sleep is long beside the
+    steps' compute so that a busy machine, which slows the compute and not the sleep, still
+    waits most of the time (20 ms gave a share of 0.46 under a CI run with other work)."""
     spec = _spec({**CATSDOGS, "input": "files", "workers": 1})
     arrays = _arrays(tmp_path, spec)
     x, y, _, _ = read_arrays(arrays)
     files = tmp_path / "files"
     write_image_folder(x, y, files / "train", ["cats", "dogs"])
-    proc = _train(tmp_path, spec, arrays, "slow", files=files, slow=0.02)
+    proc = _train(tmp_path, spec, arrays, "slow", files=files, slow=0.05)
     assert proc.returncode == 0, proc.stderr[-2000:]
     slow = _metrics(tmp_path, "slow")
     assert slow["input_mode"] == "files"
