@@ -106,7 +106,7 @@ def test_container_kwargs_cpu_and_gpu_targets():
     assert cpu["nano_cpus"] == 2_000_000_000 and cpu["image"] == "sha256:abc"
     assert cpu["mem_limit"] == cpu["memswap_limit"] == "3g" and cpu["shm_size"] == "1g"
     assert "device_requests" not in cpu and cpu["labels"]["org.embryo-bench.run"] == "r1"
-    gpu = container_kwargs(_spec(name="g", cpus=8, gpus=2), image, ["true"], "r2")
+    gpu = container_kwargs(_spec(name="g", cpus=8, gpus=2, image="gpu"), image, ["true"], "r2")
     assert gpu["mem_limit"] == "4g"  # the default for docker targets, resolved in the plan
     (req,) = gpu["device_requests"]
     assert req["DeviceIDs"] == ["0", "1"] and req["Capabilities"] == [["gpu"]]
