@@ -129,6 +129,7 @@ def test_gpu_entry_without_a_gpu_says_so(bench, monkeypatch, entry, framework):
     assert rows[0]["status"] == run["status"] and "images_per_s" not in rows[0]
 
 
+@pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 def test_plain_jax_network_and_its_bfloat16_forward(bench):
     """The jax entry's network: the paper CNN's parameter count and Keras's Glorot-uniform
     bounds; mixed_bfloat16 computes in bfloat16 yet gives float32 logits, float32 gradients
@@ -189,6 +190,7 @@ importlib.machinery.PathFinder.find_spec = classmethod(_hidden)
 """
 
 
+@pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 def test_jax_entries_run_without_tensorflow(bench, tmp_path):
     """The plain JAX loop and our trainer on Keras's JAX backend, one timed step of 8 images
     after one excluded, on the CPU, in an interpreter that cannot see TensorFlow (as the GPU

@@ -168,6 +168,7 @@ def test_a_run_without_a_test_set_is_judged_again_from_its_history():
     assert table["flag_reasons"].iloc[1] == "diverged: train loss NaN at epoch 2"
 
 
+@pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 @pytest.mark.slow
 def test_a_learning_rate_of_10_trains_diverges_and_is_flagged(tmp_path):
     """A configuration with an integer learning rate of 10 (TINY settings, 3 epochs): the

@@ -157,6 +157,7 @@ def test_sigint_to_snakemake_alone_stops_the_training_promptly(tmp_path):
     assert not (run_dir / "metrics.json").exists(), out[-3000:]
 
 
+@pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 def test_a_full_disk_at_model_save_is_named_and_leaves_no_outputs(tiny_run, small_device):
     # Issue 12, item 9: a full disk during model.save ended in a raw OSError traceback.
     _, config, out = tiny_run
@@ -181,6 +182,7 @@ def _train_host(config, out, run_dir, spec_file):
     return json.loads((run_dir / "metrics.json").read_text()), proc.stderr
 
 
+@pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 @pytest.mark.alone
 def test_a_cpu_hog_on_the_runs_core_flags_it_interfered_and_it_still_counts(tiny_run, tmp_path):
     """Done-means of issues 10 and 23: the same 1-cpu run, without and then with a busy

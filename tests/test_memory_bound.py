@@ -129,6 +129,7 @@ def _peak_mib(proc: subprocess.Popen) -> float:
     return int(out.strip().splitlines()[-1].split()[1]) / 1024
 
 
+@pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 @pytest.mark.slow
 @pytest.mark.parametrize("shape", [SHAPE, SMALL_SAMPLE], ids=["64px", "8px"])
 def test_a_memory_run_holds_its_training_data_once(tmp_path, shape):

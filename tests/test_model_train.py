@@ -78,6 +78,7 @@ def test_summarise_single_epoch():
     assert s["mean_images_per_s"] == pytest.approx(100.0)
 
 
+@pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 @pytest.mark.parametrize(
     ("threads", "cores", "pinned"),
     [(1, None, 1), (2, 1, 1)],  # a threads sweep: 2 pool threads on 1 pinned core
@@ -117,6 +118,7 @@ def test_limit_threads_rejects_zero():
         limit_threads(1, cores=0)
 
 
+@pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
 def test_every_keras_backend_trains_the_same_model_and_times_it(backend):

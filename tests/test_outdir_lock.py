@@ -104,6 +104,7 @@ def test_check_config_takes_no_lock(tmp_path, capsys):
         first.wait()
 
 
+@pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 @pytest.mark.slow
 def test_a_second_checkout_is_refused_while_the_first_runs_and_runs_once_it_is_gone(tmp_path):
     """Two copies of the repository, one absolute outdir: while the first trains (a real

@@ -56,6 +56,7 @@ def test_a_precision_sweep_names_its_points_and_other_sweeps_keep_their_names():
     assert plain["t.bs480-t1"].sweep == {"base": "t", "batch_size": 480, "threads": 1}
 
 
+@pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["jax", "torch", "tensorflow"])
 def test_the_trainer_builds_the_model_under_the_runs_precision(tmp_path, backend):

@@ -292,6 +292,7 @@ def report_run(tmp_path_factory):
     return work, config, work / "out"
 
 
+@pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 @pytest.mark.slow
 def test_report_holds_every_figure_and_table(report_run):
     work, config, out = report_run

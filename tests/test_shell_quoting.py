@@ -391,6 +391,7 @@ def _schema_without_patterns(repo: Path) -> None:
     (repo / "config" / "schema.yaml").write_text(yaml.safe_dump(schema))
 
 
+@pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 @pytest.mark.slow
 def test_metacharacters_in_every_setting_reach_each_command_as_one_argument(tmp_path):
     repo = copy_repo(tmp_path / "repo")

@@ -79,6 +79,7 @@ def test_a_stall_is_called_frozen_only_where_gaps_counted_and_made_it():
 RUN = {"name": "host-1cpu", "runner": "host", "cpus": 1}
 
 
+@pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 @pytest.mark.slow
 def test_a_host_training_stopped_for_5_s_is_flagged_stalled(tiny_run, tmp_path):
     """A host training of TINY settings (250 epochs of two steps: about 15 s), stopped with

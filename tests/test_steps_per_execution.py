@@ -129,6 +129,7 @@ def _both(
     return out["1"], out[str(per_call)]
 
 
+@pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 @pytest.mark.slow
 def test_several_steps_a_call_train_the_same_history_and_windows_on_tensorflow():
     """100 images, batch 4: 25 steps an epoch, windows of 2 steps; 2 steps a call end each
@@ -142,6 +143,7 @@ def test_several_steps_a_call_train_the_same_history_and_windows_on_tensorflow()
     assert one["windows"] == two["windows"] == expected
 
 
+@pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 @pytest.mark.slow
 def test_fixed_step_epochs_are_not_overrun_with_several_steps_a_call():
     """The original variant's epochs of 20 steps over endless reshuffled passes of 25
@@ -156,6 +158,7 @@ def test_fixed_step_epochs_are_not_overrun_with_several_steps_a_call():
     assert one["windows"] == two["windows"] == [[e, k, 2, 8] for e in (1, 2) for k in range(1, 11)]
 
 
+@pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 @pytest.mark.slow
 def test_a_files_feed_with_several_steps_a_call_still_times_its_waits():
     """Files input (a TimedFeed over arrays, one worker): each epoch's row has its waits with
@@ -167,6 +170,7 @@ def test_a_files_feed_with_several_steps_a_call_still_times_its_waits():
     assert two["windows"] == one["windows"] and len(two["windows"]) == 26
 
 
+@pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 @pytest.mark.slow
 def test_several_steps_a_call_train_the_same_history_on_jax():
     if importlib.util.find_spec("jax") is None:

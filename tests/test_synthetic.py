@@ -85,6 +85,7 @@ def paper_tree(tmp_path_factory):
     return root, info
 
 
+@pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 def test_the_paper_sized_tree_indexes_to_the_papers_counts(paper_tree):
     root, info = paper_tree
     assert sorted(p.name for p in root.iterdir()) == [f"E{n:02d}" for n in range(EMBRYOS)]

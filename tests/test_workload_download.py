@@ -53,6 +53,7 @@ def _config(out: Path, workloads: list[dict]) -> dict:
     return config
 
 
+@pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 def test_a_real_dataset_is_downloaded_checked_prepared_and_trained_on(www, tmp_path):
     folder, url = www
     served = mnist_npz(folder / "mnist.npz", n_train=40, n_test=16)

@@ -126,6 +126,7 @@ def test_several_steps_a_call_record_their_number_and_train_the_same_history(tmp
     assert steps[0] == steps[1] == ([2] * 12 + [1]) * 2
 
 
+@pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 @pytest.mark.slow
 def test_slowed_decoding_makes_a_files_run_input_bound_and_memory_input_does_not(tmp_path):
     """Decoding slowed on purpose (50 ms an image, one worker) flags the run input-bound with

@@ -1,0 +1,56 @@
+"""Every test taken out of the README's suite (marked ``ci_step(step, why)``) runs in a step of
+.ci/run that names its step and its file: a marked test that no step runs would never run."""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _marked() -> dict[str, set[str]]:
+    """step name -> the test files with a test (or class) marked ``ci_step(step, ...)``."""
+    found: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "ci_step"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                found.setdefault(node.args[0].value, set()).add(f"tests/{path.name}")
+    return found
+
+
+def _steps(text: str) -> dict[str, set[str] | None]:
+    """step name -> the test files its pytest line names (None: the whole tests folder), from
+    the lines of .ci/run that add the step to EMBRYO_BENCH_REQUIRE and run pytest."""
+    steps: dict[str, set[str] | None] = {}
+    for line in text.splitlines():
+        m = re.match(r'EMBRYO_BENCH_REQUIRE="\$EMBRYO_BENCH_REQUIRE ([\w-]+)" pytest (.*)', line)
+        if m:
+            files = {w for w in shlex.split(m.group(2)) if w.startswith("tests/")}
+            steps[m.group(1)] = files or None
+    return steps
+
+
+def test_every_marked_test_runs_in_a_step_of_ci():
+    steps = _steps((ROOT / ".ci" / "run").read_text())
+    marked = _marked()
+    assert "trainings" in marked and "long-workflows" in marked
+    for step, files in marked.items():
+        assert step in steps, f"no step of .ci/run runs ci_step {step!r} ({sorted(files)})"
+        if steps[step] is not None:
+            missing = files - steps[step]
+            assert not missing, f".ci/run's {step} step leaves out {sorted(missing)}"
+
+
+def test_the_check_sees_a_file_left_out():
+    text = 'EMBRYO_BENCH_REQUIRE="$EMBRYO_BENCH_REQUIRE trainings" pytest -m ci_step tests/a.py'
+    assert _steps(text) == {"trainings": {"tests/a.py"}}
+    assert {"tests/b.py"} - _steps(text)["trainings"] == {"tests/b.py"}
