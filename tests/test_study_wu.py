@@ -1,5 +1,5 @@
-"""Wu et al.'s study (seed 003, issue 34): its published numbers (published/wu.csv) load, name
-catalog workloads and are printed in the seed's text where the file says; its claims module
+"""Wu et al.'s study (Wu et al. 2018, study 003): its published numbers (published/wu.csv) load,
+name catalog workloads and are printed in the study's text where the file says; its claims module
 gives each verdict on hand-made runs of ours."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from scipy import stats
-from study_helpers import NO_RUNS, study_runs
+from study_helpers import NO_RUNS, seed_copy, study_runs
 
 from embryo_bench.planning.config import read_config_file, read_config_files
 from embryo_bench.planning.plan import Plan
@@ -23,9 +23,8 @@ from embryo_bench.reporting.study import OURS_COLUMNS
 from embryo_bench.workloads.catalog import catalog
 
 REPO = Path(__file__).resolve().parents[1]
-SEEDS = REPO.parent / "shared" / "seeds"
 STUDY = pub.studies()["wu"]
-SEED = SEEDS / STUDY.seed
+SEED = seed_copy(STUDY.number)
 CONFIG = REPO / "config" / "wu.yaml"
 SHORT = REPO / "config" / "wu-short.yaml"
 
