@@ -1,4 +1,4 @@
-"""Issue 31, item 1: nothing in a configuration reaches a shell unquoted.
+"""Nothing in a configuration reaches a shell unquoted.
 
 ``containers.debian_suite: "bookworm; touch /tmp/x; #"`` ran ``touch`` in the base_image job
 (its ``{params.suite}`` was not quoted, and the ``#`` dropped ``--reuse``). Two defences,
@@ -355,7 +355,7 @@ def _scenarios(tmp_path: Path) -> dict[str, tuple[dict, dict[str, str]]]:
     config["dataset"] = {"kind": "local", "path": str(archive), "frame_size": 48}
     scenarios["local"] = (config, values)
 
-    # Workloads (issue 32): a name of one's own on a catalog model from image files, a
+    # Workloads: a name of one's own on a catalog model from image files, a
     # download of a dataset's file, and an offline copy by path.
     config = json.loads(json.dumps(base))
     copy = tmp_path / marked("workloads[].path")
@@ -374,7 +374,7 @@ def _scenarios(tmp_path: Path) -> dict[str, tuple[dict, dict[str, str]]]:
         {"name": "mnist-mlp"},
         {"name": "mnist-offline", "catalog": "mnist-mlp", "path": values["workloads[].path"]},
     ]  # fmt: skip
-    config["study"] = "minimaxir"  # the study rules' commands (issue 34)
+    config["study"] = "minimaxir"  # the study rules' commands
     scenarios["workloads"] = (config, values)
     return scenarios
 
