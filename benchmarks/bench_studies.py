@@ -1,5 +1,4 @@
-"""Benchmark: embryo-bench's trainer against the studies' own scripts (issue 32, item 5), not
-a test.
+"""Benchmark: embryo-bench's trainer against the studies' own scripts, not a test.
 
 For each catalog workload whose study published a script, two entries train on the SAME
 synthetic arrays (:func:`embryo_bench.data.arrays.write_synthetic`, the workload's shape,
