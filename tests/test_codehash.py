@@ -216,8 +216,8 @@ def _walk_defs_with_docstrings(tree):
 
 
 def test_the_statement_walk_reaches_every_import_and_docstring():
-    """Imports and docstrings are found through statement bodies only, not every node (issue
-    14: walking every expression was most of the hashing time): that walk must reach every
+    """Imports and docstrings are found through statement bodies only, not every node
+    (walking every expression was most of the hashing time): that walk must reach every
     statement a walk of every node reaches, in every kind of nested block."""
     import ast
 

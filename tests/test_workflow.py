@@ -530,8 +530,8 @@ def test_trajectory_rules_reach_index_and_its_log(tmp_path):
     assert len(pd.read_csv(manifest)) == 120
     log = (tmp_path / "out/logs/index.log").read_text()
     assert "20 frames after their embryo's last trajectory line (unlabelled), in 10 embryos" in log
-    # The generator's settings against the index rule's: refused when the plan is made (issue
-    # 31, item 9; index itself says "12 lines for 14 frames", tests/test_sources.py), so the
+    # The generator's settings against the index rule's: refused when the plan is made
+    # (index itself says "12 lines for 14 frames", tests/test_sources.py), so the
     # manifest of the settings that work is kept.
     before = manifest.read_bytes()
     config["dataset"]["trajectories"] = {"unlabelled_frames": "error"}
