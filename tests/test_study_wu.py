@@ -106,7 +106,7 @@ def _printed(row) -> list[str]:
     return [raw, grouped]
 
 
-@pytest.mark.skipif(not SEED.is_file(), reason=f"the seed text {SEED} is not beside the repo")
+@pytest.mark.skipif(not SEED.is_file(), reason=f"the study's text {SEED} is not beside the repo")
 def test_every_number_is_printed_where_its_source_says(numbers):
     regions = _regions(SEED.read_text())
     raw = pd.read_csv(pub.HERE / STUDY.numbers, dtype=str, keep_default_na=False)["value"]
@@ -116,14 +116,14 @@ def test_every_number_is_printed_where_its_source_says(numbers):
         places = re.findall(r"(Table [IVX]+|section [\d.]+)", row["source"])
         assert places, f"{row['source']}: names no table or section"
         for place in places:
-            assert place in regions, f"{place}: not in the seed"
+            assert place in regions, f"{place}: not in the study's text"
             pattern = "|".join(rf"(?<![\d.,]){re.escape(p)}(?![\d])(?!\.\d)" for p in _printed(row))
             assert re.search(pattern, regions[place]), f"{row['value']} not printed in {place}"
             checked += 1
     assert checked > len(numbers)  # several rows name more than one table
 
 
-@pytest.mark.skipif(not SEED.is_file(), reason=f"the seed text {SEED} is not beside the repo")
+@pytest.mark.skipif(not SEED.is_file(), reason=f"the study's text {SEED} is not beside the repo")
 def test_the_batch_sweep_is_table_xv_as_printed(numbers):
     """The batch rows the claim reads are Table XV's line by line: batch, total and per-epoch
     time in one printed line each."""
