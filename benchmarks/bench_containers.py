@@ -10,7 +10,7 @@ both alike; each configuration runs --repeats times. Every run carries its evide
 (calibration probes, the machine sampled beside it) and gets the stability verdict
 (:mod:`embryo_bench.reporting.stability`, the schema's default thresholds). A flag is a warning,
 not a
-gate (issue 23): a ratio is the median over every pair (a repeat's two runs) with its 95 %
+gate: a ratio is the median over every pair (a repeat's two runs) with its 95 %
 bootstrap interval (:func:`embryo_bench.reporting.compare.median_interval`), the flagged pairs are
 counted and printed with why, and the median over the clean pairs alone is given beside.
 

@@ -25,7 +25,7 @@ first and says so; ``--stub-scontrol`` puts an ``scontrol`` that fails at once f
 for every timed run (what a machine without Slurm, or with a controller that answers, pays).
 
 Prints every repeat, the median, min and max seconds, the jobs planned, and whether the median
-meets the target (``--target-s``, default 3 s, issue 14); and the median CPU time (user +
+meets the target (``--target-s``, default 3 s); and the median CPU time (user +
 system) of the snakemake processes, which a busy machine inflates far less than wall time.
 
 Usage: python benchmarks/bench_dryrun.py [--configfile config/config.yaml] [--repeats 5]

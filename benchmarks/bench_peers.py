@@ -1,4 +1,4 @@
-"""Benchmark: our training path against its peers on the paper CNN (issue 14), not a test.
+"""Benchmark: our training path against its peers on the paper CNN, not a test.
 
 Every entry trains the same network, the paper CNN (conv 5x5x32 same + ReLU -> maxpool 2 ->
 conv 5x5x64 same + ReLU -> maxpool 2 -> dense 1024 + ReLU -> dropout 0.5 -> dense 4 logits;

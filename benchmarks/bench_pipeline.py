@@ -4,7 +4,7 @@
    database layout are run through the workflow's own crop -> invert -> augment jobs
    (equalise + |p - 128|, 20 rotations, 64 px) by a real ``snakemake --cores W`` invocation,
    so per-job interpreter start-up and imports are paid as in a real run. Frame generation
-   and indexing are not timed. Prints source frames/s and the wall time (target, issue 14:
+   and indexing are not timed. Prints source frames/s and the wall time (target:
    all 3,064 in < 10 s on 2 cores, i.e. >= 306.4 frames/s, met or not) and a breakdown of the
    run's CPU time (Snakemake's planning, job start-up, PNG decoding, equalisation, rotation,
    resizing, .npz I/O). ``--baseline CHECKOUT`` pairs each run (``--preprocess-repeats``)
@@ -48,7 +48,7 @@ REPO = Path(__file__).resolve().parents[1]
 PROBE_SECONDS = 2  # each calibration probe, before and after each side (s)
 
 
-#: Issue 14 item 3: the paper's 3,064 frames through crop -> invert -> augment in under 10 s
+#: The target: the paper's 3,064 frames through crop -> invert -> augment in under 10 s
 #: on 2 cores, i.e. at least 306.4 source frames/s.
 TARGET_FRAMES, TARGET_SECONDS, TARGET_CORES = 3064, 10.0, 2
 TARGET_FPS = TARGET_FRAMES / TARGET_SECONDS
@@ -352,7 +352,7 @@ def _random_ips(n: int, epochs: int, threads: int, probe_seconds: float):
 def bench_training(work: Path, shards: int, threads: int, epochs: int, repeats: int) -> dict:
     """Pipeline vs random-array throughput, ``repeats`` pairs in alternating order (ABBA...),
     so that a change in host speed during the benchmark (this project's VMs change speed in
-    steps) hits both sides. Every pair counts (a flag is a warning, not a gate: issue 23); the
+    steps) hits both sides. Every pair counts (a flag is a warning, not a gate); the
     ratio reported is the median of every pair's ratio with its 95 % bootstrap interval
     (:func:`embryo_bench.reporting.compare.median_interval`), the flagged pairs (either side
     flagged by

@@ -1,5 +1,4 @@
-"""Benchmark: does a run's position within a round change its speed? (issue 33, item 5), not a
-test.
+"""Benchmark: does a run's position within a round change its speed? Not a test.
 
 On 2026-11-24 the A/A copy of config/offline-rounds.yaml, always in the middle of ABC CBA,
 was faster in 4 of 5 rounds (+2.9 %). This measures the effect with N identical copies of one
@@ -80,7 +79,8 @@ from embryo_bench.planning.plan import ROUND_ORDERS
 from embryo_bench.recording.hardware import cpu_flags, cpu_model
 
 REPO = Path(__file__).resolve().parents[1]
-#: Defaults of the command line (the measurement issue 33 item 5 asks for).
+#: Defaults of the command line (the measurement docs/results.md reports, "Position within
+#: a round").
 DEFAULT_CONFIG = REPO / "config" / "offline.yaml"
 DEFAULT_TARGET = "host-1cpu"
 DEFAULT_COPIES = 3

@@ -1,4 +1,4 @@
-"""Benchmark: cost as work grows (issue 26), not a test.
+"""Benchmark: cost as work grows, not a test.
 
 The workflow itself (``snakemake`` on ``config/paper-synthetic.yaml``, SYNTHETIC frames in the
 database's layout) is run at fractions of the paper's size: the configuration's labelled

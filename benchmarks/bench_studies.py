@@ -1,5 +1,4 @@
-"""Benchmark: embryo-bench's trainer against the studies' own scripts (issue 32, item 5), not
-a test.
+"""Benchmark: embryo-bench's trainer against the studies' own scripts, not a test.
 
 For each catalog workload whose study published a script, two entries train on the SAME
 synthetic arrays (:func:`embryo_bench.data.arrays.write_synthetic`, the workload's shape,
@@ -40,7 +39,7 @@ catsdogs-cnn            the cats-vs-dogs tutorial        files input, augmented 
 ======================  ===============================  =================================
 
 Not here: ``paper`` (benchmarks/bench_peers.py compares it with the authors' formulation),
-``tf-cifar10`` (its tutorial's script, cifar10_train.py, is not one the issue names),
+``tf-cifar10`` (its tutorial's script, cifar10_train.py, was left out of this comparison),
 ``catsdogs-deeper`` and ``catsdogs-128`` (study 004 describes them in words only), and
 ``datamadness-cnn`` (study 001 published no code; 58 M parameters).
 
@@ -64,7 +63,7 @@ OMP/MKL/OpenBLAS and TensorFlow's intra-op and inter-op pools at ``--threads``
 ``tf.config.threading`` for the scripts, which set none themselves). The ratio ours/script
 is paired within each round (:func:`embryo_bench.reporting.compare.paired_ratios`; over the
 rounds its median and 95 % bootstrap interval, :func:`~embryo_bench.reporting.compare.
-median_interval`), and judged against the issue's bar of 0.97 (:func:`verdict`).
+median_interval`), and judged against the bar of 0.97 set for it (:func:`verdict`).
 
 Memory (``--memory-mib``): a run holds its training set at most once, plus one batch per
 input worker. Measured by two more runs of ours per workload, in fresh processes, whose
@@ -118,7 +117,8 @@ RESULT = "BENCH_STUDIES_RESULT "
 #: The memory runs' extra data in files mode (MiB, decoded): read through in full each
 #: epoch, so kept small (64x64x3 images: 2,048); a copy of it would still show.
 FILES_PROBE_MIB = 24
-#: The issue's bar: embryo-bench's trainer at least this fraction of the script's speed.
+#: The bar set for this comparison: embryo-bench's trainer at least this fraction of the
+#: script's speed.
 TARGET = 0.97
 SIDES = ("ours", "script")
 
@@ -473,7 +473,7 @@ def schedule(names: list[str], rounds: int) -> list[tuple[int, str, str]]:
 
 
 def verdict(median: float, low: float, high: float, pairs: int) -> str:
-    """A ratio ours/script against the issue's :data:`TARGET` (0.97): "meets 0.97x" (the
+    """A ratio ours/script against :data:`TARGET` (0.97): "meets 0.97x" (the
     interval at or above it), "below 0.97x" (the interval under it), "undecided" (the
     interval spans it), or "one pair: no interval"."""
     if pairs < 2:

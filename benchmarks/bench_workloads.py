@@ -1,4 +1,4 @@
-"""Benchmark: the catalog's workloads (issue 32) on one machine, through embryo-bench's own
+"""Benchmark: the catalog's workloads on one machine, through embryo-bench's own
 commands, without Snakemake: for a machine that has Python and Keras but no workflow tools
 (a lent GPU machine, say). Not a test.
 

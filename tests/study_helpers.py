@@ -1,10 +1,27 @@
-"""Hand-made ``study/runs.csv`` rows for the claims tests (issue 34): the columns a claims
-module's ``runs`` argument is read by (:func:`embryo_bench.reporting.claims.common.
-paired_workload_ratio`, :func:`~embryo_bench.reporting.claims.common.target_ratio`)."""
+"""Hand-made ``study/runs.csv`` rows for the claims tests: the columns a claims module's
+``runs`` argument is read by (:func:`embryo_bench.reporting.claims.common.
+paired_workload_ratio`, :func:`~embryo_bench.reporting.claims.common.target_ratio`); and where
+the developers' plain-text copies of the studies are, for the tests that check the published
+numbers against the studies' own texts."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
+
+#: The developers' plain-text copies of the studies, beside the checkout where present (not
+#: part of the repository; docs/studies/README.md, "The texts the tests compare with"): one
+#: file a study, its name beginning with the study's number.
+SEED_COPIES = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+
+
+def seed_copy(number: str) -> Path:
+    """The plain-text copy of study ``number`` ("000".."004"), or, where there is none, the
+    path a test names when it skips."""
+    found = sorted(SEED_COPIES.glob(f"{number}_*.txt"))
+    return found[0] if found else SEED_COPIES / f"{number}_*.txt"
+
 
 #: The columns of ``study/runs.csv`` the claims read.
 RUN_COLUMNS = [

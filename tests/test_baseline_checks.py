@@ -1,4 +1,4 @@
-"""Baselines and calibrate checked before use (issue 31, item 6): a ``stability.baseline``
+"""Baselines and calibrate checked before use: a ``stability.baseline``
 that is missing, garbled, of a newer format or another layout, with too few probes, taken
 on another machine or with settings no target has is one line at plan time (check-config and
 the workflow say the same); at figures time a baseline judges only the runs it fits; and

@@ -1,4 +1,4 @@
-"""benchmarks/bench_peers.py (issue 14): its order of runs, its summary, entries whose framework
+"""benchmarks/bench_peers.py: its order of runs, its summary, entries whose framework
 is missing or which see no GPU, the plain JAX loop's network, a tiny run of the JAX entries
 with TensorFlow hidden, and a tiny end-to-end run of every entry installed here."""
 
@@ -324,7 +324,7 @@ def test_tiny_run_of_every_installed_entry(bench, tmp_path):
     ],
 )
 def test_jax_xla_flags(monkeypatch, jaxlib, threads, preset, expected):
-    """Keras on JAX gets XLA's own convolutions instead of YNNPACK's (issue 14: their filter
+    """Keras on JAX gets XLA's own convolutions instead of YNNPACK's (their filter
     gradients were 6-8x slower) and, on 1 thread, the memory-minimising schedule, only where
     jaxlib is known to have the flags (an unknown XLA flag aborts the process), and never
     against flags the user set."""

@@ -1,4 +1,4 @@
-"""benchmarks/bench_position.py (issue 33, item 5): the configurations it writes, its schedule
+"""benchmarks/bench_position.py: the configurations it writes, its schedule
 of workflow calls, and its position and copy effects on made-up runs."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""benchmarks/bench_scale.py (issue 26): its counts per fraction, the configuration it lays
+"""benchmarks/bench_scale.py: its counts per fraction, the configuration it lays
 over the paper-synthetic one, its fits and tables on made-up numbers, and its measuring of a
 process tree (peak memory, CPU) on a tiny command; the workflow runs themselves are not run
 here."""

@@ -1,4 +1,4 @@
-"""benchmarks/bench_studies.py (issue 32, item 5): its order of runs, its summary, the studies'
+"""benchmarks/bench_studies.py: its order of runs, its summary, the studies'
 scripts it names, and a tiny end-to-end run of one workload's two sides."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Sizes and resources bounded before work starts (issue 31, item 9): each case is refused
+"""Sizes and resources bounded before work starts: each case is refused
 at plan time (Plan.from_config, which the workflow calls) and by `embryo-bench check-config`
 in one line naming the setting; the estimates behind the memory and disk bounds are lower
 bounds of what the code really holds and writes; a full disk while generating is one line
@@ -185,7 +185,7 @@ def _workload(tmp_path: Path, memory: str | None = None, **entry) -> dict:
     return _target(config, "docker-1cpu", memory=memory) if memory else config
 
 
-#: Workloads (issue 42, item 5): each passed check-config and the dry run, then ended in a
+#: Workloads: each passed check-config and the dry run, then ended in a
 #: MemoryError traceback (10^12 samples: 7.28 TiB for the labels alone; 100,000 px: 93 GiB
 #: of class patterns), or (the batch) in the trainer's error after the data job.
 CASES |= {

@@ -1,4 +1,4 @@
-"""A machine baseline (issue 23, item 5): back-to-back probes summarised as the machine's own
+"""A machine baseline: back-to-back probes summarised as the machine's own
 noise, the drift limit it gives a run of a given length, and the lengths it judges. How a
 baseline is checked, taken and used is tests/test_baseline_checks.py's."""
 

@@ -1,4 +1,4 @@
-"""The catalog of the studies' models (issue 32, item 2): parameter counts against the model
+"""The catalog of the studies' models: parameter counts against the model
 and against the sources, one training step of every model with its recipe, the layers that
 stand in for the scripts' input pipelines, a user's builder by module path, and a damaged
 catalog named in one line. Tiny and fast: no training beyond one step on 2 samples."""
@@ -56,7 +56,7 @@ SOURCE_COUNTS = {
     + 512 * 256
     + 4 * 256
     + (256 * 57 + 57),
-    # Wu et al. (003): 3,274,634 for TensorFlow's MNIST network (issue 32); the CIFAR-10
+    # Wu et al. (003): 3,274,634 for TensorFlow's MNIST network; the CIFAR-10
     # tutorial's layers (24x24 crops, two stride-2 pools: 6 x 6 x 64 into local3).
     "tf-mnist-deep": (25 * 32 + 32)
     + (25 * 32 * 64 + 64)

@@ -1,5 +1,5 @@
 """One short training of every workload of the catalog on the host and one in a container
-(issue 32, "Done means"): every catalog workload but the paper's (trained throughout the
+(what "workloads are done" means): every catalog workload but the paper's (trained throughout the
 suite) on SYNTHETIC data of its own shape, a few samples, one epoch, on host-1cpu and
 docker-1cpu, through the workflow in one Snakemake run (its figures too). Each run must finish
 with a positive images/s and the parameter count the catalog gives (imdb-fasttext's is its

@@ -95,7 +95,7 @@ def test_closures_are_the_real_imports():
 
 
 def test_the_train_commands_hash_leaves_out_image_building_and_the_figures():
-    """Issue 24: an edit to the image builds (containers), planning or the tables reruns no
+    """An edit to the image builds (containers), planning or the tables reruns no
     training; Docker API access (docker_api) is apart from image building."""
     train = {m.removeprefix("embryo_bench.") for m in module_closure("cli:train")}
     assert train == {
@@ -153,7 +153,7 @@ def test_image_hash_follows_its_build_files_and_code_not_comments(tmp_path):
     assert image_content_hash(ctx, "cpu") not in (original, changed)
 
 
-# --- speed without a change of value (issue 14) -------------------------------------------
+# --- speed without a change of value ------------------------------------------------------
 
 NESTED = '''
 """module doc"""
@@ -216,8 +216,8 @@ def _walk_defs_with_docstrings(tree):
 
 
 def test_the_statement_walk_reaches_every_import_and_docstring():
-    """Imports and docstrings are found through statement bodies only, not every node (issue
-    14: walking every expression was most of the hashing time): that walk must reach every
+    """Imports and docstrings are found through statement bodies only, not every node
+    (walking every expression was most of the hashing time): that walk must reach every
     statement a walk of every node reaches, in every kind of nested block."""
     import ast
 

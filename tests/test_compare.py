@@ -1,4 +1,4 @@
-"""Ratios to a base target (issue 23, item 2; issue 33, items 0 and 1) on made-up numbers
+"""Ratios to a base target on made-up numbers
 with a known truth: the interval covers it, a drift of the machine biases a blocked order but
 not rounds, an A/A comparison calls no difference at 3 rounds and more, twice as slow is
 slower at every min_difference, and runs that share no round get a wider, unpaired interval
@@ -187,7 +187,7 @@ def test_a_missing_time_to_accuracy_says_who_reached_it():
         "A",
         0.05,
     ).set_index("target")
-    # B never reached it while the base did (issue 33: was "no pair").
+    # B never reached it while the base did (was "no pair").
     assert table.loc["B", "time_to_accuracy_verdict"] == "never reached (base: 13 s)"
     assert (table.loc["B", "time_to_accuracy_runs"], table.loc["B", "throughput_runs"]) == (0, 3)
     assert table.loc["C", "time_to_accuracy_pairs"] == 2  # the round C did not reach: no pair
@@ -230,7 +230,7 @@ def _experiment(truth: dict[str, float], rounds: int, seed: int, run_sd=None, ro
 
 @pytest.mark.parametrize("rounds", [3, 5, 10])
 def test_an_a_a_comparison_calls_no_difference_in_95_percent_of_experiments(rounds):
-    # Issue 33: a percentile bootstrap of 3 pairs called an A/A pair "slower". The t interval
+    # A percentile bootstrap of 3 pairs called an A/A pair "slower". The t interval
     # of the log ratios holds its level at 3 rounds.
     verdicts = []
     for seed in range(200):
@@ -258,7 +258,7 @@ def test_twice_as_slow_is_slower_at_every_min_difference_and_mirrors_twice_as_fa
     table = pd.concat([table, fast.reset_index()])
     for d in np.linspace(low, high, 11):
         verdicts = comparison_table(table, "A", d).set_index("target")["throughput_verdict"]
-        # Issue 33: the threshold was |median - 1| > d, so at d = 0.5 twice as fast was
+        # The threshold was |median - 1| > d, so at d = 0.5 twice as fast was
         # "faster" and half as fast "no measured difference". On the log scale the two are
         # judged alike at every d.
         mirrored = {"slower": "faster", "no measured difference": "no measured difference"}

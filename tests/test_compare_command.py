@@ -1,4 +1,4 @@
-"""`embryo-bench compare A B [C ...]` (issue 33, item 3): result folders from any machines or
+"""`embryo-bench compare A B [C ...]`: result folders from any machines or
 days, per workload and target, the ratio to the first folder's with its interval, verdict and
 pairing, in Markdown and CSV; a reference file of expected images/s; exit status 1 on a
 measured slowdown, 0 otherwise, 2 with one line for a bad folder. Made-up result folders

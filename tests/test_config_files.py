@@ -1,4 +1,4 @@
-"""Configuration files as Snakemake reads them (issue 31, item 10): several ``--configfile``
+"""Configuration files as Snakemake reads them: several ``--configfile``
 merged in order, a refused setting named by the file that set it in one line (Snakemake's own
 validate printed the whole configuration), ``check-config`` reading several files as
 Snakemake does, and an ``outdir`` that cannot leave the folder the workflow runs in."""

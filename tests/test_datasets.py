@@ -1,4 +1,4 @@
-"""The workloads' datasets (issue 32, item 3): each real format written small, as its real
+"""The workloads' datasets: each real format written small, as its real
 file is built, served on 127.0.0.1 and fetched through the download machinery (sha256
 checked), prepared into the arrays file and checked value by value; damaged and truncated
 copies named in one line with nothing written; synthetic arrays; image folders both ways;

@@ -1,4 +1,4 @@
-"""Numbers that are not numbers (issue 31, item 7): an integer learning rate (or any float
+"""Numbers that are not numbers: an integer learning rate (or any float
 setting given as an int) reaches Keras as a float, and a run whose loss became NaN or
 exploded is flagged diverged in every table and never has a time to accuracy."""
 
@@ -63,7 +63,7 @@ def test_float_settings_given_as_integers_are_floats_in_the_spec_and_its_run_jso
 
 
 def test_an_integer_learning_rate_reaches_keras_as_a_float():
-    # Issue 31, item 7: Keras' Adam refused learning_rate=1 ("should be float"), so every
+    # Keras' Adam refused learning_rate=1 ("should be float"), so every
     # training of a configuration with `learning_rate: 1` crashed after passing every check.
     from embryo_bench.workloads.paper import build_model, compile_model
 

@@ -152,7 +152,7 @@ def test_an_image_with_the_same_labels_is_reused_not_built(docker_run, tmp_path)
 
 @pytest.mark.slow
 def test_the_image_keeps_no_wheels(docker_run):
-    """Two stages (issue 26): the wheels go into the first stage only, so no layer of the
+    """Two stages: the wheels go into the first stage only, so no layer of the
     image is the wheelhouse copy (the one-stage cpu image carried 374 MB of wheels it had
     installed), and the record gives the image's size as the daemon reports it."""
     client, _, _, out = docker_run
@@ -191,7 +191,7 @@ python -c "import socket; socket.create_connection(('192.0.2.1', 80), 2)" 2>&1 |
 
 
 def test_a_training_container_is_created_isolated(tmp_path):
-    """Issue 31, item 4: the create arguments of every training container (no daemon)."""
+    """The create arguments of every training container (no daemon)."""
     from embryo_bench.runners.docker_runner import ISOLATION, container_kwargs
 
     config = docker_config(tmp_path / "out")
@@ -221,7 +221,7 @@ def test_a_daemon_is_here_on_every_loopback_address():
 
 @pytest.mark.slow
 def test_the_training_container_gets_only_what_training_needs(docker_run, tmp_path):
-    """Issue 31, item 4: the run trained (docker_run) in a container without network,
+    """The run trained (docker_run) in a container without network,
     capabilities or privilege gain, with a pids limit and read-only inputs, and recorded so
     (metrics.json container.isolation, provenance.csv). A container made the same way
     (container_kwargs, inputs put in by the runner's own container()) with a probe instead of
@@ -399,7 +399,7 @@ def test_sigterm_to_the_runner_leaves_no_container(docker_run, tmp_path):
 
 @pytest.mark.slow
 def test_a_sigkilled_runners_container_stops_and_the_next_runner_removes_it(docker_run, tmp_path):
-    # Issue 12, item 3: SIGKILL of the runner left its container training on for minutes,
+    # SIGKILL of the runner left its container training on for minutes,
     # then Exited and never removed. Its trainer now ends when the runner's stdin lifeline
     # closes, and the next runner of the same run folder removes the leftover container.
     from embryo_bench.runners import lifeline

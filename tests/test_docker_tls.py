@@ -1,4 +1,4 @@
-"""Remote Docker daemons only over authenticated channels (issue 31, item 3), at plan time.
+"""Remote Docker daemons only over authenticated channels, at plan time.
 
 With certificates made by tls_helpers.make_pki (``cryptography``; conftest's ``pki``) and no
 daemon: plain ``tcp://`` to an address that is not a loopback one is refused unless the

@@ -1,5 +1,5 @@
-"""evaluate checks the model file before reading any image (issue 12, item 6), and says what
-layout it reads when the image folder has another (issue 25, item 5)."""
+"""evaluate checks the model file before reading any image, and says what
+layout it reads when the image folder has another."""
 
 import json
 import zipfile
@@ -61,7 +61,7 @@ def test_the_runs_own_model_passes_the_check(tmp_path):
         evaluate(model, tmp_path / "no-such-images")
 
 
-# --- image folders evaluate cannot read (issue 25, item 5) ----------------------------------
+# --- image folders evaluate cannot read -----------------------------------------------------
 
 
 @pytest.fixture(scope="module")

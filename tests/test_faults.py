@@ -1,4 +1,4 @@
-"""Bad input, one table (issue 12): each case damages one input of a stage, runs that stage's
+"""Bad input, one table: each case damages one input of a stage, runs that stage's
 command and expects exit status 2, one ``embryo-bench: error:`` line naming the file or
 setting and what was expected, no traceback, and no output left that looks complete.
 

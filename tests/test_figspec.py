@@ -1,4 +1,4 @@
-"""The figures job's spec (issue 24, item 4): written from the plan, read back checked, and a
+"""The figures job's spec: written from the plan, read back checked, and a
 bad one refused in one line naming the file and the key."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Figures a reader can use (issue 10, item 10): checked on the matplotlib objects the
+"""Figures a reader can use: checked on the matplotlib objects the
 figure functions draw, from hand-made runs (no training)."""
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def test_every_figure_and_table_has_a_report_entry():
     assert set(layout.FIGURE_NAMES) == figures_ and set(layout.TABLE_NAMES) == tables
     assert set(layout.REPORT_ENTRIES) == figures_ | tables
     categories = [c for c, _ in layout.REPORT_ENTRIES.values()]
-    # the paired comparison leads (issue 23), then the paper's figures
+    # the paired comparison leads, then the paper's figures
     assert categories[:3] == [layout.COMPARISON, layout.COMPARISON, layout.PAPER_FIGURES]
     assert all(c[0].isdigit() for c in categories)  # numbered, in reading order
 
@@ -513,7 +513,7 @@ def test_the_synthetic_mark_is_drawn_on_the_saved_figure(tmp_path, monkeypatch):
     assert all((tmp_path / f"cost.{ext}").stat().st_size > 0 for ext in layout.FIGURE_FORMATS)
 
 
-# The comparison figure and tables at few rounds (issue 33, item 6), on made-up runs.
+# The comparison figure and tables at few rounds, on made-up runs.
 
 
 def _comparison(rounds: int, seed: int = 0) -> pd.DataFrame:
@@ -688,7 +688,7 @@ def test_unpaired_rows_are_hollow_and_say_unpaired(drawn, rounds):
 
 
 def test_the_input_workers_of_a_files_run_are_in_its_rows():
-    # Issue 34: the V100 post's tuned variant (4 workers) must say so; memory input has none,
+    # The V100 post's tuned variant (4 workers) must say so; memory input has none,
     # and a run without a spec (made before run.json) too.
     files = _run("tuned", 1, 60.0)
     files.metrics["input_mode"] = "files"

@@ -1,4 +1,4 @@
-"""A failing figures job never costs the existing figures (issue 31, item 2). Snakemake
+"""A failing figures job never costs the existing figures. Snakemake
 removes a job's outputs before it runs it and after it fails, so what the figures will read
 that no job writes is checked when the plan is made (a garbled metrics.json of one run, a
 garbled or missing baseline: refused before any job, the figures untouched), and the last

@@ -1,4 +1,4 @@
-"""Adam through TensorFlow's fused kernel (issue 32, item 5: tf-mnist-deep was at 0.76x its
+"""Adam through TensorFlow's fused kernel (tf-mnist-deep was at 0.76x its
 script with Keras 3's unfused Adam): the same weights and moments as Keras's Adam after a
 few steps, one ``ResourceApplyAdam`` per variable in the update graph, Keras's own update
 where the kernel does not apply (sparse gradients, amsgrad), the trainer's recipes and the

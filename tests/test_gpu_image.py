@@ -1,4 +1,4 @@
-"""The gpu image built where no GPU can run it (issue 26, item 5): each image's build context
+"""The gpu image built where no GPU can run it: each image's build context
 holds its own wheelhouse only (a cpu build never sends the 3.2 GiB of gpu wheels), a gpu image
 whose TensorFlow is not a CUDA build is refused where it is built, and - when asked for, as
 .ci/run does after the suite - the gpu image is built through the workflow and trains on the

@@ -1,4 +1,4 @@
-"""The package's import graph (issue 24, item 1): no circles, and package imports at the top
+"""The package's import graph: no circles, and package imports at the top
 of each module, so the dependencies can be read off its first lines (and each rule's code
 hash, which follows the imports, covers what that command really runs)."""
 

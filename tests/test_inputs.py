@@ -1,4 +1,4 @@
-"""Input modes (issue 32, item 4): files mode decodes and augments image files per batch, each
+"""Input modes: files mode decodes and augments image files per batch, each
 epoch records how long its training steps waited for data, and a run that mostly waited is
 flagged input-bound. Tiny sizes: 48 PNGs of 16 x 16 px, a one-layer model, TensorFlow."""
 

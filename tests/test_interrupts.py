@@ -81,7 +81,7 @@ def _training(cfg: Path, cwd: Path, epochs_done: int = 0, **popen):
 
 
 def test_a_killed_rerun_is_demanded_again_and_no_table_mixes_settings(tiny_run, tmp_path):
-    # Issue 12, item 1: a run that completed, then a rerun under a new setting whose trainer
+    # A run that completed, then a rerun under a new setting whose trainer
     # is SIGKILLed mid-run (as an OOM kill would). The next invocation must demand the run
     # and the figures again, and until then the recorded configuration must still be the one
     # the tables were made from (a rule of its own wrote the new settings beside old tables).
@@ -107,7 +107,7 @@ def test_a_killed_rerun_is_demanded_again_and_no_table_mixes_settings(tiny_run, 
 
 
 def test_the_host_trainer_ends_with_a_killed_snakemake(tmp_path):
-    # Issue 12, item 2: after SIGKILL of snakemake the host trainer trained on as an orphan
+    # After SIGKILL of snakemake the host trainer trained on as an orphan
     # and wrote its outputs. Now it ends at once and writes no metrics.json.
     config = local_config(tmp_path, synthetic_db(tmp_path))
     config["train"]["epochs"] = 400
@@ -130,7 +130,7 @@ def test_the_host_trainer_ends_with_a_killed_snakemake(tmp_path):
 
 
 def test_sigint_to_snakemake_alone_stops_the_training_promptly(tmp_path):
-    # Issue 12, item 4: `kill -INT <snakemake>` made Snakemake wait for every epoch, then
+    # `kill -INT <snakemake>` made Snakemake wait for every epoch, then
     # report failure and mark the finished outputs incomplete. The workflow forwards it to
     # the running jobs, as a terminal's Ctrl-C reaches them: the run stops at once, no output.
     config = local_config(tmp_path, synthetic_db(tmp_path))
@@ -159,7 +159,7 @@ def test_sigint_to_snakemake_alone_stops_the_training_promptly(tmp_path):
 
 @pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 def test_a_full_disk_at_model_save_is_named_and_leaves_no_outputs(tiny_run, small_device):
-    # Issue 12, item 9: a full disk during model.save ended in a raw OSError traceback.
+    # A full disk during model.save ended in a raw OSError traceback.
     _, config, out = tiny_run
     target = next(t for t in config["targets"] if t["name"] == "host-1cpu")
     spec_file = small_device / "run.json"
@@ -185,7 +185,7 @@ def _train_host(config, out, run_dir, spec_file):
 @pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 @pytest.mark.alone
 def test_a_cpu_hog_on_the_runs_core_flags_it_interfered_and_it_still_counts(tiny_run, tmp_path):
-    """Done-means of issues 10 and 23: the same 1-cpu run, without and then with a busy
+    """The interference flag end to end: the same 1-cpu run, without and then with a busy
     process pinned to its core; the second is flagged interfered, naming the other
     processes' share of its core, the first is not (its probes may still drift: this
     machine's speed moves by more than 10 % in seconds on its own); both count in the

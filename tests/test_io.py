@@ -1,4 +1,4 @@
-"""Atomic writes on a full disk (issue 12, item 9): a clear error naming the path and the
+"""Atomic writes on a full disk: a clear error naming the path and the
 space, and nothing left that looks complete."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_other_write_errors_pass_through_unchanged(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-# --- tree_stamp on damaged image folders (issue 25, item 5) ---------------------------------
+# --- tree_stamp on damaged image folders ----------------------------------------------------
 
 
 def _tree(root):
@@ -50,7 +50,8 @@ def _tree(root):
 
 
 def _old_stamp(root) -> str:
-    """tree_stamp as it was before issue 25 (os.walk, links to folders not followed)."""
+    """tree_stamp as it was before damaged image folders were named (os.walk, links to
+    folders not followed)."""
     h = hashlib.sha256()
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
@@ -163,7 +164,7 @@ def test_tree_stamp_follows_a_linked_class_folder(tmp_path):
 
 
 def test_a_staged_folder_changes_nothing_until_the_whole_set_is_written(tmp_path):
-    """Issue 25, item 1: the figures job writes into a staging folder; a failure halfway
+    """The figures job writes into a staging folder; a failure halfway
     leaves the previous figures as they were, success moves every file in."""
     from embryo_bench.io import staged_folder
 

@@ -1,6 +1,6 @@
 """A process tied to its parent (embryo_bench.runners.lifeline) ends when the parent is SIGKILLed
 and
-writes nothing after (issue 12, item 2), by the kernel's parent-death signal and by the
+writes nothing after, by the kernel's parent-death signal and by the
 watchdog thread alone."""
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def test_an_untied_process_outlives_its_parent(tmp_path):
 
 
 def test_the_stdin_lifeline_ends_the_process_when_stdin_closes(tmp_path):
-    # Issue 12, item 3: inside a container the runner's attached stdin is the lifeline.
+    # Inside a container the runner's attached stdin is the lifeline.
     marker = tmp_path / "outputs"
     code = (
         "import sys, time\n"
@@ -151,7 +151,7 @@ WORKFLOW = PARENT.replace('[sys.executable, "-c", sys.argv[1], *sys.argv[2:]]', 
     ids=["exec-by-bash", "under-the-shell", "control-old-prefix"],
 )
 def test_a_job_under_a_shell_ends_with_the_workflow_and_writes_nothing(tmp_path, tie, command):
-    """Issue 25: a crop, augment or figures job, not tied to anything, finished as an orphan
+    """A crop, augment or figures job, not tied to anything, finished as an orphan
     of a SIGKILLed Snakemake and wrote its outputs. With the workflow's pid in the shell
     prefix ($PPID, as common.smk writes it) it ends at once, whether bash execs the command
     (its parent is then Snakemake) or stays as its parent (a shell that outlives Snakemake).

@@ -1,4 +1,4 @@
-"""The hash-locked requirements (issue 13, item 4): the images install
+"""The hash-locked requirements: the images install
 containers/requirements-<image>.lock with --require-hashes; the lock must stay in step with the
 hand-edited pins it is generated from (containers/lock-requirements.sh), and the host lock with
 pyproject.toml."""

@@ -1,4 +1,4 @@
-"""Runs are grouped by the machine they really ran on (issue 33, item 2): a target's runs on
+"""Runs are grouped by the machine they really ran on: a target's runs on
 two machines are never pooled into one median, in this workflow's own outdir (a VM class that
 changed CPU between rounds) and in merged folders (the same host name, another CPU); runs made
 before a field was recorded still load and merge. Made-up runs, no training."""
@@ -40,8 +40,8 @@ MONDAY = {"hostname": "vm", "cpu_model": "Intel(R) Xeon(R) Processor", "cpu_id":
 TUESDAY = {**MONDAY, "cpu_flags": AMX}
 #: The same VM class landed on an AMD EPYC: the same host name.
 EPYC = {**MONDAY, "cpu_model": "AMD EPYC 7B13 64-Core Processor", "cpu_id": "AuthenticAMD 25/1/0"}
-#: What a run recorded before issue 33 (no cpu_id, no memory_mib) and before 2026-11-25 (no
-#: cpu_flags, no host_cores).
+#: What a run recorded before runs were grouped by machine (no cpu_id, no memory_mib) and
+#: before 2026-11-25 (no cpu_flags, no host_cores).
 OLD = {"hostname": "vm", "cpu_model": "Intel(R) Xeon(R) Processor", "gpus": []}
 
 PP = {"frame_size": 48, "crop_fraction": 0.5, "invert_centre": 128, "rotation_step": 90.0,

@@ -1,4 +1,4 @@
-"""A memory-input run holds its data once (issue 32, item 5: "a run never holds more than
+"""A memory-input run holds its data once ("a run never holds more than
 the dataset once plus one batch per input worker").
 
 The paper's workload reads its augmented shards into one array per split holding each image

@@ -84,7 +84,7 @@ def test_a_merge_shows_both_machines_in_every_table_and_the_report(two_machines)
     fig = a / config["outdir"] / "figures"
     table = pd.read_csv(fig / "results_table.csv", keep_default_na=False)
     here = socket.gethostname()
-    # B's runs are named by B's machine (issue 33: CPU, ISA, cores, memory, fingerprint; its
+    # B's runs are named by B's machine (CPU, ISA, cores, memory, fingerprint; its
     # host name differs, so its fingerprint does)
     theirs_name = next(t for t in table["target"] if t.startswith("host-1cpu@"))
     assert dict(zip(table["target"], table["host"], strict=True)) == {
@@ -114,7 +114,7 @@ def test_a_merge_shows_both_machines_in_every_table_and_the_report(two_machines)
 
 @pytest.mark.slow
 def test_runs_on_other_preprocessing_are_refused_and_the_figures_kept(two_machines, tmp_path):
-    """Issue 25: the refusal comes when the plan is made, before Snakemake deletes the
+    """The refusal comes when the plan is made, before Snakemake deletes the
     existing figures for a figures job that would fail (32 files -> 0 before)."""
     a, config, other = two_machines
     figures = a / config["outdir"] / "figures"
@@ -169,7 +169,7 @@ def test_software_differences_name_the_versions_and_count_the_packages():
 
 
 def test_a_merged_sweep_point_is_drawn_as_a_sweep_point(tmp_path):
-    """Issue 24, item 5: the other folder's config lists its targets, never the sweep points
+    """The other folder's config lists its targets, never the sweep points
     derived from them; the point is known by its run.json."""
     from embryo_bench.reporting.merge import merge_runs
 
@@ -215,7 +215,7 @@ def _folder(root: Path, metrics=None, preprocessing=None, **spec_changes) -> Pat
 
 
 def test_merge_folders_are_checked_before_any_job(tmp_path):
-    """Issue 25, item 1: each of the cases that lost the figures (Snakemake deleted them
+    """Each of the cases that lost the figures (Snakemake deleted them
     before the figures job failed) is now refused when the plan is made."""
     from embryo_bench.errors import ConfigError
     from embryo_bench.reporting.merge import check_folders
@@ -250,7 +250,7 @@ def test_merge_folders_are_checked_before_any_job(tmp_path):
 
 
 def test_a_hand_edited_merged_run_json_is_refused_before_any_job(tmp_path):
-    """Issue 25 (silent): a merged run.json edited by hand was merged without complaint."""
+    """Once silent: a merged run.json edited by hand was merged without complaint."""
     from embryo_bench.errors import ConfigError
     from embryo_bench.reporting.merge import check_folders
 
@@ -280,7 +280,7 @@ def test_a_hand_edited_merged_run_json_is_refused_before_any_job(tmp_path):
 
 
 def test_a_merged_run_that_never_finished_is_named_in_the_log(tmp_path, capsys):
-    """Issue 25 (silent): a merged folder's run in progress (progress.csv, no metrics.json)
+    """Once silent: a merged folder's run in progress (progress.csv, no metrics.json)
     was left out without a word; the plan now says so (the workflow logs it as a warning,
     check-config prints it)."""
     from embryo_bench.cli import main

@@ -1,4 +1,4 @@
-"""Issue 31, item 5: one outdir, one workflow at a time. Two checkouts writing one absolute
+"""One outdir, one workflow at a time. Two checkouts writing one absolute
 outdir both ran, their trainings two at a time, overwriting each other's run folders
 (Snakemake's own lock is per working directory). The second is now refused, naming the first;
 a dry run only says so; the lock goes with the process that held it, however it ends."""

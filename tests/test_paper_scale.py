@@ -1,10 +1,10 @@
-"""The paper at its own scale, end to end (issue 26): config/paper-synthetic.yaml (SYNTHETIC
+"""The paper at its own scale, end to end: config/paper-synthetic.yaml (SYNTHETIC
 frames in the database's layout: 100 embryos, 34,133 labelled frames, 766 with 3 cells), its
 full preprocessing (16 shards, 61,280 images of 64 px) and one epoch of the paper's 2-core
 laptop target in a container with its 8 GiB limit, then the figures. Counts are checked
 against the paper's, the trainer's peak memory against the container's limit.
 
-Two forms (issue 31, item 11: on a slow CI machine generating 34,133 frames of 480 px took
+Two forms (on a slow CI machine generating 34,133 frames of 480 px took
 most of 43 minutes). The counts, the images, the model and the training are the same in both;
 only the frames' side differs:
 

@@ -55,7 +55,7 @@ def test_schema_defaults_are_filled_in_once_and_the_input_is_not_changed():
         (("train", "batch_size"), "big", "train.batch_size: 'big' is not of type 'integer'"),
         (("split", "test_remainder"), 5, "split.test_remainder (5) must be below"),
         (("targets", 1, "name"), "host-1cpu", "targets: name 'host-1cpu' is used twice"),
-        # issue 25: 36,000 rotations; augment asked for 5.49 GiB
+        # 36,000 rotations: augment once asked for 5.49 GiB
         (("preprocess", "rotation_step"), 0.01,
          "preprocess.rotation_step: 0.01 is less than the minimum of 1"),
     ],
@@ -118,14 +118,14 @@ def test_run_json_round_trip_and_strict_reading(tmp_path):
 
 
 def test_run_and_metrics_files_carry_a_format_and_newer_ones_are_refused(tmp_path):
-    """Issue 24, item 8: merge reads folders written by other checkouts."""
+    """Merge reads folders written by other checkouts."""
     from embryo_bench.planning.layout import METRICS_FORMAT, RUN_SPEC_FORMAT
     from embryo_bench.reporting.runs import load_runs
 
     spec = plan().spec("host-1cpu", 1)
     d = spec.to_dict()
     # The paper's runs are written as format 1 (as before workloads: not run again); 2 is
-    # a run of another workload (issue 32).
+    # a run of another workload.
     assert d["format"] == 1 and RUN_SPEC_FORMAT == 2
     older = {k: v for k, v in d.items() if k != "format"}  # before versions were written
     assert RunSpec.from_dict(older, "x") == spec
@@ -185,7 +185,7 @@ def test_hardware_policy_skip_fail_and_nothing_left():
     ],
 )  # fmt: skip
 def test_preprocessing_that_makes_nonsense_is_refused(section, key, value, message):
-    """Issue 25, item 4: no 10 degree gap after 51 angles, no 1x1 px crops."""
+    """No 10 degree gap after 51 angles, no 1x1 px crops."""
     bad = copy.deepcopy(OFFLINE)
     bad[section][key] = value
     with pytest.raises(ConfigError, match=re.escape(message)):
@@ -206,7 +206,7 @@ def test_preprocessing_that_makes_nonsense_is_refused(section, key, value, messa
     ],
 )
 def test_a_docker_host_that_is_not_an_address_is_named_at_plan_time(address, problem):
-    """Issue 25: these were "valid" to check-config and reported later as "no Docker daemon
+    """These were "valid" to check-config and reported later as "no Docker daemon
     answers" (ssh:// without a host quietly tried 127.0.0.1:22)."""
     config = copy.deepcopy(OFFLINE)
     config["targets"].append({"name": "vm", "runner": "docker", "cpus": 1, "docker_host": address})
@@ -216,7 +216,7 @@ def test_a_docker_host_that_is_not_an_address_is_named_at_plan_time(address, pro
 
 
 def test_more_threads_than_cpus_is_refused_at_plan_time():
-    """Threads beyond the pinned cores would share them, the probe too (issue 23)."""
+    """Threads beyond the pinned cores would share them, the probe too."""
     one_core = {**OFFLINE, "sweeps": [{"target": "host-1cpu", "threads": [1, 2]}]}
     with pytest.raises(ConfigError, match=r"sweeps\[0\]: threads 2 on target host-1cpu, which "
                        r"has cpus 1: the point's threads would share 1 pinned core"):  # fmt: skip
@@ -298,7 +298,7 @@ def test_every_n_rounds_of_a_williams_design_put_each_target_in_each_position_on
 
 
 def test_the_default_order_is_balanced():
-    """Issue 33, item 5: no order showed a position effect (docs/results.md); balanced is
+    """No order showed a position effect (docs/results.md); balanced is
     the default, so a middle target does not always run in the middle."""
     balanced, alternate = _rounds(4, order="balanced").runs, _rounds(4, order="alternate").runs
     assert _rounds(4).runs == balanced != alternate
@@ -397,7 +397,7 @@ def test_a_target_on_another_daemon_needs_the_image_sent_there():
 
 
 def test_check_config_makes_the_checks_the_workflow_makes_later(tmp_path, capsys):
-    """Issue 24, item 6: a missing merge: folder and colliding docker_host keys were "valid"
+    """A missing merge: folder and colliding docker_host keys were "valid"
     to check-config, and refused only when the workflow first read those settings."""
     from embryo_bench.cli import main
 
@@ -451,7 +451,7 @@ def test_schema_is_where_the_defaults_come_from():
     ids=["indentation", "unclosed flow sequence", "tab", "key twice", "section twice"],
 )
 def test_a_config_syntax_error_names_file_line_and_column(tmp_path, capsys, text, where, problem):
-    # Issue 12, item 7: Snakemake says only "not valid JSON or YAML"; check-config says where.
+    # Snakemake says only "not valid JSON or YAML"; check-config says where.
     from embryo_bench.cli import main
     from embryo_bench.planning.config import read_config_file
 
@@ -490,13 +490,13 @@ def test_check_config_accepts_the_shipped_configs_and_names_a_bad_setting(tmp_pa
 
 
 def test_the_schema_reads_as_pyyamls_safe_loader_reads_it():
-    """load_schema uses libyaml's parser where PyYAML has it (issue 14): the same dict."""
+    """load_schema uses libyaml's parser where PyYAML has it: the same dict."""
     assert load_schema() == yaml.safe_load((REPO / "config" / "schema.yaml").read_text())
 
 
 def test_planning_asks_each_docker_daemon_once(monkeypatch):
     """The local check asks the daemon of every docker target before any job, once per
-    address however many targets name it (issue 14: each answer costs a client and a round
+    address however many targets name it (each answer costs a client and a round
     trip)."""
     from embryo_bench.recording import hardware
 

@@ -45,7 +45,7 @@ def test_equalize_spreads_a_narrow_histogram():
 
 @pytest.mark.parametrize("size", [19, 320])
 def test_equalize_is_near_uniform_at_any_size(size):
-    """Issue 11: Pillow's equalisation saturated on the 28 px subset's 19 x 19 crops (28 % of
+    """Pillow's equalisation saturated on the 28 px subset's 19 x 19 crops (28 % of
     pixels at one value). A dark, smooth frame (a blurred blob plus noise, 60-80 grey levels,
     none above 4 % of the pixels) must equalise to a near-uniform histogram at either size: no
     output value holds more than 1 point above the largest input level's share (Pillow gave

@@ -1,5 +1,5 @@
-"""The studies' registry and the loader of the numbers they published (issue 34, item 2):
-every study's file is read and checked, and a damaged file is named in one line."""
+"""The studies' registry and the loader of the numbers they published: every study's file is
+read and checked, and a damaged file is named in one line."""
 
 import hashlib
 import shutil
@@ -7,6 +7,7 @@ import shutil
 import numpy as np
 import pytest
 import yaml
+from conftest import REPO
 from scipy import stats
 from study_helpers import study_runs
 
@@ -20,12 +21,14 @@ GOOD = 'K80,mnist-mlp,epoch_seconds,3.5,s,"batch_size=128;threads=8",002 table 1
 REORDERED = GOOD.replace('"batch_size=128;threads=8"', "threads=8;batch_size=128")
 
 
-def test_the_registry_names_the_paper_and_the_four_studies_with_their_seed_files():
+def test_the_registry_names_the_paper_and_the_four_studies_as_the_docs_cite_them():
     known = pub.studies()
     assert [s.number for s in known.values()] == ["000", "001", "002", "003", "004"]
     assert known["paper"].claims == "paper" and known["paper"].numbers == "paper.csv"
+    # Each study's short name is a row of the list of sources, with its number.
+    listed = (REPO / "docs" / "studies" / "README.md").read_text()
     for study in known.values():
-        assert study.seed.startswith(study.number + "_")
+        assert f"| {study.number} | {study.seed} |" in listed, study.name
 
 
 def test_a_numbers_file_is_read_with_its_types(tmp_path):

@@ -371,7 +371,7 @@ def test_report_tables_rows_and_values(report_run):
 
 
 def test_a_sweep_point_named_like_a_target_says_which_clash():
-    """Issue 25 (unclear): a target named like a sweep point was reported as "point ... is
+    """Once unclear: a target named like a sweep point was reported as "point ... is
     given twice", without saying that it clashes with a configured target."""
     base = target_from_entry({"name": "t", "runner": "host", "cpus": 1})
     clash = target_from_entry({"name": "t.bs64-t1", "runner": "host", "cpus": 1})

@@ -1,4 +1,4 @@
-"""Issue 31, item 1: nothing in a configuration reaches a shell unquoted.
+"""Nothing in a configuration reaches a shell unquoted.
 
 ``containers.debian_suite: "bookworm; touch /tmp/x; #"`` ran ``touch`` in the base_image job
 (its ``{params.suite}`` was not quoted, and the ``#`` dropped ``--reuse``). Two defences,
@@ -39,7 +39,7 @@ from embryo_bench.planning.config import load_schema
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "workflow" / "rules"
 
-#: Every shell metacharacter the issue lists: each touch would leave a MARKER file in the
+#: The shell metacharacters checked: each touch would leave a MARKER file in the
 #: command's working directory. No "/" (it is also a folder name), no braces and no angle
 #: brackets (in an output path Snakemake reads {x} as a wildcard and <x> as a path variable).
 PAYLOAD = (
@@ -214,7 +214,7 @@ def test_a_setting_that_must_name_a_target_refuses_anything_else(setting, tmp_pa
 
 @pytest.mark.slow
 def test_the_workflow_refuses_a_debian_suite_with_a_command_in_it(tmp_path):
-    """The issue's case: the workflow stops at the schema, before any job."""
+    """A command in debian_suite: the workflow stops at the schema, before any job."""
     config = offline_config(tmp_path / "out", docker=True)
     config["containers"]["base_image"] = "embryo-bench-test/never-built:quoting"
     config["containers"]["debian_suite"] = "bookworm; touch MARKER; #"
@@ -355,7 +355,7 @@ def _scenarios(tmp_path: Path) -> dict[str, tuple[dict, dict[str, str]]]:
     config["dataset"] = {"kind": "local", "path": str(archive), "frame_size": 48}
     scenarios["local"] = (config, values)
 
-    # Workloads (issue 32): a name of one's own on a catalog model from image files, a
+    # Workloads: a name of one's own on a catalog model from image files, a
     # download of a dataset's file, and an offline copy by path.
     config = json.loads(json.dumps(base))
     copy = tmp_path / marked("workloads[].path")
@@ -374,7 +374,7 @@ def _scenarios(tmp_path: Path) -> dict[str, tuple[dict, dict[str, str]]]:
         {"name": "mnist-mlp"},
         {"name": "mnist-offline", "catalog": "mnist-mlp", "path": values["workloads[].path"]},
     ]  # fmt: skip
-    config["study"] = "minimaxir"  # the study rules' commands (issue 34)
+    config["study"] = "minimaxir"  # the study rules' commands
     scenarios["workloads"] = (config, values)
     return scenarios
 

@@ -259,7 +259,7 @@ def test_imagefolder_skips_hidden_entries_and_matches_png_in_any_case(tmp_path):
     assert len(_index(tmp_path / "Test", 28)) == 1
 
 
-# --- damaged image folders are named (issue 25, items 4 and 5) ------------------------------
+# --- damaged image folders are named --------------------------------------------------------
 
 
 def _images(root, splits=("Train", "Test"), frame=None):

@@ -1,4 +1,4 @@
-"""run.json is checked on load (issue 25, item 2): a hand-edited value of the wrong type or
+"""run.json is checked on load: a hand-edited value of the wrong type or
 out of range is one line naming the key, the value and what is allowed, before the trainer
 writes anything; and the ranges run.json allows are the configuration schema's."""
 
@@ -35,7 +35,7 @@ def _with(path: str, value) -> dict:
     return d
 
 
-#: The cases of issue 25's second pass (``train --spec`` crashed on each), and more.
+#: Hand-edited run.json values that ``train --spec`` once crashed on, and more.
 BAD = {
     "rotation_step 'eighteen'": (
         _with("preprocessing.rotation_step", "eighteen"),

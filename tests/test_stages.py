@@ -124,7 +124,7 @@ print(sorted(heavy & {m.split(".")[0] for m in sys.modules}))
 
 def test_stage_jobs_import_no_heavy_modules(small_db, tmp_path):
     """A stage job is one interpreter per shard: pandas, matplotlib, TensorFlow, Keras,
-    Docker and SciPy stay out of it (issue 14: start-up and imports were a third of the
+    Docker and SciPy stay out of it (start-up and imports were a third of the
     preprocessing's CPU time)."""
     manifest, _ = index_db(small_db, 48)
     assign_shards(manifest, 1).to_csv(tmp_path / "selected.csv", index=False)

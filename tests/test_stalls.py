@@ -1,4 +1,4 @@
-"""A frozen trainer is a stall (issue 31, item 8): a host run's sampler is a thread of the
+"""A frozen trainer is a stall: a host run's sampler is a thread of the
 trainer, so ``kill -STOP`` freezes it too and the frozen time is a gap between its telemetry
 samples, which counts as stalled."""
 

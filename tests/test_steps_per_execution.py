@@ -1,4 +1,4 @@
-"""Several training steps per call into the backend (issue 32, item 5: Keras's
+"""Several training steps per call into the backend (Keras's
 ``steps_per_execution``): the same history to the last digit, the throughput windows ending
 at the same steps (with a short last execution), the original variant's fixed-step epochs
 not overrun, the files feed's waits still counted, and the number recorded. Trainings run in

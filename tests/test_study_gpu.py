@@ -1,4 +1,4 @@
-"""The studies' GPU claims where a GPU target ran (issue 41, item 5): DATAmadness's speed-up
+"""The studies' GPU claims where a GPU target ran: DATAmadness's speed-up
 and utilisation (001), the V100 post's speed-ups, utilisation and input-bound GPU (004), and
 the comparison they share (``reporting.claims.common.target_ratio``, ``judge_at_least``),
 on hand-made rows of ``ours`` and ``study/runs.csv`` with and without a GPU target."""

@@ -1,7 +1,8 @@
-"""Studies 001 (DATAmadness) and 004 (the V100 blog), issue 34: their published numbers
+"""Studies 001 (DATAmadness 2019) and 004 (the V100 blog): their published numbers
 (``published/datamadness.csv``, ``published/v100-blog.csv``) load, name catalog workloads and
-were printed in the studies' own texts (``../shared/seeds/`` beside the repository); their
-claim checks give each verdict on hand-made rows of our runs."""
+were printed in the studies' own texts (the developers' copies beside the repository, where
+present: docs/studies/README.md); their claim checks give each verdict on hand-made rows of
+our runs."""
 
 import math
 import os
@@ -10,7 +11,7 @@ import re
 import pandas as pd
 import pytest
 from conftest import REPO
-from study_helpers import NO_RUNS, study_runs
+from study_helpers import NO_RUNS, seed_copy, study_runs
 
 from embryo_bench.planning.config import read_config_files
 from embryo_bench.planning.plan import Plan
@@ -23,7 +24,6 @@ from embryo_bench.reporting.study import OURS_COLUMNS, our_settings
 from embryo_bench.training.inputs import INPUT_BOUND_SHARE
 from embryo_bench.workloads.catalog import catalog
 
-SEEDS = REPO.parent / "shared" / "seeds"
 STUDIES = ["datamadness", "v100-blog"]
 
 OURS = OURS_COLUMNS
@@ -38,7 +38,7 @@ def _raw(study):
 
 
 def _seed_text(study):
-    path = SEEDS / pub.studies()[study].seed
+    path = seed_copy(pub.studies()[study].number)
     if not path.exists():
         pytest.skip(f"{path} is not beside the repository (the studies' texts)")
     return " ".join(path.read_text().split())

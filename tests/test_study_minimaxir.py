@@ -1,4 +1,4 @@
-"""minimaxir's study (shared/seeds/002, issue 34): his numbers in published/minimaxir.csv are
+"""minimaxir's study (Woolf 2017, study 002): his numbers in published/minimaxir.csv are
 the ones his own logs (copied into published/minimaxir/) give, every row loads, and the
 claims module's verdicts on hand-made runs of ours."""
 

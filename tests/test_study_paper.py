@@ -1,5 +1,5 @@
-"""The paper's own GPU conclusions as a study (``study: paper``; issue 41, item 5): its
-systems' file (published/paper.csv) loads and quotes the seed as printed, and its claims
+"""The paper's own GPU conclusions as a study (``study: paper``): its systems' file
+(published/paper.csv) loads and quotes the paper as printed, and its claims
 module judges hand-made rows of our runs of the paper's workload, with and without GPU
 targets."""
 
@@ -12,7 +12,7 @@ import pytest
 import yaml
 from conftest import REPO
 from scipy import stats
-from study_helpers import NO_RUNS, rounds, study_runs
+from study_helpers import NO_RUNS, rounds, seed_copy, study_runs
 
 from embryo_bench.planning.layout import PAPER_WORKLOAD
 from embryo_bench.planning.plan import check_study
@@ -23,7 +23,6 @@ from embryo_bench.reporting.claims.common import CANNOT, DOES_NOT_HOLD, HOLDS
 from embryo_bench.reporting.claims.gpu import NO_GPU
 from embryo_bench.reporting.study import OURS_COLUMNS, run_claims, write_study
 
-SEEDS = REPO.parent / "shared" / "seeds"
 STUDY = pub.studies()["paper"]
 QUOTE = re.compile(r"(?:^|(?<=[\s(]))'(.+?)'(?=$|[\s),;.:])")
 NOISE = 0.05
@@ -35,14 +34,14 @@ def numbers():
 
 
 def _seed_text():
-    path = SEEDS / STUDY.seed
+    path = seed_copy(STUDY.number)
     if not path.exists():
         pytest.skip(f"{path} is not beside the repository (the studies' texts)")
     return " ".join(path.read_text().split())
 
 
 def test_the_paper_is_a_study_whose_files_exist(numbers):
-    assert STUDY.number == "000" and STUDY.seed.startswith("000_")
+    assert STUDY.number == "000" and STUDY.seed == "Lawrence et al. 2017"
     check_study("paper")  # its numbers file and claims module exist
     assert len(numbers) > 5 and set(numbers["workload"]) == {""}
     # Its systems are the names the config's paper_system takes.

@@ -1,4 +1,4 @@
-"""A study beside our runs (issue 34, items 3 and 4; embryo_bench.reporting.study): the
+"""A study beside our runs (embryo_bench.reporting.study): the
 per-workload-and-target table a claims module receives, made from made-up run folders
 (tests/test_machine_identity.py's runs) through the same commands the workflow's study rules
 run; the study's rows and ours in one table, SYNTHETIC on its face; a claims module that is

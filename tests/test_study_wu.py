@@ -1,5 +1,5 @@
-"""Wu et al.'s study (seed 003, issue 34): its published numbers (published/wu.csv) load, name
-catalog workloads and are printed in the seed's text where the file says; its claims module
+"""Wu et al.'s study (Wu et al. 2018, study 003): its published numbers (published/wu.csv) load,
+name catalog workloads and are printed in the study's text where the file says; its claims module
 gives each verdict on hand-made runs of ours."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from scipy import stats
-from study_helpers import NO_RUNS, study_runs
+from study_helpers import NO_RUNS, seed_copy, study_runs
 
 from embryo_bench.planning.config import read_config_file, read_config_files
 from embryo_bench.planning.plan import Plan
@@ -23,9 +23,8 @@ from embryo_bench.reporting.study import OURS_COLUMNS
 from embryo_bench.workloads.catalog import catalog
 
 REPO = Path(__file__).resolve().parents[1]
-SEEDS = REPO.parent / "shared" / "seeds"
 STUDY = pub.studies()["wu"]
-SEED = SEEDS / STUDY.seed
+SEED = seed_copy(STUDY.number)
 CONFIG = REPO / "config" / "wu.yaml"
 SHORT = REPO / "config" / "wu-short.yaml"
 
@@ -107,7 +106,7 @@ def _printed(row) -> list[str]:
     return [raw, grouped]
 
 
-@pytest.mark.skipif(not SEED.is_file(), reason=f"the seed text {SEED} is not beside the repo")
+@pytest.mark.skipif(not SEED.is_file(), reason=f"the study's text {SEED} is not beside the repo")
 def test_every_number_is_printed_where_its_source_says(numbers):
     regions = _regions(SEED.read_text())
     raw = pd.read_csv(pub.HERE / STUDY.numbers, dtype=str, keep_default_na=False)["value"]
@@ -117,14 +116,14 @@ def test_every_number_is_printed_where_its_source_says(numbers):
         places = re.findall(r"(Table [IVX]+|section [\d.]+)", row["source"])
         assert places, f"{row['source']}: names no table or section"
         for place in places:
-            assert place in regions, f"{place}: not in the seed"
+            assert place in regions, f"{place}: not in the study's text"
             pattern = "|".join(rf"(?<![\d.,]){re.escape(p)}(?![\d])(?!\.\d)" for p in _printed(row))
             assert re.search(pattern, regions[place]), f"{row['value']} not printed in {place}"
             checked += 1
     assert checked > len(numbers)  # several rows name more than one table
 
 
-@pytest.mark.skipif(not SEED.is_file(), reason=f"the seed text {SEED} is not beside the repo")
+@pytest.mark.skipif(not SEED.is_file(), reason=f"the study's text {SEED} is not beside the repo")
 def test_the_batch_sweep_is_table_xv_as_printed(numbers):
     """The batch rows the claim reads are Table XV's line by line: batch, total and per-epoch
     time in one printed line each."""

@@ -1,4 +1,4 @@
-"""The synthetic database at exact counts (issue 26): the paper's 34,133 labelled frames with
+"""The synthetic database at exact counts: the paper's 34,133 labelled frames with
 766 of 3 cells over 100 embryos, in developmental order, indexed back to the same counts;
 the old per-embryo behaviour and the synthesize rule's flags unchanged without the new keys;
 config/paper-synthetic.yaml is the paper configuration at the paper's size."""
@@ -206,8 +206,8 @@ def test_paper_synthetic_config_is_the_paper_config_at_the_papers_size():
 
 
 def _whole_frame_render(size: int, cells: int, rng: np.random.Generator, layout) -> np.ndarray:
-    """The frame as the generator drew it before issue 31 (every shape summed over the whole
-    frame): the reference the bounded drawing must equal, bit for bit."""
+    """The frame as the generator drew it before its drawing was bounded (every shape summed
+    over the whole frame): the reference the bounded drawing must equal, bit for bit."""
     yy, xx = np.mgrid[0:size, 0:size].astype(np.float32)
     img = 110.0 + 25.0 * (1.0 - yy / size)
     cy, cx = size / 2 + rng.normal(0, size * 0.01, 2)

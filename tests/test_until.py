@@ -1,4 +1,4 @@
-"""Rounds until the answer is sure (issue 33, item 4): with ``compare.until`` the repeats run
+"""Rounds until the answer is sure: with ``compare.until`` the repeats run
 first, then one round more after each round whose check finds an interval wider than the goal,
 up to ``compare.max_rounds``; the comparison table says why the rounds stopped; finished
 rounds are never rerun, and a rerun after the stop has nothing to do."""

@@ -293,7 +293,7 @@ def test_config_source_without_path_is_rejected(tmp_path):
 
 
 def test_a_damaged_image_folder_is_named_in_one_line_when_the_workflow_is_planned(tmp_path):
-    """Issue 25, item 5: a link to a missing image in a folder read in place crashed the
+    """A link to a missing image in a folder read in place crashed the
     plan's stamp of the folder with a traceback; Snakemake and check-config name it."""
     images = _class_folder_copy(tmp_path, 48)
     (images / "Test/0/gone.png").symlink_to(images / "nowhere.png")
@@ -351,7 +351,7 @@ def test_garbled_trajectories_fail_index(tmp_path):
 
 
 def test_jobs_use_snakemakes_interpreter_without_an_activated_venv(tmp_path):
-    # Issue 12, item 10: `/path/to/venv/bin/snakemake` with the venv not activated ran the
+    # `/path/to/venv/bin/snakemake` with the venv not activated ran the
     # jobs with whatever `python3` came first on PATH. A decoy python3 first on PATH stands
     # for the system's interpreter without the packages.
     decoy = tmp_path / "decoy-bin"
@@ -475,7 +475,7 @@ def test_mirrored_strategy_on_two_logical_cpus(tiny_run, tmp_path):
 def test_nothing_heavy_runs_beside_a_training(tmp_path):
     """Every training job takes all of the profile's bench slots and every other job one,
     so Snakemake can never start an image build, preprocessing or figures job (or a second
-    training) while a run is timed (issue 10)."""
+    training) while a run is timed."""
     profile = yaml.safe_load((REPO / "profiles/default/config.yaml").read_text())
     capacity = dict(r.split("=") for r in profile["resources"])["bench_slot"]
     config = offline_config(tmp_path / "out", docker=True)
@@ -530,8 +530,8 @@ def test_trajectory_rules_reach_index_and_its_log(tmp_path):
     assert len(pd.read_csv(manifest)) == 120
     log = (tmp_path / "out/logs/index.log").read_text()
     assert "20 frames after their embryo's last trajectory line (unlabelled), in 10 embryos" in log
-    # The generator's settings against the index rule's: refused when the plan is made (issue
-    # 31, item 9; index itself says "12 lines for 14 frames", tests/test_sources.py), so the
+    # The generator's settings against the index rule's: refused when the plan is made
+    # (index itself says "12 lines for 14 frames", tests/test_sources.py), so the
     # manifest of the settings that work is kept.
     before = manifest.read_bytes()
     config["dataset"]["trajectories"] = {"unlabelled_frames": "error"}
@@ -575,7 +575,7 @@ def test_original_variant_runs_and_the_tables_say_so(tiny_run, tmp_path):
 
 @pytest.mark.ci_step("long-workflows", "3 rounds of 2 targets through the workflow")
 def test_repeats_run_as_alternating_rounds_and_every_run_is_compared(tiny_run, tmp_path):
-    """Issue 23: two host targets x 3 rounds run in the planned order (A B, B A, A B: each
+    """Two host targets x 3 rounds run in the planned order (A B, B A, A B: each
     run waits for the one planned before it), every run counts in the statistics, and the
     paired comparison's table and figure say so. Rerunning one run reruns that run alone (the
     wait is on an ancient() input)."""
@@ -613,7 +613,7 @@ def test_repeats_run_as_alternating_rounds_and_every_run_is_compared(tiny_run, t
 
 @pytest.mark.slow
 def test_a_deleted_run_output_reruns_its_training(tiny_run, tmp_path):
-    """Issue 25, item 6: deleting a run's model.keras (which nothing downstream reads) or its
+    """Deleting a run's model.keras (which nothing downstream reads) or its
     telemetry.csv said "Nothing to be done"; each now reruns that training and the figures."""
     work, config = tiny_run[0], tiny_run[1]
     work = copy_run(work, tmp_path / "work")

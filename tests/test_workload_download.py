@@ -1,4 +1,4 @@
-"""A workload's real dataset through the workflow (issue 32, item 3): its files downloaded
+"""A workload's real dataset through the workflow: its files downloaded
 from 127.0.0.1 by the registry's URL, sha256 and size (a copy of the checkout whose
 datasets.yaml points at a local server holding Keras's mnist.npz and the Nietzsche text,
 written small in their real formats), prepared and trained on; a file whose bytes are not

@@ -1,4 +1,5 @@
-"""Workloads other than the paper's through the workflow (issue 32, "Done means"), at tiny
+"""Workloads other than the paper's through the workflow (what "workloads are
+done" means), at tiny
 sizes: three workloads of the catalog on SYNTHETIC data (one from memory, one from image
 files, one without a test split) trained on the host and in a container, each with its
 tables; an edit to one workload's settings reruns only its jobs; a model of one's own by
@@ -120,7 +121,7 @@ def test_an_edit_to_one_workloads_settings_reruns_only_its_jobs(workloads_run, t
     edited["workloads"][0]["batch_size"] = 32  # mnist-mlp: 128 by its recipe
     dry = snakemake(work, edited, "-n").stdout
     jobs = planned_jobs(dry)
-    # Besides its own jobs, only the views over every workload (issue 34: study/ours.csv and
+    # Besides its own jobs, only the views over every workload (study/ours.csv and
     # the workload x target view) are made again: they hold its runs.
     every = {"all", "study_ours", "workload_view"}
     assert {w.get("workload") for rule, w in jobs if rule not in every} == {"mnist-mlp"}, dry

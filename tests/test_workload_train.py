@@ -1,4 +1,4 @@
-"""The trainer on a workload other than the paper's (issue 32): its arrays, its model by its
+"""The trainer on a workload other than the paper's: its arrays, its model by its
 builder, memory and files input, the input wait and the input-bound verdict, and arrays that
 are not the workload's named in one line. Each training runs in its own process (as a run
 does): TensorFlow's thread pools are set once per process."""

@@ -1,4 +1,4 @@
-"""Workloads as part of the configuration and the plan (issue 32, item 1): a configuration
+"""Workloads as part of the configuration and the plan: a configuration
 that names none plans exactly the paper's runs as before; several workloads go in the same
 rounds; a workload's run spec carries its model, data and recipe; a bad entry is one line."""
 

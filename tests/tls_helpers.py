@@ -1,4 +1,4 @@
-"""Helpers for the tests of remote Docker daemons over TLS (issue 31, item 3): a CA and
+"""Helpers for the tests of remote Docker daemons over TLS: a CA and
 certificates made with ``cryptography`` as a daemon and its clients hold them, a target's
 ``docker_tls`` for them, and the address of the TLS daemon tests/test_docker.py starts (its
 second daemon, containers/second-dockerd.sh with ``DOCKERD2_TLS``)."""

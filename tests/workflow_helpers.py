@@ -74,7 +74,7 @@ TINY = {
     "select": {"shards": 1},
     "preprocess": {"rotation_step": 90, "image_size": 16},
     # 28 training frames x 4 rotations = 112 training images: two full batches of 56 (a
-    # batch larger than the training set is refused, issue 25).
+    # batch larger than the training set is refused).
     "train": {"epochs": 1, "probe_seconds": 0.25, "batch_size": 56},
 }
 TINY_PARAMETERS = 1_105_796  # 832 + 51,264 + (4 * 4 * 64 + 1) * 1,024 + 4,100

@@ -465,11 +465,11 @@ def cmd_train(p):
 
         if not a.in_container and os.environ.get(lifeline.TIE_ENV):
             # A workflow job ends with Snakemake: an orphaned trainer went on and wrote its
-            # outputs, and a rerun then trained beside it (issue 12, item 2). Not by hand:
+            # outputs, and a rerun then trained beside it. Not by hand:
             # `nohup embryo-bench train ... &` must survive its shell.
             lifeline.tie_to_workflow()
         elif os.environ.get(lifeline.LIFELINE_ENV) == "stdin":
-            lifeline.watch_stdin()  # ends with the docker runner (issue 12, item 3)
+            lifeline.watch_stdin()  # ends when the docker runner's attached stdin closes
         dataset = read_json(a.source_info)
         run_training(
             spec,
@@ -533,14 +533,15 @@ def cmd_figures(p):
         spec = FiguresSpec.read(a.spec, current=True)
         runs = load_runs(spec.runs)
         merged, targets = merge_runs(spec.merge, runs, spec.targets)
-        # One target's runs on two machines are two targets (issue 33, item 2).
+        # One target's runs on two machines are two targets: never pooled into one.
         own = split_by_machine(runs, merged, targets)
         for note in own.notes:
             log.warning("%s", note)
         baseline = spec.stability.get("baseline", "")
         # Into a staging folder, moved into place only when every figure and table is made
-        # (issue 25), the complete set then kept beside (figures.previous), for the workflow
-        # to put back if a later figures job fails after Snakemake removed them (issue 31).
+        # (a failure halfway leaves no half set), the complete set then kept beside
+        # (figures.previous), for the workflow to put back if a later figures job fails after
+        # Snakemake removed them.
         with staged_folder(a.out_dir, keep=kept_path(a.out_dir)) as out_dir:
             figures.make_all(
                 own.runs,
@@ -569,7 +570,7 @@ def cmd_figures(p):
 
 
 def cmd_study_ours(p):
-    """every workload's runs as one table, and per workload and target (issue 34: what a
+    """every workload's runs as one table, and per workload and target (what a
     study's numbers and claims are put beside, and the workload x target view)"""
     p.add_argument(
         "--workloads",
@@ -598,7 +599,7 @@ def cmd_study_ours(p):
 
 
 def cmd_study(p):
-    """a study's published numbers beside ours, and its claims checked on our runs (issue 34)"""
+    """a study's published numbers beside ours, and its claims checked on our runs"""
     p.add_argument("--study", required=True, help="a study of published/studies.yaml")
     p.add_argument("--numbers", required=True, help="the study's numbers file (CSV)")
     p.add_argument("--ours", required=True, help="study/ours.csv (embryo-bench study-ours)")
@@ -624,7 +625,7 @@ def cmd_study(p):
 
 
 def cmd_workload_view(p):
-    """time and cost relative to the base target, per workload and target (issue 34)"""
+    """time and cost relative to the base target, per workload and target"""
     p.add_argument("--runs", required=True, help="study/runs.csv (embryo-bench study-ours)")
     p.add_argument("--out", required=True, help="the view's path without extension")
 
@@ -1129,7 +1130,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         if args.command not in SELF_TIED:
-            # A workflow job ends with Snakemake, writing nothing more (issue 25: a figures or
+            # A workflow job ends with Snakemake, writing nothing more (a figures or
             # augment job orphaned by a SIGKILLed Snakemake finished and wrote its outputs).
             lifeline.tie_to_workflow()
         args.func(args)

@@ -82,10 +82,10 @@ def atomic_path(
 def staged_folder(path: str | os.PathLike, keep: str | os.PathLike | None = None) -> Iterator[Path]:
     """Yield an empty folder beside ``path`` to write a set of files into; only when the
     block succeeds are they moved into ``path`` (created if needed), each by a rename, so a
-    failure halfway leaves ``path`` as it was: no new file beside old ones (issue 25: the
-    figures job). Files of ``path`` that the block did not write are kept. With ``keep``,
-    the complete set is then also kept there (:func:`keep_set`), for when a later attempt
-    fails after its files were removed (issue 31, item 2).
+    failure halfway leaves ``path`` as it was: no new file beside old ones (the
+    figures job writes its set so). Files of ``path`` that the block did not write are kept.
+    With ``keep``, the complete set is then also kept there (:func:`keep_set`), for when a
+    later attempt fails after its files were removed.
 
     Raises:
         OSError: ``path``'s parent cannot be written.

@@ -62,9 +62,9 @@ OTHER_JOB_SLOTS = 1
 # itself (schema, sizes and resources) run at every parse.
 try:
     # Snakemake's own YAML loading keeps the last of a key given twice; read each configfile
-    # again to refuse that, naming the file and line (issue 25), and check the merged
-    # settings naming the file that set a refused one (issue 31: Snakemake's validate prints
-    # the whole configuration and no file).
+    # again to refuse that, naming the file and line, and check the merged
+    # settings naming the file that set a refused one (Snakemake's validate prints the whole
+    # configuration and no file).
     _SCHEMA = load_schema(os.path.join(workflow.basedir, "config", "schema.yaml"))
     _SOURCES = read_config_files(workflow.configfiles)[1]
     if workflow.config_settings.config:
@@ -165,7 +165,7 @@ wildcard_constraints:
 
 
 # Every file a run writes: `all` asks for them, so a deleted model.keras or telemetry.csv
-# reruns its training (Snakemake checks only the outputs something asks for; issue 25). The
+# reruns its training (Snakemake checks only the outputs something asks for). The
 # runs are those of every round that runs (rounds.smk: with compare.until, as decided so far).
 def run_outputs(wildcards):
     return [f"{d}/{f}" for d in decided_run_dirs() for f in layout.RUN_FILES]
@@ -207,7 +207,7 @@ def workload_outputs(wildcards):
 WORKLOAD_FIGURES = [f"{OUT}/workloads/{w}/figures/results_table.csv" for w in WORKLOADS]
 
 
-# Issue 34 (study.smk): the study's tables and figure and the workload view in the report.
+# The studies (study.smk): the study's tables and figure and the workload view in the report.
 def study_report(path, name, kind):
     """``path`` as a report entry of layout.STUDY_REPORT_ENTRIES[name]."""
     category, words = layout.STUDY_REPORT_ENTRIES[name]

@@ -1,7 +1,7 @@
 # Stage 8: figures (analogues of the paper's figures 1, 4, 5/6 and the report's own),
 # tables, and one utilisation figure per run; all collected by `snakemake --report`.
 #
-# A failing figures job never costs the last complete figures (issue 31, item 2): what it
+# A failing figures job never costs the last complete figures: what it
 # reads that no job writes is checked when the plan is made (Plan.check_figures_inputs);
 # the job writes into a staging folder, moves the set into figures/ only when it is complete
 # and keeps it in figures.previous (hard links). Snakemake removes a job's outputs before it

@@ -1,4 +1,4 @@
-# Rounds until the answer is sure (compare.until, issue 33, item 4). The repeats run first;
+# Rounds until the answer is sure (compare.until). The repeats run first;
 # the checkpoint round_check then measures every target's ratio interval from the runs of
 # rounds 1..k (embryo_bench.reporting.rounds), and PLAN.rounds_wanted reads those checks
 # when the jobs are planned: while an interval is wider than compare.until and fewer than

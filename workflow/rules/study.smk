@@ -1,4 +1,4 @@
-# Issue 34: a study's published numbers beside ours, its claims checked on our runs, and the
+# A study's published numbers beside ours, its claims checked on our runs, and the
 # workload x target view. study_ours reads every workload's finished runs (each workload's
 # figures-spec.json names them, in the rounds that run) into study/runs.csv and
 # study/ours.csv (embryo_bench.reporting.study); study puts the study's numbers file

@@ -2,10 +2,11 @@
 # by embryo_bench.planning.plan and written as run.json (rule run_spec); one train rule trains from
 # it, on the host or in a container as its runner says. A run takes every bench slot (the
 # profiles give 100; every other rule takes 1), so nothing runs beside a timed run. `exec`
-# makes the trainer Snakemake's direct child, so signals reach it. Runs go in rounds (issue
-# 23): each waits for the run planned just before it (PLAN.runs), so the order is the planned
-# one whatever the scheduler prefers; that input is ancient(), so rerunning one run does not
-# rerun the runs after it.
+# makes the trainer Snakemake's direct child, so signals reach it. Runs go in rounds
+# (interleaved, so a drift of the machine's speed lands on every target alike): each waits
+# for the run planned just before it (PLAN.runs), so the order is the planned one whatever
+# the scheduler prefers; that input is ancient(), so rerunning one run does not rerun the
+# runs after it.
 
 
 rule run_spec:

@@ -1,4 +1,4 @@
-# Workloads other than the paper's (issue 32): each trains on arrays of its dataset (real:
+# Workloads other than the paper's: each trains on arrays of its dataset (real:
 # downloaded or read from an offline copy; or synthetic), from memory or from image files, on
 # every main target, in the same rounds as the paper's runs; its runs, figures and tables go
 # under workloads/<name>/ in the paper's layout. Settings are resolved by

@@ -21,8 +21,8 @@ def check_image(path: str | Path, image: Image.Image, frame_size: int) -> None:
         frame_size: expected width and height (px; 480 in the database).
 
     Raises:
-        DataError: naming the file: another format than PNG (a JPEG renamed ``.png``,
-            issue 25), another size than ``frame_size`` square, or a mode other than ``L``.
+        DataError: naming the file: another format than PNG (a JPEG renamed ``.png``),
+            another size than ``frame_size`` square, or a mode other than ``L``.
     """
     if image.format != "PNG":
         suffix = Path(path).suffix

@@ -318,7 +318,7 @@ def check_split(
     classes: tuple[int, ...],
 ) -> None:
     """Refuse an index whose split leaves no test or no training frame, or a class with
-    frames in one split only (the index stage checks it before writing; issue 31, item 9).
+    frames in one split only (the index stage checks it before writing).
 
     Args:
         manifest: the index's manifest (:data:`MANIFEST_COLUMNS`).

@@ -247,7 +247,7 @@ def load_dataset(
 
     Memory: the images are held once (the arrays returned) plus one shard's images while
     they are read: the labels and splits are read first, the arrays made at their final
-    size, and each shard's images copied into them and let go in turn (issue 32, item 5; a
+    size, and each shard's images copied into them and let go in turn (a
     concatenation of every shard, then split, held them three times).
 
     Args:

@@ -297,7 +297,7 @@ def check_settings(
     jobs: int = 1,
 ) -> np.ndarray:
     """Check the generator's settings (:func:`generate_db`'s arguments) without writing
-    anything: the plan makes the same check before any job (issue 31, item 9).
+    anything: the plan makes the same check before any job.
 
     Returns:
         the allocation, :func:`allocate_frames`: int64 (embryos, 4) labelled frames of 1, 2,
@@ -471,7 +471,7 @@ def zip_tree(src_dir: str | Path, archive: str | Path, prefix: str = "") -> Path
     return archive
 
 
-# --- disk: checked before writing, a full disk one error (issue 31, item 9) ---------------
+# --- disk: checked before writing, a full disk one error ----------------------------------
 
 
 def frames_written(allocation: np.ndarray, unlabelled_frames: int) -> int:

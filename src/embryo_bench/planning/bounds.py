@@ -1,4 +1,4 @@
-"""Sizes and resources bounded before any job runs (issue 31, item 9).
+"""Sizes and resources bounded before any job runs.
 
 :func:`check_plan`, called by :meth:`embryo_bench.planning.plan.Plan.from_config` (so by the
 workflow

@@ -47,8 +47,8 @@ _IMPLEMENTATION = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 #: The fields that hold nested statements (bodies, branches, handlers, match cases): every
 #: ``import`` and every ``def``/``class`` is a statement reached through these, never inside an
-#: expression, so a walk of them finds what :func:`ast.walk` over every node would (issue 14:
-#: walking every expression node was most of the hashing time of a dry run).
+#: expression, so a walk of them finds what :func:`ast.walk` over every node would
+#: (walking every expression node was most of the hashing time of a dry run).
 STATEMENT_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 _DEFS = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 

@@ -24,7 +24,7 @@ from ..io import non_finite
 
 class UniqueKeyLoader(yaml.SafeLoader):
     """PyYAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the last
-    silently: a second ``epochs:`` or ``targets:`` replaced the first, issue 25). Keys brought
+    silently: a second ``epochs:`` or ``targets:`` replaced the first). Keys brought
     in by a merge key (``<<: *anchor``) may still be overridden, as YAML intends."""
 
     def construct_mapping(self, node, deep=False):
@@ -199,7 +199,7 @@ def read_config_file(path: str | Path) -> dict:
     """Parse a configuration file (YAML, or JSON, which YAML reads too) into a dict.
 
     Snakemake reports a syntax error in a ``--configfile`` as "not valid JSON or YAML" with
-    no location (issue 12, item 7); this names it.
+    no location; this names it.
 
     Raises:
         ConfigError: the file is missing or unreadable; a syntax error or a key given twice
@@ -338,12 +338,12 @@ def load_config(config: dict, schema: dict | None = None, sources: list[Source] 
 
 
 #: The smallest centre crop (px) the preprocessing accepts: below it every image is nearly
-#: constant after equalisation and rotation (issue 25: a 1x1 px crop trained on nothing).
+#: constant after equalisation and rotation (a 1x1 px crop trained on nothing).
 MIN_CROP_PX = 8
 
 
 def _check_preprocessing(pp: dict, frame_size: int) -> None:
-    """Settings the schema's ranges cannot express (issue 25, item 4).
+    """Settings the schema's ranges cannot express.
 
     Raises:
         ConfigError: a rotation step that does not divide 360 (the last gap would differ:

@@ -41,7 +41,7 @@ The shipped configurations:
 - [`studies-synthetic.yaml`](studies-synthetic.yaml): every workload of the studies' catalog
   (`embryo-bench workloads`) on synthetic arrays of its dataset's shape, the image workloads
   also from files, on one and two cores, in rounds.
-- [`minimaxir.yaml`](minimaxir.yaml): minimaxir's study (2017, seed 002): his seven Keras
+- [`minimaxir.yaml`](minimaxir.yaml): minimaxir's study (Woolf 2017, study 002): his seven Keras
   scripts with his batch sizes and epochs, his GCE CPU and K80/P100 systems as targets with
   his prices, cost relative to his K80; [`minimaxir-short.yaml`](minimaxir-short.yaml), its
   short form, layered on it.

@@ -1,4 +1,4 @@
-"""The figures job's settings as one file, ``figures-spec.json`` (issue 24, item 4), as
+"""The figures job's settings as one file, ``figures-spec.json``, as
 ``run.json`` is a run's: which runs (in the planned order) and which other machines' result
 folders, the targets' report fields (prices, paper systems, sweep points), cost and
 comparison bases, the stability thresholds, the machine baseline, and the effective
@@ -7,7 +7,7 @@ plan (:meth:`embryo_bench.planning.plan.Plan.figures_spec`); ``embryo-bench figu
 and
 checks it; merging reads another folder's spec for its targets' prices.
 
-The file carries the sha256 of its own content (``digest``, issue 31, item 10): a spec edited
+The file carries the sha256 of its own content (``digest``): a spec edited
 by hand was used in silence, and a price changed there would never reach the configuration;
 now it is refused, naming the file (edit the configuration instead).
 """
@@ -148,8 +148,8 @@ class FiguresSpec:
 
 
 def check_written_spec(path: str | os.PathLike) -> None:
-    """The ``figures-spec.json`` already on disk, if any, checked before any job (issue 31,
-    item 2): the workflow rewrites it only when the configuration changes it, so a spec
+    """The ``figures-spec.json`` already on disk, if any, checked before any job: the
+    workflow rewrites it only when the configuration changes it, so a spec
     edited by hand or garbled would otherwise reach the figures job, which would fail.
 
     Raises:

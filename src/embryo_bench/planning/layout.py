@@ -9,11 +9,11 @@ from __future__ import annotations
 #: its
 #: own rule; the rest by the training.
 RUN_SPEC = "run.json"
-#: Format versions of ``run.json`` and ``metrics.json`` (issue 24): a file records the version
+#: Format versions of ``run.json`` and ``metrics.json``: a file records the version
 #: it was written in; readers refuse a newer one and read the older ones (files without a
-#: version are version 0). Raise one when what a file means changes. ``run.json`` 2 (issue
-#: 32): a run of a workload other than the paper's (its ``workload``); the paper's runs are
-#: still written as 1, unchanged, so they are not run again.
+#: version are version 0). Raise one when what a file means changes. ``run.json`` 2: a run
+#: of a workload other than the paper's (its ``workload``); the paper's runs are still
+#: written as 1, unchanged, so they are not run again.
 RUN_SPEC_FORMAT = 2
 METRICS_FORMAT = 1
 #: Format version of a machine baseline (`embryo-bench calibrate --out`, `stability.baseline`);
@@ -90,7 +90,7 @@ TABLE_FORMATS = ("csv", "md")
 
 #: Where each figure and table sits in the ``snakemake --report`` (category, numbered so the
 #: paper's own figures come first) and the words it is listed under.
-#: Issue 34: the workload x target view leads when a configuration has several workloads,
+#: The workload x target view leads when a configuration has several workloads,
 #: then the study's numbers beside ours (:data:`STUDY_REPORT_ENTRIES`).
 WORKLOAD_VIEW_CATEGORY = "1. Every workload: time and cost relative to the base target"
 STUDY_CATEGORY = "2. The study's published numbers beside ours, and its claims"
@@ -121,7 +121,7 @@ REPORT_ENTRIES = {
 }
 
 
-#: The paper's workload (issue 32): the default, and the one whose outputs sit at the top of
+#: The paper's workload: the default, and the one whose outputs sit at the top of
 #: an outdir (``train/``, ``figures/``) as they did before workloads; every other workload's
 #: under ``workloads/<name>/`` (:func:`workload_dir`), in the same layout.
 PAPER_WORKLOAD = "paper"
@@ -155,8 +155,9 @@ def utilisation_name(target: str, repeat: int) -> str:
     return f"utilisation/{target}-repeat-{repeat}"
 
 
-#: Issue 34, under ``outdir``: every workload's runs as one table (``study/runs.csv``: the
-#: results table's rows with the workload's bases) and per workload and target
+#: For the studies, under ``outdir``: every workload's runs as one table
+#: (``study/runs.csv``: the results table's rows with the workload's bases) and per workload
+#: and target
 #: (``study/ours.csv``, :data:`embryo_bench.reporting.study.OURS_COLUMNS`); the study's
 #: numbers beside ours and its claims (``study/<name>.csv`` and ``.md``, :data:`STUDY_TABLES`)
 #: with one figure (``study/study.png``); the workload x target view

@@ -247,9 +247,8 @@ def resolve_target(
 def target_daemon(entry: dict, on_this_machine: bool = True) -> docker_api.Daemon | None:
     """How a docker target's daemon is reached: its ``docker_host``, ``docker_tls`` (else
     the Docker environment's TLS variables) and ``accept_unauthenticated_daemon``, resolved
-    and checked by :func:`embryo_bench.runners.docker_api.resolve_daemon` (issue 31, item 3); None
-    for
-    a host target. The TLS files are checked only ``on_this_machine`` (where Snakemake plans
+    and checked by :func:`embryo_bench.runners.docker_api.resolve_daemon`; None for a
+    host target. The TLS files are checked only ``on_this_machine`` (where Snakemake plans
     the jobs): a plan made again in a cluster job on a node does not need them (a preprocessing
     job), and the docker runner checks them where it uses the daemon.
 
@@ -468,9 +467,10 @@ def williams_rows(n: int) -> list[list[int]]:
 def round_order(
     targets: dict[str, Target], order: str = "alternate", seed: int = 0, rounds: int = 0
 ):
-    """Every run as (target, repeat) in the order rounds run them (issue 23): round k holds
+    """Every run as (target, repeat) in the order rounds run them (interleaved, so a drift
+    of the machine's speed lands on every target alike): round k holds
     repeat k of every target with at least k repeats; a round beyond every target's repeats
-    (``compare.until`` adds them, issue 33) holds every target.
+    (``compare.until`` adds them) holds every target.
 
     Args:
         targets: main targets (config order), then sweep points.
@@ -515,7 +515,7 @@ Probe = Callable[[Target], "str | None"]
 
 def check_study(name: str, sources: list[Source] = ()) -> None:
     """``study:`` names a study of ``published/studies.yaml`` whose numbers file and claims
-    module exist (issue 34); "" (no study) passes. With ``sources`` (the files the
+    module exist; "" (no study) passes. With ``sources`` (the files the
     configuration was merged from, in order), the files that name a study name the same one:
     a study's short form (``config/<study>-short.yaml``) names the study it shortens, so
     layered over another study's configuration it is refused here, where it would otherwise
@@ -683,7 +683,7 @@ class Plan:
         # The checks that a property makes, made now: before any job, and by check-config.
         plan.merged_run_dirs  # noqa: B018
         plan.remote_daemons  # noqa: B018
-        bounds.check_plan(plan)  # sizes, memory, disk, generator, split (issue 31, item 9)
+        bounds.check_plan(plan)  # sizes, memory, disk, generator, split
         plan.baseline  # noqa: B018
         if on_this_machine:  # a cluster job's parse: the workflow that submitted it checked
             plan.check_figures_inputs()
@@ -740,7 +740,7 @@ class Plan:
     @functools.cached_property
     def planned_runs(self) -> list[tuple[str, str, int]]:
         """Every run that may run, as (workload, target, repeat), in the order the rounds
-        run them (issue 23; :func:`round_order`, ``compare.order``), up to
+        run them (:func:`round_order`, ``compare.order``), up to
         :attr:`max_rounds` rounds: round k holds repeat k of every workload on every
         target, so a drift of the machine's speed lands on every workload alike; the rounds
         ``compare.until`` adds are shared by every workload alike."""
@@ -798,7 +798,7 @@ class Plan:
         w, t, k = runs[i - 1]
         return t, k, w
 
-    # --- rounds until the answer is sure (compare.until, issue 33, item 4) -----------------
+    # --- rounds until the answer is sure (compare.until) -----------------------------------
 
     def comparison_base(self, workload: str = PAPER_WORKLOAD) -> str:
         """The target a workload's runs are compared with: :attr:`compare_base` where it
@@ -1060,7 +1060,7 @@ class Plan:
 
     def check_figures_inputs(self) -> None:
         """What the figures job will read that no job of this plan writes, checked before
-        any job (issue 31, item 2; ``merge:`` folders: :attr:`merged_run_dirs`): the runs of
+        any job (``merge:`` folders: :attr:`merged_run_dirs`): the runs of
         this plan already on disk (:func:`embryo_bench.reporting.merge.check_own_runs`) and a
         ``figures-spec.json`` already written
         (:func:`embryo_bench.planning.figspec.check_written_spec`). A figures job that fails costs
@@ -1133,7 +1133,7 @@ class Plan:
                     )
         return out
 
-    # --- the machine baseline (stability.baseline; issue 31, item 6) ----------------------
+    # --- the machine baseline (stability.baseline) ----------------------------------------
 
     @functools.cached_property
     def baseline(self) -> dict | None:
@@ -1295,7 +1295,7 @@ class Plan:
         """The effective configuration as a workload's figures record it: its own entry of
         ``workloads:`` only (none for the paper's, whose settings are the sections above),
         so adding or editing another workload reruns none of its figures."""
-        # study: (issue 34) changes the study's tables only, not a workload's figures.
+        # study: changes the study's tables only, not a workload's figures.
         others = {k: v for k, v in self.config.items() if k not in ("workloads", "study")}
         if workload == PAPER_WORKLOAD:
             return others

@@ -1,4 +1,4 @@
-"""Whether another round is needed (``compare.until``, issue 33, item 4), from the round
+"""Whether another round is needed (``compare.until``), from the round
 checks the workflow writes after each round (:mod:`embryo_bench.reporting.rounds` measures
 them). This module is read when the workflow plans its jobs
 (:meth:`embryo_bench.planning.plan.Plan.rounds_wanted`), so it imports no statistics.

@@ -34,7 +34,7 @@ def as_floats(obj) -> None:
     an ``int`` a ``float`` (in place, from ``__post_init__``).
 
     YAML and JSON read ``1`` as an int, and a JSON schema's ``number`` accepts it; Keras does
-    not (issue 31, item 7: ``learning_rate: 1`` passed every check, then every training
+    not (``learning_rate: 1`` passed every check, then every training
     crashed in ``keras.optimizers.Adam``). Cast here, where a run's settings are made (from a
     configuration) and read (from ``run.json``), so every consumer gets a float and
     ``run.json`` records ``1.0``. Booleans and other types are left to the schema.
@@ -163,7 +163,7 @@ class Container:
     docker_host: str = ""
 
 
-#: How a workload's batches reach the model (issue 32, item 4): arrays in RAM, or image files
+#: How a workload's batches reach the model: arrays in RAM, or image files
 #: decoded (and augmented) per batch by input workers.
 INPUT_MODES = ("memory", "files")
 #: The dtypes a workload's samples are stored in: images, token ids.
@@ -172,7 +172,7 @@ INPUT_DTYPES = ("uint8", "int32")
 
 @dataclass(frozen=True)
 class WorkloadSpec:
-    """What a run of a workload other than the paper's trains, and on what (issue 32). A run
+    """What a run of a workload other than the paper's trains, and on what. A run
     of the paper's workload has none (``RunSpec.workload`` None): its model, data and recipe
     are the paper's (:mod:`embryo_bench.workloads.paper`, the augmented shards).
 
@@ -357,7 +357,7 @@ class RunSpec:
     @classmethod
     def from_dict(cls, d: dict, where: str = "run spec") -> RunSpec:
         """The inverse of :meth:`to_dict`, checked against :data:`RUN_SPEC_SCHEMA` first
-        (issue 25, item 2: a hand-edited ``epochs: "2"`` or ``batch_size: 0`` crashed the
+        (a hand-edited ``epochs: "2"`` or ``batch_size: 0`` crashed the
         trainer, ``epochs: 0`` after writing half its outputs).
 
         Raises:
@@ -406,7 +406,7 @@ _NAME = {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"}
 _SIZE = {"type": "string", "pattern": "^[0-9]+[kmg]$"}
 _OPTION = {"type": ["number", "boolean"]}
 
-#: The JSON schema of ``run.json`` (issue 25, item 2). It lives here, not in
+#: The JSON schema of ``run.json``. It lives here, not in
 #: ``config/schema.yaml``, because the trainer inside a container reads run.json without the
 #: repository; the ranges a configuration also sets are the configuration schema's, and
 #: ``tests/test_spec.py`` keeps the two equal.

@@ -1,4 +1,4 @@
-"""The workloads a configuration asks for (``workloads:``, issue 32), resolved and checked
+"""The workloads a configuration asks for (``workloads:``), resolved and checked
 before any job.
 
 A workload is a model, its data, its training recipe and an input mode. ``paper`` is the

@@ -1,4 +1,4 @@
-"""minimaxir's numbers (shared/seeds/002) read from his own per-epoch logs (issue 34, item 2).
+"""minimaxir's numbers (Woolf 2017, study 002) read from his own per-epoch logs.
 
 Max Woolf's two 2017 posts drew every chart from the Keras logs his scripts wrote, one CSV per
 script and machine (``epoch,elapsed,...``, ``elapsed`` in seconds), public in his
@@ -17,8 +17,8 @@ format of :mod:`embryo_bench.published.studies`), so no number of the logs is ty
   only for the workloads whose chart the post shows (:data:`FIGURES`).
 
 The systems' prices, vCPUs and GPUs come from the posts' text: they are typed once into
-``minimaxir.csv`` itself (rows whose source is the seed file), and :func:`rows` keeps those
-rows as they are and uses their ``hourly_usd`` for the costs. Run
+``minimaxir.csv`` itself (rows whose source is a post: :data:`SEED`, the post, the section),
+and :func:`rows` keeps those rows as they are and uses their ``hourly_usd`` for the costs. Run
 ``python -m embryo_bench.published.minimaxir_logs`` to rewrite the file after changing a log
 or a typed row; ``--check`` exits 1 when the file differs from what the logs give.
 """
@@ -43,8 +43,8 @@ from .studies import COLUMNS, HERE, load_numbers
 LOGS = HERE / "minimaxir"
 #: The numbers file this module writes.
 NUMBERS = HERE / "minimaxir.csv"
-#: The seed file (shared/seeds/) the typed rows cite.
-SEED = "002_51261036f2f3f066.txt"
+#: The study's short name (docs/studies/README.md), which the typed rows' sources begin with.
+SEED = "Woolf 2017 (minimaxir)"
 
 NOVEMBER = "2017-11 post (Benchmarking Modern GPUs for Maximum Cloud Cost Efficiency)"
 JULY = "2017-07 post (Benchmarking TensorFlow on Cloud CPUs)"

@@ -1,8 +1,9 @@
-"""The numbers the four studies around the paper published (issue 34), and the paper's
-systems, read from one CSV file per study beside this module and always drawn labelled as
-the study's. The studies are listed in ``studies.yaml`` (shared/seeds/ numbers them 001-004;
-the paper, 000, is listed too so that its GPU claims run as a study's: ``study: paper``); the
-paper's own training times and data counts are :mod:`embryo_bench.published.paper`.
+"""The numbers the four studies around the paper published, and the paper's systems, read
+from one CSV file per study beside this module and always drawn labelled as the study's. The
+studies are listed in ``studies.yaml`` (numbered 001-004; docs/studies/README.md gives their
+authors, titles and addresses; the paper, 000, is listed too so that its GPU claims run as a
+study's: ``study: paper``); the paper's own training times and data counts are
+:mod:`embryo_bench.published.paper`.
 
 A numbers file has one row per published number, with the columns of :data:`COLUMNS`:
 
@@ -14,8 +15,9 @@ A numbers file has one row per published number, with the columns of :data:`COLU
 - ``settings``: what else the number depends on, ``key=value`` pairs joined by ``;``
   (``batch_size=500;threads=8``; keys in :data:`SETTING_KEYS`; ``gpus=0`` marks a CPU
   measurement, ``gpus=1`` one on a GPU); "" for none.
-- ``source``: where it was printed: the seed file and table, figure or section, or the file
-  of a public repository it was read from (``minimaxir/keras-cntk-benchmark:v2/logs/...``).
+- ``source``: where it was printed: the study's short name (:attr:`Study.seed`) and table,
+  figure or section, or the file of a public repository it was read from
+  (``minimaxir/keras-cntk-benchmark:v2/logs/...``).
 - ``used``: ``true`` for the number our tables use; ``false`` for a number kept because the
   study printed two that disagree (its text and its table), the note saying which.
 - ``note``: free text ("" for none).
@@ -99,9 +101,10 @@ SETTING_KEYS = {
 
 @dataclass(frozen=True)
 class Study:
-    """One ``studies.yaml`` entry: name (the config's ``study:``), number (its seed's),
-    seed (the seed file's name), title, numbers (its CSV file, beside the registry), claims
-    (the module ``embryo_bench.reporting.claims.<claims>``), base_system ("" for none),
+    """One ``studies.yaml`` entry: name (the config's ``study:``), number (000-004),
+    seed (the short name the study is cited by, docs/studies/README.md), title, numbers (its
+    CSV file, beside the registry), claims (the module
+    ``embryo_bench.reporting.claims.<claims>``), base_system ("" for none),
     sha256 (the numbers file's, hex; "" in a study made in code, whose file is not checked)
     and registry (the ``studies.yaml`` it was read from)."""
 

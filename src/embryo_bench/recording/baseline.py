@@ -1,4 +1,4 @@
-"""A machine baseline, the machine's own probe noise (issue 23, item 5): back-to-back
+"""A machine baseline, the machine's own probe noise: back-to-back
 calibration probes on a run's cores and threads (``embryo-bench calibrate``,
 :func:`embryo_bench.recording.noise.take_baseline`), summarised by
 :func:`embryo_bench.recording.calibrate.machine_baseline`; the figures use it
@@ -7,7 +7,7 @@ to flag a run drifted only when its probes moved more than this machine's quiet 
 over the same time.
 
 A baseline describes one machine and one way of probing it (backend, threads, cpus), so it
-is checked before use (issue 31, item 6): :func:`load_baseline` is the one reader (the file,
+is checked before use: :func:`load_baseline` is the one reader (the file,
 its format and layout, the probe method, enough probes for a lag), :func:`machine_differences`
 compares the machine it was taken on with another (this one at plan time, a run's at figures
 time), and :func:`settings_differences` the settings it was taken with with a run's or a

@@ -1,5 +1,5 @@
 """How fast this machine is, measured beside each run: a calibration probe and the model's
-FLOPs, so a run's throughput can be put beside the physical limit (issue 10).
+FLOPs, so a run's throughput can be put beside the physical limit.
 
 The probe is a fixed compute task, float32 matrix products through the loaded Keras
 backend (``keras.ops.matmul``: Eigen/oneDNN for TensorFlow, XLA for JAX, ATen for PyTorch),
@@ -96,7 +96,7 @@ def matmul_probe(seconds: float, n: int = PROBE_MATRIX) -> dict:
 def machine_baseline(
     probes: list[dict], lags_s: tuple[float, ...] = (2, 10, 30, 60, 120, 300)
 ) -> dict:
-    """A machine's own probe distribution (issue 23, item 5), from back-to-back
+    """A machine's own probe distribution, from back-to-back
     :func:`matmul_probe` results: how much two probes differ on this machine when nothing
     else changes, as a function of the time between them.
 

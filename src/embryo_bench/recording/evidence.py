@@ -21,7 +21,7 @@ IDLE_PERCENT = 5.0
 #: Samples further apart than this many sampling intervals leave a gap: time in which the
 #: sampler itself did not run. A host run's sampler is a thread of the trainer, so a frozen
 #: trainer (``kill -STOP``, a suspended VM, a process swapped out) stops it too, and the
-#: frozen time shows only as a gap (issue 31, item 8: a 6 s SIGSTOP left a 6.2 s gap and
+#: frozen time shows only as a gap (a 6 s SIGSTOP left a 6.2 s gap and
 #: ``longest_stall_s`` 1.0). A gap's time beyond one interval counts as stalled.
 GAP_INTERVALS = 1.5
 
@@ -30,8 +30,8 @@ GAP_INTERVALS = 1.5
 #: ln 4 = 1.39. A healthy run starts near it (Keras' initialisation: 1.37-1.39 measured at
 #: 16 and 64 px) or a few times above (the original variant's: 7.6 at 16 px, 9.8 at 64 px).
 GUESS_LOSS = math.log(4)
-#: A mean training loss above this many times a guess's is weights that exploded (issue 31,
-#: item 7: a learning rate of 10 gave 2.5e11 in its first epoch). The factor 1000 is a
+#: A mean training loss above this many times a guess's is weights that exploded (a
+#: learning rate of 10 gave 2.5e11 in its first epoch). The factor 1000 is a
 #: judgement, not a measurement: far above the highest healthy start seen (9.8, 7 x a
 #: guess's) and far below that explosion.
 EXPLODED_LOSS = 1000 * GUESS_LOSS
@@ -43,7 +43,7 @@ LOSS_GROWTH = 100.0
 
 def divergence(history: pd.DataFrame) -> str | None:
     """Why a run diverged, from its history (``history.csv``: epoch, train_loss, test_loss),
-    or None when it did not (issue 31, item 7).
+    or None when it did not.
 
     A run diverged at the first epoch where a loss is not a number or infinite ("train loss
     NaN at epoch 3"), its training loss is above :data:`EXPLODED_LOSS` ("train loss 2.5e+11

@@ -1,12 +1,12 @@
-"""``embryo-bench calibrate``: take a machine baseline, this machine's own probe noise
-(issue 23, item 5): back-to-back calibration probes
+"""``embryo-bench calibrate``: take a machine baseline, this machine's own probe noise:
+back-to-back calibration probes
 (:func:`embryo_bench.recording.calibrate.matmul_probe`)
 on a run's cores and threads, summarised by
 :func:`embryo_bench.recording.calibrate.machine_baseline`
 and written with the machine and the settings they were taken on, for
 :mod:`embryo_bench.recording.baseline` to read and check. Every argument is checked before the
 minutes
-of probing (issue 31, item 6).
+of probing.
 """
 
 from __future__ import annotations

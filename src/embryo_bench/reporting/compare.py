@@ -1,6 +1,6 @@
-"""Comparisons that hold on a noisy machine (issue 23, issue 33): ratios to a base target.
+"""Comparisons that hold on a noisy machine: ratios to a base target.
 
-A shared VM's speed moves by 10 % and more within a minute (issue 23 measured 9 % CV between
+A shared VM's speed moves by 10 % and more within a minute (9 % CV measured here between
 back-to-back 2 s probes), so one target's absolute throughput against another's mostly
 measures when each ran. Runs made in *rounds* (round k runs every target once, close
 together) can be compared within the round instead: the ratio of a target's throughput to
@@ -11,7 +11,7 @@ the base target's in the same round cancels whatever speed the machine had then.
   (valid at few rounds, unlike a bootstrap of 3 pairs). The geometric mean, not the median:
   the t interval is one of the mean of the logarithms, which is the geometric mean's.
 * **Unpaired** (:func:`compare_unpaired`, :func:`unpaired_interval`): runs that share no round
-  with the base (runs merged from other machines, issue 33) are compared as two independent
+  with the base (runs merged from other machines) are compared as two independent
   samples: the ratio of the geometric means with Welch's t interval on the logarithms (not a
   bootstrap, which is too narrow at a few runs a side: :func:`unpaired_interval`). The
   rounds' speeds do not cancel, so the interval is typically wider than a paired one on the
@@ -92,7 +92,7 @@ def ratio_interval(ratios, confidence: float = CONFIDENCE) -> tuple[float, float
     distribution on their logarithms (:func:`scipy.stats.ttest_1samp`, n - 1 degrees of
     freedom), so that a ratio and its reciprocal get mirror-image intervals and 3 pairs get
     an interval as wide as 3 pairs allow (a percentile bootstrap of 3 pairs is far too
-    narrow: issue 33).
+    narrow).
 
     Args:
         ratios: positive numbers (at least one), e.g. :func:`paired_ratios`' ratio column.
@@ -324,7 +324,7 @@ def comparison_table(
     order: list[str] | None = None,
     elsewhere: Collection[str] = (),
 ) -> pd.DataFrame:
-    """The headline comparison (issues 23 and 33): per target, its speed relative to
+    """The headline comparison: per target, its speed relative to
     ``base``, for throughput and for time to accuracy: paired within the rounds it shares
     with the base (:func:`compare`), unpaired where it shares none (:func:`compare_unpaired`).
 

@@ -1,4 +1,4 @@
-"""Result folders compared with each other (issue 33, item 3): ``embryo-bench compare A B
+"""Result folders compared with each other: ``embryo-bench compare A B
 [C ...]``, for runs from any machines or days, and against expected speeds.
 
 A result folder is a workflow's ``outdir``: the paper's runs under
@@ -677,7 +677,7 @@ def markdown(result: Comparison) -> str:
                 ],
                 "ratio [95 % interval]": [ratio_words(r) for _, r in rows.iterrows()],
                 "verdict": rows["verdict"],
-                # a flag is a warning, not a gate (issue 23): counted beside
+                # a flag is a warning, not a gate: counted beside
                 "flagged runs (this / first)": [
                     f"{r['flagged_runs'] or 0} / {r['reference_flagged_runs'] or 0}"
                     for _, r in rows.iterrows()

@@ -226,7 +226,7 @@ def _comparison_row(ax, row, measure: str, med: float, yi: float, paired: pd.Dat
 
 
 def fig_comparison(comparison: pd.DataFrame, order_note: str, out_dir: Path, footer: str) -> None:
-    """The headline (issue 23): each target's throughput and time-to-accuracy speed relative
+    """The headline: each target's throughput and time-to-accuracy speed relative
     to the base target, one row per target, a line at 1.0: the ratio (geometric mean) with its 95 %
     interval, green / red where the difference is measured
     (:func:`embryo_bench.reporting.compare.comparison_table`), grey where it is not. A ratio
@@ -619,7 +619,7 @@ def _windows_panel(ax, run: Run, offset: float | None, ends: list[float]) -> Non
 
 
 #: Past this many samples a trace is drawn as a rolling median with a min-max band (a
-#: 41-minute run's 1 Hz samples drawn one by one fill the panel solid, issue 23).
+#: 41-minute run's 1 Hz samples drawn one by one fill the panel solid).
 ROLLING_FROM = 300
 
 
@@ -650,7 +650,7 @@ def _offset(tel: pd.DataFrame | None) -> float | None:
 def fig_utilisation(run: Run, out_dir: Path, name: str, footer: str) -> None:
     """One run over time (its telemetry.csv): CPU % of the run and of other processes on its
     cores, memory, (when the run had GPUs) GPU utilisation and memory, and the run's own
-    throughput per window of training steps (windows.csv, issue 23); dotted lines mark the
+    throughput per window of training steps (windows.csv); dotted lines mark the
     ends of epochs. Long traces are drawn as rolling medians with a min-max band
     (:func:`_trace`). Panels without readings say "not measured"."""
     tel = run.telemetry
@@ -692,7 +692,7 @@ def fig_utilisation(run: Run, out_dir: Path, name: str, footer: str) -> None:
         if len(ax.get_legend_handles_labels()[0]) > 1:
             ax.legend(fontsize=6)
         ax.set_xlabel("time (s)", fontsize=7)
-    # Issue 32: how its batches were fed; a run whose steps mostly waited for them says so.
+    # How its batches were fed; a run whose steps mostly waited for them says so.
     wait = m.get("input_wait", {})
     feeding = f"{m.get('input_mode', 'memory')} input"
     if wait.get("share") is not None:
@@ -717,7 +717,7 @@ def _write_table(
     note: str = "",
 ) -> None:
     """``name``.csv with every column of ``table``; ``name``.md with ``readable`` (the few
-    columns a person reads, issue 23) or else ``table``, under the data's label and ``note``
+    columns a person reads) or else ``table``, under the data's label and ``note``
     (a sentence on the whole table)."""
     if name not in TABLE_NAMES:
         raise ValueError(f"table {name!r} is not in embryo_bench.planning.layout.TABLE_NAMES")
@@ -847,7 +847,7 @@ def make_all(
         f"compare.min_difference). {order_note}. "
         + summary.comparison_note(paired)  # once here, not on every row
     ).strip()
-    if rounds_note:  # compare.until: why the rounds stopped (issue 33, item 4)
+    if rounds_note:  # compare.until: why the rounds stopped
         paired_note += f" Rounds: {rounds_note}."
     _write_table(
         paired.assign(min_difference=min_difference, order=order_note),

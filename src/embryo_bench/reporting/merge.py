@@ -58,7 +58,7 @@ def run_dirs(outdir: str | Path) -> list[str]:
     return found
 
 
-#: What a run's metrics.json must hold for the tables (issue 25: a metrics.json without
+#: What a run's metrics.json must hold for the tables (a metrics.json without
 #: provenance crashed the figures job after the figures were deleted).
 REQUIRED_METRICS = (
     "target",
@@ -146,7 +146,7 @@ def check_measurements(run: Run) -> None:
 
 def check_own_runs(run_dirs: list[str]) -> None:
     """Check, before any job, what the figures job will read of this workflow's runs that are
-    already on disk (issue 31, item 2): a run whose every file is there
+    already on disk: a run whose every file is there
     (:data:`embryo_bench.planning.layout.RUN_FILES` and run.json) is read as the figures read it
     (:func:`read_finished_run`); a run with a file missing will be trained (again) first.
 
@@ -200,7 +200,7 @@ def check_run(run: Run) -> None:
 
 
 def check_folders(outdirs: list[str], own_outdir: str, preprocessing: dict) -> list[str]:
-    """Check ``merge:`` before any job runs (issue 25, item 1): a bad folder fails the plan,
+    """Check ``merge:`` before any job runs: a bad folder fails the plan,
     so Snakemake never deletes the existing figures for a figures job that would fail.
 
     Args:
@@ -416,7 +416,7 @@ class ByMachine:
 
 
 def split_by_machine(ours: list[Run], merged: list[Run], targets: dict[str, dict]) -> ByMachine:
-    """Never pool one target's runs from different machines (issue 33, item 2): a target
+    """Never pool one target's runs from different machines: a target
     whose runs in this workflow's outdir ran on more than one machine (an outdir whose
     rounds 1-3 ran on Monday's AMD and rounds 4-5 on Tuesday's Xeon: a VM class is not a
     machine) is split into one target per machine, ``<target>@<machine>`` with the machine's

@@ -1,4 +1,4 @@
-"""Measuring a round (``compare.until``, issue 33, item 4): after round k, every target's
+"""Measuring a round (``compare.until``): after round k, every target's
 throughput ratio to its workload's base over rounds 1..k, with the interval the comparison
 table shows (:func:`embryo_bench.reporting.compare.compare`) and that interval's half-width on
 the log scale, (ln high - ln low) / 2: 0.03 is about +-3 %. The workflow's ``round_check``

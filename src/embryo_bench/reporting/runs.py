@@ -75,7 +75,7 @@ def machine_name(metrics: dict) -> str:
     return (metrics.get("provenance") or {}).get("hostname") or NOT_RECORDED
 
 
-# --- the machine a run ran on (issue 33, item 2) -------------------------------------------
+# --- the machine a run ran on --------------------------------------------------------------
 
 #: The CPU flags that move training speed, as a machine identity compares them: the
 #: instruction sets oneDNN (TensorFlow's and PyTorch's CPU kernels) dispatches on: AVX, AVX2
@@ -215,7 +215,7 @@ class Machines:
     made before and after a field was recorded on one machine stay one machine; such runs
     are told apart by the fields they all have (CPU model and host name always, CPU flags
     and cores since 2026-11-25, the Docker daemon's ID since 2026-11-23, CPU ID and host
-    memory since issue 33).
+    memory since the runs were first grouped by machine, the same day).
 
     Args:
         runs: every run the tables will show (this workflow's and the merged ones), so

@@ -1,4 +1,4 @@
-"""Is a run's timing clean? Flags from the evidence each run records (issues 10 and 23).
+"""Is a run's timing clean? Flags from the evidence each run records.
 
 A flag is a warning, not a gate: every run counts in every statistic (as MLPerf, pyperf,
 hyperfine and Criterion count every run), and the tables say how many runs carry each flag.
@@ -6,7 +6,7 @@ A run is flagged, with the reason, when it diverged or one of the config's ``sta
 thresholds is crossed:
 
 * **diverged**: its loss became NaN or infinite, or exploded
-  (:func:`embryo_bench.recording.evidence.divergence`, issue 31, item 7); its throughput still
+  (:func:`embryo_bench.recording.evidence.divergence`); its throughput still
   counts
   (the machine did the work), but it never has a time to accuracy;
 * **interfered**: other processes used more than ``other_cpu_share`` of its cores, steal
@@ -19,10 +19,10 @@ than
   baseline, ``embryo-bench calibrate``, given as ``stability.baseline``, where the baseline
   fits the run: the same machine, backend, threads and cpus, and a lag near the run's
   length, :mod:`embryo_bench.recording.baseline`), or otherwise by more than ``probe_change`` (on a
-  shared VM that alone happens to about four runs in ten at 10 %, issue 23);
+  shared VM that alone happens to about four runs in ten at 10 %);
 * **noisy**: its own throughput, measured every few training steps
   (:func:`embryo_bench.training.train.window_summary`), varies with a coefficient of variation above
-  ``window_cv`` (the training is its own probe, many times per run, issue 23).
+  ``window_cv`` (the training is its own probe, many times per run).
 
 Evidence that was not measured (a remote Docker daemon's machine, a run without probes) is
 listed as unchecked and flags nothing.

@@ -1,4 +1,4 @@
-"""A study around the paper beside our runs (issue 34, items 3 and 4).
+"""A study around the paper beside our runs.
 
 * :func:`ours_tables`: every workload's finished runs of a configuration read as the figures
   read them (:func:`embryo_bench.reporting.runs.load_runs`, merged folders, one target's runs
@@ -46,8 +46,8 @@ from .claims.common import Claim  # noqa: E402
 from .merge import merge_runs, split_by_machine  # noqa: E402
 from .runs import as_number, load_runs  # noqa: E402
 
-#: One row per (workload, target) of a configuration's finished runs (the preamble of issue 34 lists
-#: them): workload (the config's name), catalog (the catalog workload, "paper" for the paper's, ""
+#: One row per (workload, target) of a configuration's finished runs: workload (the config's
+#: name), catalog (the catalog workload, "paper" for the paper's, ""
 #: for a model of the user's own), input ("memory" | "files"), data ("synthetic" | "real"), target,
 #: runner, backend, cpus, threads, gpus, batch_size (ints), precision (the Keras dtype policy),
 #: workers (input workers decoding files, an int; NA for memory input), sweep (the sweep point's
@@ -275,7 +275,7 @@ def _read_csv(path: str | Path, text: tuple[str, ...] = ()) -> pd.DataFrame:
         raise DataError(f"{path}: not a readable CSV table ({why})") from exc
 
 
-# --- the study beside ours (issue 34, item 3) ------------------------------------------------
+# --- the study beside ours -------------------------------------------------------------------
 
 #: Columns of :func:`side_by_side`: side ("theirs" | "ours"), workload (the catalog name),
 #: system (their system as the study names it; our target), machine (theirs: the system;
@@ -473,7 +473,7 @@ def side_by_side(
     study: Study,
     cost_base: str | dict[str, str] = "",
 ) -> pd.DataFrame:
-    """The study's numbers and ours on the same workloads (issue 34, item 3): the study's
+    """The study's numbers and ours on the same workloads: the study's
     rows (:func:`theirs_table`, every workload it published) and ours on the workloads it
     published (:func:`ours_side`; matched on the catalog name), grouped by workload in the
     study's order, theirs first; :data:`SIDE_COLUMNS`.
@@ -686,7 +686,7 @@ def study_head(study: Study, table: pd.DataFrame) -> str:
     runs were."""
     machines = sorted(set(table.loc[table["side"] == "ours", "machine"]))
     lines = [
-        f"# {study.title.strip()} (seed {study.number}) beside ours",
+        f"# {study.title.strip()} (study {study.number}) beside ours",
         "",
         "Theirs: as the study published them (source on each row; the numbers file's `used` "
         "rows). Ours: measured here, the median over each target's runs, on "

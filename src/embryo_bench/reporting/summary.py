@@ -118,7 +118,7 @@ def run_table(
                 "runner": m.get("runner", "host"),
                 "backend": m.get("backend", m["provenance"].get("keras_backend")),
                 "variant": m.get("variant", "keras"),
-                # Issue 32: the workload, how its batches were fed, and how long its steps
+                # The workload, how its batches were fed, and how long its steps
                 # waited for them (runs made before: the paper's, from memory).
                 "workload": m.get("workload", PAPER_WORKLOAD),
                 "input": m.get("input_mode", "memory"),
@@ -220,7 +220,7 @@ def olympic_mean(values) -> float | None:
 
 
 def target_summary(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per target, over every run (a flag is a warning, not a gate: issue 23): repeats (the
+    """Per target, over every run (a flag is a warning, not a gate): repeats (the
     runs), flagged_runs and ``<flag>_runs`` for each of
     :data:`embryo_bench.reporting.stability.FLAGS`
     (:func:`embryo_bench.reporting.stability.flag_runs`: how many runs carry a flag, that flag) and
@@ -557,7 +557,7 @@ def provenance_table(runs: list[Run]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# --- the Markdown a person reads (issue 23, item 6): few columns, the CSVs keep everything --
+# --- the Markdown a person reads: few columns, the CSVs keep everything ---------------------
 
 
 def number_text(value, fmt: str = ".4g") -> str:
@@ -744,7 +744,7 @@ def readable_runs(table: pd.DataFrame) -> pd.DataFrame:
             "round": table["repeat"],
             "started (UTC)": started.dt.strftime("%Y-%m-%d %H:%M:%S").fillna("not recorded"),
             "flags": table["flags"].fillna(""),
-            # Every table says how a run was fed (issue 32): memory, files, input-bound.
+            # Every table says how a run was fed: memory, files, input-bound.
             "input": [
                 f"{mode}, INPUT-BOUND ({share:.0%} waiting)" if bound else mode
                 for mode, bound, share in zip(

@@ -1,4 +1,4 @@
-"""The workload x target view of a configuration's runs (issue 34, item 4): per workload,
+"""The workload x target view of a configuration's runs: per workload,
 each target's training time and cost relative to the base target (minimaxir's charts), with
 the 95 % interval of the paired rounds (:func:`embryo_bench.reporting.compare.compare`) from
 :data:`~embryo_bench.reporting.compare.MIN_PAIRS` pairs on (:func:`workload_view`), as a table

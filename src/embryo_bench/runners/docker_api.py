@@ -3,7 +3,7 @@
 checked client for it, and who a daemon is. Apart from image building
 (:mod:`embryo_bench.runners.containers`), so that the code a host training run hashes does not
 include
-the image builds (issue 24).
+the image builds.
 
 Docker's TCP socket gives whoever reaches it root on that machine, so a ``tcp://`` daemon on
 another machine is used only over TLS with ``--tlsverify`` (the SDK's
@@ -11,8 +11,8 @@ another machine is used only over TLS with ``--tlsverify`` (the SDK's
 files, else the Docker environment variables as the docker CLI reads them
 (``DOCKER_TLS_VERIFY``, ``DOCKER_CERT_PATH`` with ``ca.pem``, ``cert.pem``, ``key.pem``), or
 over ``ssh://`` (keys, and the host's key in ``known_hosts``). Plain TCP is accepted on a
-loopback address, or where the target says so (``accept_unauthenticated_daemon``) (issue 31,
-item 3). The environment's daemon (``DOCKER_HOST``: docker targets without ``docker_host``,
+loopback address, or where the target says so (``accept_unauthenticated_daemon``).
+The environment's daemon (``DOCKER_HOST``: docker targets without ``docker_host``,
 image builds) follows the same rules, at plan time and wherever a client is built; a target's
 ``docker_tls`` and ``accept_unauthenticated_daemon`` are for its ``docker_host`` only.
 """
@@ -44,7 +44,7 @@ UNAUTHENTICATED_SETTING = "accept_unauthenticated_daemon"
 
 
 def check_address(docker_host: str, named: str = "docker_host") -> None:
-    """Check that ``docker_host`` is a Docker daemon address the SDK can use (issue 25: a
+    """Check that ``docker_host`` is a Docker daemon address the SDK can use (a
     malformed one was reported as "no Docker daemon answers", and ``ssh://`` without a host
     quietly tried 127.0.0.1:22). ``named``: the setting it comes from, for the message
     (``docker_host``, or ``DOCKER_HOST`` for the environment's).

@@ -2,7 +2,7 @@
 
 The container gets the run's limits (``nano_cpus``, ``mem_limit`` without extra swap, GPUs as
 a ``DeviceRequest``) and only what training needs (:data:`ISOLATION`: no network, no
-capabilities, no privilege gain, a pids limit; issue 31, item 4); ``run.json`` and the dataset
+capabilities, no privilege gain, a pids limit); ``run.json`` and the dataset
 go in with ``put_archive``, read-only (owned by root, mode 0444, in a 0555 folder: the image's
 user cannot change them), and results come out with ``get_archive`` (no bind mounts, so a
 remote ``docker_host`` works like the local daemon); its log streams into the rule's log, and
@@ -60,7 +60,7 @@ WRITTEN_OUTSIDE = (METRICS, TELEMETRY)
 #: at most 15 tasks at 1 cpu and 21 at 2 cpus, on the 2-core Xeon VM, 2026-11-25. Bigger
 #: machines (more threads) were not measured.
 PIDS_LIMIT = 4096
-#: What a training container may do besides training (issue 31, item 4): no network (the
+#: What a training container may do besides training: no network (the
 #: data goes in and the results come out through the API), every capability dropped, no
 #: privilege gained through setuid files, at most :data:`PIDS_LIMIT` processes and threads.
 #: The root file system stays writable: the daemon refuses ``put_archive`` into a read-only

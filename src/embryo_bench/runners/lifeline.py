@@ -2,16 +2,16 @@
 
 A host trainer whose Snakemake was SIGKILLed used to be re-parented to PID 1, train to the end
 and write every output with nobody left to check them; after ``--unlock`` and a rerun two
-trainers shared one run folder (issue 12, item 2). :func:`tie_to_parent` makes the kernel
+trainers shared one run folder. :func:`tie_to_parent` makes the kernel
 SIGKILL this process when its parent dies (Linux ``PR_SET_PDEATHSIG``) and, where that is not
 available or the parent died before it was set, a watchdog thread ends the process as soon as
 :func:`os.getppid` changes. :func:`check_parent` is called before outputs are written.
 Inside a docker runner's container the parent is not visible: :func:`watch_stdin` ends the
-trainer when the runner's attached stdin closes (issue 12, item 3). Every other workflow job
+trainer when the runner's attached stdin closes. Every other workflow job
 (crop, augment, figures, ...) runs under the job's shell, which outlives a SIGKILLed
 Snakemake; :func:`tie_to_workflow` ties it to the Snakemake process itself, whose pid the
-workflow's shell prefix passes in :data:`TIE_ENV` (issue 25: an orphaned figures or augment
-job finished and wrote its outputs).
+workflow's shell prefix passes in :data:`TIE_ENV` (an orphaned figures or augment job
+finished and wrote its outputs).
 """
 
 from __future__ import annotations
@@ -196,7 +196,7 @@ def _interrupt_jobs(signum, frame) -> None:
 def forward_sigint_to_jobs() -> bool:
     """In the Snakemake process: make SIGINT sent to it alone (``kill -INT <pid>``) stop the
     running local jobs as a terminal's Ctrl-C does, instead of Snakemake waiting for every
-    epoch and then marking the finished outputs incomplete (issue 12, item 4). The jobs'
+    epoch and then marking the finished outputs incomplete. The jobs'
     processes get SIGINT, then Snakemake its usual KeyboardInterrupt: it reports the jobs
     failed and removes their outputs. Cluster jobs are cancelled by their executor as before.
 

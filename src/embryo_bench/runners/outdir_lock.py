@@ -1,4 +1,4 @@
-"""One outdir, one workflow at a time (issue 31, item 5).
+"""One outdir, one workflow at a time.
 
 Snakemake's own lock (``.snakemake/locks``) is per working directory, so two checkouts writing
 one absolute outdir both ran: their trainings ran two at a time and overwrote each other's run

@@ -227,14 +227,14 @@ def device_memory_peak_mib() -> float | None:
     return sum(peaks) / 2**20 if peaks else None
 
 
-#: XLA:CPU's YNNPACK offload of convolutions, off (issue 14). jaxlib 0.10's XLA hands every
+#: XLA:CPU's YNNPACK offload of convolutions, off. jaxlib 0.10's XLA hands every
 #: convolution to YNNPACK. The filter gradient of the paper CNN's second convolution (a window
 #: the size of the image, the batch contracted) ran there at 2-5 GFLOP/s on one core, 6-8x
 #: slower than its forward pass, while XLA's own (Eigen) convolution runs it at about the
 #: forward pass's speed: without it Keras on JAX trained 2.25x faster at 1 thread and batch
 #: 480 (2 interleaved pairs, 24-26 -> 56 images/s; benchmarks/bench_peers.py).
 XLA_YNN_CONVOLUTION_OFF = "--xla_cpu_experimental_ynn_fusion_type=-individual_convolution"
-#: XLA:CPU's memory-minimising schedule for 1 thread (issue 14). The default schedule orders
+#: XLA:CPU's memory-minimising schedule for 1 thread. The default schedule orders
 #: a step's operations so that independent ones can run at once, which keeps more of them
 #: alive together; one thread cannot run them at once. For the paper CNN's train step at
 #: batch 480 it cut XLA's temporary buffer from 2,656 to 1,800 MiB and the run's peak RSS
@@ -327,11 +327,11 @@ def input_pipeline(
     iterator starts a model-optimisation thread that sleeps in doubling timed waits
     (10 ms, 20 ms, ... 10.24 s, 20.48 s ...); when an iterator is destroyed at the end of an
     epoch or of an evaluation, the destructor can wait out that sleep, which showed as
-    10-20 s at 0 % CPU per epoch in our runs (issue 10). Nothing here needs autotuning:
+    10-20 s at 0 % CPU per epoch in our runs. Nothing here needs autotuning:
     the batches are gathered from memory. JAX and PyTorch: the arrays themselves (Keras
     feeds numpy arrays to those backends without tf.data, slicing a batch at a time).
 
-    Memory (issue 32, item 5): ``x`` and ``y`` are held once, by the caller, plus the batches
+    Memory: ``x`` and ``y`` are held once, by the caller, plus the batches
     in flight (the one being gathered, one prefetched) and, when shuffling, one pass's order
     of the N indices (:func:`_shuffled_passes`: int32, 4-8 bytes a sample with its
     slices). The images are not copied into a tensor: with TensorFlow 2.21, ``tf.constant``

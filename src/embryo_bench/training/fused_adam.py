@@ -1,4 +1,4 @@
-"""Keras 3's Adam with TensorFlow's fused update kernel (issue 32, item 5: speed).
+"""Keras 3's Adam with TensorFlow's fused update kernel, for speed.
 
 On the TensorFlow backend Keras 3's ``Adam.update_step`` runs as a dozen small ops per
 variable (two ``assign_add``, a ``sqrt``, a divide, an ``assign_sub``...); TensorFlow 1's

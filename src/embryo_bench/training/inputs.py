@@ -1,4 +1,4 @@
-"""Input modes (issue 32, item 4): how training batches reach Keras ``fit``, and how long the
+"""Input modes: how training batches reach Keras ``fit``, and how long the
 training steps waited for them.
 
 * ``memory``: the images are arrays in RAM, fed by

@@ -17,7 +17,7 @@ from a :class:`embryo_bench.planning.spec.RunSpec`. Outputs (all written atomica
 * ``telemetry.csv``: one sample a second of the training process
 (:mod:`embryo_bench.recording.telemetry`);
 * ``windows.csv``: throughput about :data:`WINDOWS_PER_EPOCH` times an epoch
-  (:data:`WINDOW_COLUMNS`), the run's own probe of the machine's speed (issue 23);
+  (:data:`WINDOW_COLUMNS`), the run's own probe of the machine's speed;
 * ``model.keras`` and ``settings.json`` (the preprocessing the training data was made with,
   read from the shards, and the classes: what ``embryo-bench evaluate`` needs).
 """
@@ -73,7 +73,7 @@ from .inputs import (
 
 log = logging.getLogger(__name__)
 
-#: Throughput windows per epoch (issue 23): each window's images/s is the run's own probe of
+#: Throughput windows per epoch: each window's images/s is the run's own probe of
 #: the machine's speed, many times per run. A window is this fraction of an epoch's steps
 #: (at least one step: the paper's 102 steps an epoch give windows of 10 steps, the offline
 #: demo's 2 give windows of one); an epoch's last window may be shorter.
@@ -92,7 +92,7 @@ def window_steps_for(steps_per_epoch: int) -> int:
 #: execution, with its callbacks and epoch iterator around it; at the studies' small
 #: batches that dispatch costs a few percent of a step (TensorFlow's MNIST network at batch
 #: 50, 45 ms steps on an EPYC core: about 9 % more samples per CPU second with 10 steps per
-#: call, issue 32 item 5). Ten steps leave under a tenth of that cost, and are the paper's
+#: call). Ten steps leave under a tenth of that cost, and are the paper's
 #: 102-step epochs' whole window (10 steps), so a window is one call there.
 MAX_STEPS_PER_EXECUTION = 10
 
@@ -189,12 +189,12 @@ def _finite(value) -> float | None:
 def summarise(history: pd.DataFrame, images_per_epoch: int, target: float) -> dict:
     """Summary metrics from a history table (see :data:`HISTORY_COLUMNS`).
 
-    Three timings, side by side (issue 10): ``training_seconds``, the ``fit`` time only
+    Three timings, side by side: ``training_seconds``, the ``fit`` time only
     (sum of epoch_seconds); ``wall_seconds``, training plus the test scoring after every
     epoch (sum of wall_seconds: the original script's clock, datetime.now around the whole
     loop); ``time_to_accuracy_seconds``, wall seconds until test accuracy first reaches
-    ``target`` (MLPerf, evaluation included), None for a run that diverged (issue 31, item
-    7: its accuracy is not the model's, even where a number crossed the target).
+    ``target`` (MLPerf, evaluation included), None for a run that diverged (its
+    accuracy is not the model's, even where a number crossed the target).
 
     Returns a dict: epochs, training_seconds, wall_seconds, eval_seconds_total,
     first_epoch_seconds, steady_epoch_seconds (mean over epochs 2.., None with one epoch),
@@ -336,7 +336,8 @@ def fit_epochs(
 
     The batches come from :func:`embryo_bench.training.backend.input_pipeline`, built once: one
     ``fit`` call per run, not per epoch, so the input pipelines are not rebuilt and torn
-    down at every epoch boundary (the source of the 0 % CPU stalls of issue 10).
+    down at every epoch boundary (the source of the 10-20 s stalls at 0 % CPU per epoch of
+    earlier runs).
     """
     import keras
 
@@ -522,7 +523,7 @@ def seed_everything(seed: int) -> None:
     """``keras.utils.set_random_seed(seed)`` (Python's, NumPy's, Keras's and the backend's
     random generators) without importing TensorFlow into a run on another backend.
 
-    Keras seeds TensorFlow whenever it is installed, importing it (issue 14: +460 MiB RSS and
+    Keras seeds TensorFlow whenever it is installed, importing it (+460 MiB RSS and
     TensorFlow's start-up in every JAX or PyTorch run, whose numbers then are not that
     framework's alone). On a backend other than TensorFlow, TensorFlow is hidden from that one
     call (``sys.modules`` entry None: Keras finds it not installed, and remembers that for the
@@ -676,7 +677,7 @@ def run_model(spec: RunSpec, pp: Preprocessing | None, n_train: int):
 
 
 def _check_batch(spec: RunSpec, n: int) -> None:
-    """Refuse a batch larger than the ``n`` training samples (issue 25: such a run trained
+    """Refuse a batch larger than the ``n`` training samples (such a run trained
     one short batch per epoch while every table said the batch size asked for), and an
     empty training set (whose advice would have been a batch size up to 0).
 
@@ -1005,7 +1006,7 @@ def run_training(
             metrics["diverged"],
         )
     # When the timed part ran, on the wall clock: the evidence that rounds ran in their
-    # planned order and that no two timed runs overlapped (issue 23).
+    # planned order and that no two timed runs overlapped.
     metrics["wall_clock"] = {"started_unix_s": started, "ended_unix_s": ended}
     metrics = finish_run(out_dir, metrics, measurement if measure else None)
     (Path(out_dir) / PROGRESS).unlink(missing_ok=True)  # history.csv now holds every epoch

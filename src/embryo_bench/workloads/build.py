@@ -1,4 +1,4 @@
-"""Building and compiling a workload's model (issue 32, item 2). Imports Keras: import this
+"""Building and compiling a workload's model. Imports Keras: import this
 module only once the backend is chosen (``KERAS_BACKEND``), as ``train`` does."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The catalog of the studies' workloads (issue 32, item 2): ``catalog.yaml`` read into
+"""The catalog of the studies' workloads: ``catalog.yaml`` read into
 :class:`Workload` and :class:`Recipe`.
 
 ``catalog.yaml`` is data: every published fact (shapes, classes, parameter counts, batch
@@ -162,7 +162,7 @@ class Workload:
 
     Attributes:
         name: the configuration's name for it, e.g. "mnist-mlp" (:data:`NAME_PATTERN`).
-        study: "000" (the paper) .. "004", as ``shared/seeds/`` numbers them.
+        study: "000" (the paper) .. "004", as docs/studies/README.md numbers them.
         source: the study, script or table the model and recipe come from.
         model: its builder, ``"package.module:function"``, called
             ``builder(input_shape, classes)`` -> uncompiled ``keras.Model`` (text builders

@@ -1,4 +1,4 @@
-"""The cats-vs-dogs CNNs of the V100 blog (study 004, ``shared/seeds/004_*``: "GPU vs CPU
+"""The cats-vs-dogs CNNs of the V100 blog (study 004, phoenixNAP: "GPU vs CPU
 Deep Learning: Training Performance of Convolutional Networks").
 
 The post trains Venkatesh Tata's Keras tutorial network ("Building an image classifier using

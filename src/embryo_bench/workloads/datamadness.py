@@ -1,4 +1,4 @@
-"""DATAmadness's CNN (study 001, ``shared/seeds/001_*``: "TensorFlow 2 - CPU vs GPU
+"""DATAmadness's CNN (study 001, DATAmadness 2019: "TensorFlow 2 - CPU vs GPU
 Performance Comparison", 2019).
 
 The post prints the model's Keras summary (58,091,396 parameters, 2,880 of them the batch

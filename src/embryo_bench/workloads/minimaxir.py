@@ -1,4 +1,4 @@
-"""Max Woolf's (minimaxir) Keras benchmark scripts (study 002, ``shared/seeds/002_*``).
+"""Max Woolf's (minimaxir) Keras benchmark scripts (study 002, Woolf 2017).
 
 The seven scripts of his November 2017 GPU/CPU cost benchmark: ``v2/test_files/`` of
 github.com/minimaxir/keras-cntk-benchmark (MNIST MLP and CNN, CIFAR-10 CNN, IMDb fastText and

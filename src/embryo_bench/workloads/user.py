@@ -1,4 +1,4 @@
-"""A model builder named by a setting: ``"package.module:function"`` (issue 32, item 2).
+"""A model builder named by a setting: ``"package.module:function"``.
 
 Every workload's model is built by such a function, called ``builder(input_shape, classes)``
 and returning an uncompiled ``keras.Model``: the catalog's own (``catalog.yaml``'s ``model``)

@@ -1,4 +1,4 @@
-"""TensorFlow's default networks as Wu et al. ran them (study 003, ``shared/seeds/003_*``: "A
+"""TensorFlow's default networks as Wu et al. ran them (study 003, Wu et al. 2018: "A
 Comparative Measurement Study of Deep Learning as a Service Framework"; Tables II-V).
 
 * MNIST: TensorFlow's "Deep MNIST for Experts" (``mnist_deep.py``): conv 5x5x32, max-pool 2,

@@ -1,4 +1,4 @@
-"""What every study's claim check returns (issue 34, item 3).
+"""What every study's claim check returns.
 
 A study's module (``embryo_bench.reporting.claims.<name>``, named by ``studies.yaml``) has
 
@@ -48,7 +48,8 @@ class Claim:
             "cannot be checked here (no GPU)" is ``verdict`` CANNOT, ``why`` "no GPU").
         theirs: the study's numbers behind it, as text with units.
         ours: our numbers, as text with units and intervals where rounds give them.
-        source: where the study makes the claim (seed file and section or table).
+        source: where the study makes the claim (the study's short name and
+            section or table).
         why: for CANNOT, the reason ("no GPU", "the workload did not run"); else "".
     """
 
@@ -104,7 +105,7 @@ def paired_workload_ratio(
     (:func:`embryo_bench.planning.plan.round_order`), so the ratio of two workloads' runs on
     one target in the same round cancels the machine's speed at that time, as a ratio of two
     targets does (:mod:`embryo_bench.reporting.compare`): Wu et al.'s batch 500 over batch 50
-    (seed 003, Table XV), files over memory input (seeds 001 and 004).
+    (Wu et al. 2018, Table XV), files over memory input (DATAmadness 2019, the V100 blog).
 
     Args:
         runs: ``study/runs.csv`` rows: workload, target, repeat (int), merged (bool) and

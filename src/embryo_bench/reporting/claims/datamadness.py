@@ -1,6 +1,6 @@
-"""DATAmadness (2019; shared/seeds/001, ``published/datamadness.csv``): a 58 M-parameter CNN
+"""DATAmadness 2019 (study 001, ``published/datamadness.csv``): a 58 M-parameter CNN
 (catalog ``datamadness-cnn``) fed by an augmenting image generator, 10 epochs on a Ryzen 2700X
-and on an RTX 2080. Its headline claims, checked on our runs (issue 34, item 3):
+and on an RTX 2080. Its headline claims, checked on our runs:
 
 * the GPU trains the CNN more than 6x as fast as the CPU (the 6 is the post's own
   ``relative_time`` of the Ryzen, read from the file): where a GPU target of ours ran the
@@ -11,10 +11,10 @@ and on an RTX 2080. Its headline claims, checked on our runs (issue 34, item 3):
   files, its median utilisation, idle most of the time below
   :data:`~embryo_bench.reporting.claims.gpu.GPU_IDLE_BELOW_PERCENT`; "GPU utilisation not in
   the table" where the runs table does not carry it;
-* the input-bound reading of those percentages (issue 34: the generator, not the model, sets
-  the pace), checked as files vs memory input of the same workload on each of our targets
-  (:func:`embryo_bench.reporting.claims.input_bound.input_bound_claims`). The post itself
-  blames the GPU's memory; the claim's theirs says so.
+* the input-bound reading of those percentages (this project's reading: the generator, not
+  the model, sets the pace), checked as files vs memory input of the same workload on each
+  of our targets (:func:`embryo_bench.reporting.claims.input_bound.input_bound_claims`). The
+  post itself blames the GPU's memory; the claim's theirs says so.
 
 Without a GPU target the first two say "cannot be checked here (no GPU)".
 """
@@ -43,7 +43,8 @@ from .input_bound import input_bound_claims, published_text
 
 #: The study's workload (catalog name).
 WORKLOAD = "datamadness-cnn"
-SEED = "001_a7322e5556cd27ca.txt"
+#: The study's short name (docs/studies/README.md), at the head of each claim's source.
+SEED = "DATAmadness 2019"
 
 
 def _cpu_factor(published: pd.DataFrame, cpu_system: str) -> tuple[float, str]:
@@ -170,7 +171,7 @@ def claims(published: pd.DataFrame, ours: pd.DataFrame, runs: pd.DataFrame) -> l
         "images)",
         f"GPU utilisation {use}; seconds a step "
         + published_text(published, "step_seconds", WORKLOAD)
-        + " (the post blames the GPU's memory, full; issue 34 reads the low utilisation as "
+        + " (the post blames the GPU's memory, full; this project reads the low utilisation as "
         "input-bound)",
         f"{SEED}, Training the CNN on GPU and the Comparison summary",
     )

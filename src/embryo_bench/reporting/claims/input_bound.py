@@ -1,4 +1,4 @@
-"""The checks that studies 001 (DATAmadness) and 004 (the V100 blog) share (issue 34, item 3):
+"""The checks that studies 001 (DATAmadness) and 004 (the V100 blog) share:
 training fed by an augmenting image generator that could not keep the processor busy.
 
 * :func:`input_bound_claims`: the same workload from files (decoded and augmented per batch,

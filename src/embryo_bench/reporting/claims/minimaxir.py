@@ -1,4 +1,4 @@
-"""minimaxir's headline claims (shared/seeds/002, issue 34 item 3), checked on our runs.
+"""minimaxir's headline claims (Woolf 2017, study 002), checked on our runs.
 
 Four claims of his two 2017 posts, each with his side read from ``published`` (the rows of
 ``published/minimaxir.csv``, which his logs give) and ours from the runs of this configuration:

@@ -1,8 +1,8 @@
-"""The V100 blog (shared/seeds/004, ``published/v100-blog.csv``): Venkatesh's cats-vs-dogs
+"""The V100 blog (phoenixNAP, study 004, ``published/v100-blog.csv``): Venkatesh's cats-vs-dogs
 Keras CNN and two deeper variants (catalog ``catsdogs-cnn``, ``catsdogs-deeper``,
 ``catsdogs-128``) fed by an augmenting generator, and TensorFlow's CIFAR-10 example
 (``tf-cifar10``), on a VirtualBox VM, a 16-core Xeon server and a Tesla V100. Its headline
-claims, checked on our runs (issue 34, item 3):
+claims, checked on our runs:
 
 * the original network is input-bound (GPU at 0-10 %, "the bottleneck is at the input
   pipeline"), checked as files vs memory input of the same workload on each of our targets,
@@ -44,7 +44,8 @@ from .input_bound import input_bound_claims, more_cores_claim, published_text
 
 #: The original network (the input-bound one) and TensorFlow's CIFAR-10 example.
 ORIGINAL, CIFAR = "catsdogs-cnn", "tf-cifar10"
-SEED = "004_0e48492da3711cae.txt"
+#: The study's short name (docs/studies/README.md), at the head of each claim's source.
+SEED = "V100 blog (phoenixNAP)"
 
 
 def speedup_claims(published: pd.DataFrame, ours: pd.DataFrame, runs: pd.DataFrame) -> list:

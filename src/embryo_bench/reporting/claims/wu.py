@@ -1,5 +1,5 @@
-"""Wu et al.'s headline claims about TensorFlow (seed 003, *A Comparative Measurement Study of
-Deep Learning as a Service Framework*; issue 34, item 3), checked on our runs.
+"""Wu et al.'s headline claims about TensorFlow (Wu et al. 2018, study 003, *A Comparative
+Measurement Study of Deep Learning as a Service Framework*), checked on our runs.
 
 The study's side is read from its numbers (``published/wu.csv``, :func:`load_numbers`), never
 typed here; ours from the configuration's runs (one row per workload and target, the columns
