@@ -5,8 +5,10 @@ where its workload runs, and may still be given where it does not."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -105,3 +107,68 @@ def test_the_papers_bounds_apply_only_where_its_workload_runs():
     assert alone.all_runs == [("mnist-mlp", "small", 1)]
     with pytest.raises(ConfigError, match=r"^target small: its trainer would hold at least"):
         _plan({"outdir": "out", "targets": targets, "workloads": [{"name": "paper"}, MLP]})
+
+
+def _shipped(name: str) -> dict:
+    return yaml.safe_load((REPO / "config" / name).read_text())
+
+
+def test_the_shipped_minimal_configurations_give_only_outdir_targets_and_workloads():
+    for name in ("minimal.yaml", "my-model.yaml"):
+        config = _shipped(name)
+        assert sorted(config) == ["outdir", "targets", "workloads"], name
+        assert [t["runner"] for t in config["targets"]] == ["host", "host"], name
+        assert len(config["workloads"]) == 1, name
+
+
+def test_the_example_model_of_ones_own_builds_and_trains_a_step():
+    """config/my-model.yaml's builder (examples/my_model.py, on the tests' import path as
+    its comment runs it) through the trainer's own build and checks, on its run's spec."""
+    import numpy as np
+
+    from embryo_bench.workloads.build import build_for_spec
+
+    spec = _plan(_shipped("my-model.yaml")).spec("host-1cpu", 1, "my-model")
+    assert (spec.workload.model, spec.workload.input_shape) == ("my_model:build", (28, 28, 1))
+    assert (spec.epochs, spec.batch_size, spec.accuracy_target) == (5, 128, 0.95)
+    model = build_for_spec(spec.workload, spec.learning_rate)
+    # 3x3x1x16 + 16 (the convolution), then 13x13x16 = 2,704 features x 10 + 10 (the output).
+    assert model.count_params() == 160 + 27_050
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, (8, 28, 28, 1), dtype=np.uint8)
+    loss = model.train_on_batch(x, rng.integers(0, 10, 8))
+    assert np.isfinite(np.ravel(loss)[0])
+
+
+@pytest.mark.slow
+def test_the_minimal_configuration_runs_through_the_workflow(tmp_path):
+    """config/minimal.yaml (outdir, two host targets, one catalog workload) at a few samples
+    and one epoch, with the workload's own accuracy target: it passes check-config, trains on
+    both targets and makes the workload's tables, with that target in every run's metrics and
+    the results table. Two trainings and the figures (92 s on a loaded 2-core machine, most
+    of it TensorFlow's start-up): in .ci/run's catalog-runs step, not in the suite's 10
+    minutes."""
+    from conftest import run_only_when_required
+    from workflow_helpers import snakemake, workload_run_dir
+
+    run_only_when_required("catalog-runs", "two trainings through the workflow")
+
+    from embryo_bench.planning import layout
+
+    config = _shipped("minimal.yaml")
+    config["outdir"] = str(tmp_path / "out")
+    config["workloads"][0].update(train_samples=256, test_samples=64, epochs=1)
+    config["workloads"][0]["accuracy_target"] = 0.5
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert main(["check-config", str(path)]) == 0
+    snakemake(tmp_path, config)
+    for target in ("host-1cpu", "host-2cpu"):
+        run = workload_run_dir(tmp_path / "out", "mnist-mlp", target)
+        metrics = json.loads((run / layout.METRICS).read_text())
+        assert (metrics["accuracy_target"], metrics["n_train"]) == (0.5, 256), target
+    table = tmp_path / "out" / "workloads" / "mnist-mlp" / "figures" / "results_table.csv"
+    results = pd.read_csv(table)
+    assert sorted(results["target"]) == ["host-1cpu", "host-2cpu"]
+    assert set(results["accuracy_target"]) == {0.5}
+    assert not (tmp_path / "out" / "train").exists()  # no paper's runs: not listed

@@ -41,6 +41,9 @@ The shipped configurations:
 - [`studies-synthetic.yaml`](studies-synthetic.yaml): every workload of the studies' catalog
   (`embryo-bench workloads`) on synthetic arrays of its dataset's shape, the image workloads
   also from files, on one and two cores, in rounds.
+- [`minimal.yaml`](minimal.yaml) and [`my-model.yaml`](my-model.yaml): the least a
+  configuration needs (outdir, targets, workloads): a catalog workload on SYNTHETIC arrays,
+  and a model of your own (`examples/my_model.py`) on MNIST, each on two host targets.
 - [`minimaxir.yaml`](minimaxir.yaml): minimaxir's study (2017, seed 002): his seven Keras
   scripts with his batch sizes and epochs, his GCE CPU and K80/P100 systems as targets with
   his prices, cost relative to his K80; [`minimaxir-short.yaml`](minimaxir-short.yaml), its
