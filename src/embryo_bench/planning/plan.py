@@ -626,8 +626,10 @@ class Plan:
                 is missing or holds no finished run, two ``docker_host`` values with the
                 same file key, a ``stability.baseline`` that cannot be used
                 (:attr:`baseline`), a file the figures job would fail on
-                (:meth:`check_figures_inputs`, only ``on_this_machine``),
-                ``compare.max_rounds`` below the first rounds (:meth:`check_rounds`), or a
+                (:meth:`check_figures_inputs`, only ``on_this_machine``), a comparison
+                base with fewer repeats of a workload than another target
+                (:meth:`check_base_repeats`), ``compare.max_rounds`` below the first rounds
+                (:meth:`check_rounds`), or a
                 damaged round check (:meth:`check_round_checks`, only ``on_this_machine``).
             DataError: only ``on_this_machine``: a workload's offline copy (``path:``)
                 without one of its dataset's files, or with a file of another size than the
