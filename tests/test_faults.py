@@ -385,7 +385,7 @@ FAULTS = {
     ),
     "check-config: a required section missing": Fault(
         lambda g, d: ["check-config", _write(d, "bad.yaml", "outdir: x\n")],
-        ("'dataset' is a required property",),
+        ("bad.yaml: config: 'targets' is a required property",),
     ),
 }  # fmt: skip
 

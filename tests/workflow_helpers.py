@@ -13,6 +13,12 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_PROFILE = REPO / "profiles" / "default"
+#: The example of a model of one's own (examples/my_model.py, config/my-model.yaml's): on the
+#: import path of every test, as that configuration's comment runs it (PYTHONPATH=examples),
+#: so that the tests that plan every shipped configuration find it.
+EXAMPLES = REPO / "examples"
+if str(EXAMPLES) not in sys.path:
+    sys.path.append(str(EXAMPLES))
 
 
 def snakemake_command(

@@ -457,7 +457,8 @@ def check_plan(plan, machine_mib: int | None = None) -> None:
     (:func:`check_containers`), the synthesize job's memory, the synthetic database's disk
     space (:func:`check_disk`), the preprocessing jobs' memory (:func:`shard_needs`), each
     trainer's (:func:`trainer_need` against :func:`memory_limits`), then every other
-    workload's data, files and trainers (:func:`check_workloads`).
+    workload's data, files and trainers (:func:`check_workloads`). The paper's bounds (all
+    but the containers' limits and the other workloads') only where its workload runs.
 
     Where the jobs run is the configuration's own ``hardware_check``: with "local" this
     machine's memory bounds every job (``embryo-bench check-config`` and a job on a cluster
@@ -472,8 +473,12 @@ def check_plan(plan, machine_mib: int | None = None) -> None:
         ConfigError: the first bound a setting breaks, naming it.
     """
     config = plan.config
-    data = plan_data(config)
-    check_counts(config, data, {n: t.batch_size for n, t in plan.targets.items()})
+    # The paper's data, preprocessing and trainers only where its workload runs: without it
+    # its sections are defaults or unused settings, whose sizes bound nothing.
+    runs_paper = layout.PAPER_WORKLOAD in plan.workloads
+    data = plan_data(config) if runs_paper else None
+    if runs_paper:
+        check_counts(config, data, {n: t.batch_size for n, t in plan.targets.items()})
     check_containers(plan.targets)
     where = config["hardware_check"]
     if where != "local":
@@ -481,15 +486,16 @@ def check_plan(plan, machine_mib: int | None = None) -> None:
     elif machine_mib is None:
         machine_mib = hardware.memory_mib()
     machine = machine_text(machine_mib) if machine_mib else ""
-    if machine and config["dataset"]["kind"] == "synthetic":
-        check_need(synthesize_need(config), machine_mib, machine)
-    check_disk(config, data)
-    for need in shard_needs(config, data) if machine else []:
-        check_need(need, machine_mib, machine)
-    for t in plan.targets.values():
-        need = trainer_need(t, config, data)
-        for limit_mib, text in memory_limits(t, where, machine_mib):
-            check_need(need, limit_mib, text)
+    if runs_paper:
+        if machine and config["dataset"]["kind"] == "synthetic":
+            check_need(synthesize_need(config), machine_mib, machine)
+        check_disk(config, data)
+        for need in shard_needs(config, data) if machine else []:
+            check_need(need, machine_mib, machine)
+        for t in plan.targets.values():
+            need = trainer_need(t, config, data)
+            for limit_mib, text in memory_limits(t, where, machine_mib):
+                check_need(need, limit_mib, text)
     check_workloads(plan, where, machine_mib)
 
 

@@ -41,6 +41,9 @@ The shipped configurations:
 - [`studies-synthetic.yaml`](studies-synthetic.yaml): every workload of the studies' catalog
   (`embryo-bench workloads`) on synthetic arrays of its dataset's shape, the image workloads
   also from files, on one and two cores, in rounds.
+- [`minimal.yaml`](minimal.yaml) and [`my-model.yaml`](my-model.yaml): the least a
+  configuration needs (outdir, targets, workloads): a catalog workload on SYNTHETIC arrays,
+  and a model of your own (`examples/my_model.py`) on MNIST, each on two host targets.
 - [`minimaxir.yaml`](minimaxir.yaml): minimaxir's study (Woolf 2017, study 002): his seven Keras
   scripts with his batch sizes and epochs, his GCE CPU and K80/P100 systems as targets with
   his prices, cost relative to his K80; [`minimaxir-short.yaml`](minimaxir-short.yaml), its
@@ -100,24 +103,33 @@ def _text(description: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _conditions(node: dict) -> dict[str, str]:
-    """Key -> "required when kind is ..." from ``allOf`` if/then rules on a ``kind`` key."""
-    out = {}
+def _conditions(node: dict) -> tuple[dict[str, str], dict[str, str]]:
+    """From ``allOf`` if/then rules on a ``kind`` key: (key -> "when kind is ..." for the
+    keys a rule requires, key -> "`default` (when kind is ...)" for the defaults a rule
+    fills in)."""
+    required, defaults = {}, {}
     for rule in node.get("allOf", []):
         kind = rule.get("if", {}).get("properties", {}).get("kind", {})
         values = kind.get("enum") or ([kind["const"]] if "const" in kind else [])
-        for key in rule.get("then", {}).get("required", []):
-            out[key] = "when `kind` is " + " or ".join(f"`{v}`" for v in values)
-    return out
+        when = "when `kind` is " + " or ".join(f"`{v}`" for v in values)
+        then = rule.get("then", {})
+        for key in then.get("required", []):
+            required[key] = when
+        for key, sub in then.get("properties", {}).items():
+            if "default" in sub:
+                defaults[key] = f"{_code(sub['default'])} ({when})"
+    return required, defaults
 
 
 def _rows(node: dict, path: str) -> list[str]:
-    required, conditions = set(node.get("required", [])), _conditions(node)
+    required = set(node.get("required", []))
+    conditions, conditional_defaults = _conditions(node)
     rows = []
     for key, sub in node.get("properties", {}).items():
         full = f"{path}.{key}" if path else key
         need = "yes" if key in required else conditions.get(key, "no")
         default = _code(sub["default"]) if "default" in sub else ""
+        default = default or conditional_defaults.get(key, "")
         if "x-default-by-runner" in sub:  # a default that depends on the target's runner
             default = ", ".join(
                 f"{_code(v)} ({runner})" for runner, v in sub["x-default-by-runner"].items()

@@ -409,11 +409,11 @@ def compare_base(
 
     Returns:
         (base, note): ``compare.base`` if it runs; else the cost base if it runs; else the
-        first target; the note is non-empty when ``compare.base`` was skipped here.
+        first target; the note is non-empty when ``compare.base`` was skipped here. That
+        the base has the most repeats of each workload is :meth:`Plan.check_base_repeats`'.
 
     Raises:
-        ConfigError: ``compare.base`` names no target, or a target has more repeats than the
-            base (rounds need the base in every round).
+        ConfigError: ``compare.base`` names no target.
     """
     wanted, note = compare.get("base", ""), ""
     if wanted and wanted not in configured:
@@ -426,12 +426,6 @@ def compare_base(
     base = wanted or cost_base_name or next(iter(targets))
     if note:
         note += base
-    more = [n for n, t in targets.items() if t.repeats > targets[base].repeats]
-    if more:
-        raise ConfigError(
-            f"compare.base {base}: {targets[base].repeats} repeats, but {', '.join(more)} "
-            f"run more; each round needs the base target, so give it the most repeats"
-        )
     return base, note
 
 
@@ -632,8 +626,10 @@ class Plan:
                 is missing or holds no finished run, two ``docker_host`` values with the
                 same file key, a ``stability.baseline`` that cannot be used
                 (:attr:`baseline`), a file the figures job would fail on
-                (:meth:`check_figures_inputs`, only ``on_this_machine``),
-                ``compare.max_rounds`` below the first rounds (:meth:`check_rounds`), or a
+                (:meth:`check_figures_inputs`, only ``on_this_machine``), a comparison
+                base with fewer repeats of a workload than another target
+                (:meth:`check_base_repeats`), ``compare.max_rounds`` below the first rounds
+                (:meth:`check_rounds`), or a
                 damaged round check (:meth:`check_round_checks`, only ``on_this_machine``).
             DataError: only ``on_this_machine``: a workload's offline copy (``path:``)
                 without one of its dataset's files, or with a file of another size than the
@@ -679,6 +675,7 @@ class Plan:
             on_this_machine,
             resolve_workloads(config),
         )
+        plan.check_base_repeats()
         plan.check_rounds()
         # The checks that a property makes, made now: before any job, and by check-config.
         plan.merged_run_dirs  # noqa: B018
@@ -695,10 +692,45 @@ class Plan:
     def workload_targets(self, workload: str) -> dict[str, Target]:
         """The targets a workload's runs train on: every target for the paper's workload,
         the main targets (not the sweep points, which vary the paper's batch size) for
-        another."""
+        another; each with the repeats it runs of that workload: its own (a ``targets:``
+        entry's ``repeats``, a sweep point's), else the workload's
+        (:attr:`embryo_bench.planning.workloads.Workload.repeats`: its entry's, its catalog
+        entry's, ``train.repeats``)."""
         if workload == PAPER_WORKLOAD:
-            return self.targets
-        return {n: t for n, t in self.targets.items() if not t.sweep}
+            targets = self.targets
+        else:
+            targets = {n: t for n, t in self.targets.items() if not t.sweep}
+        w = self.workloads.get(workload)
+        if w is None or w.repeats is None:
+            return targets
+        own = {e["name"] for e in self.config["targets"] if "repeats" in e}
+        return {
+            n: t if t.sweep or n in own else dataclasses.replace(t, repeats=w.repeats)
+            for n, t in targets.items()
+        }
+
+    def check_base_repeats(self) -> None:
+        """Every workload's comparison base (:attr:`compare_base`, where it trains the
+        workload) runs at least as many repeats of it as any other target: round k
+        compares each target's repeat k with the base's.
+
+        Raises:
+            ConfigError: naming the base, its repeats (of the workload, where it is not the
+                paper's) and the targets that run more.
+        """
+        for workload in self.workloads:
+            targets = self.workload_targets(workload)
+            base = targets.get(self.compare_base)
+            if base is None:
+                continue
+            more = [n for n, t in targets.items() if t.repeats > base.repeats]
+            if more:
+                of = "" if workload == PAPER_WORKLOAD else f" of workload {workload}"
+                raise ConfigError(
+                    f"compare.base {base.name}: {base.repeats} repeats{of}, but "
+                    f"{', '.join(more)} run more; each round needs the base target, so give "
+                    "it the most repeats"
+                )
 
     def _round_targets(self) -> dict[tuple[str, str], Target]:
         """(workload, target name) -> target, for every run's workload and target."""
@@ -706,7 +738,8 @@ class Plan:
 
     @property
     def first_rounds(self) -> int:
-        """The rounds that always run: the most repeats of any target (the base's)."""
+        """The rounds that always run: the most repeats of any target in any workload (the
+        base's)."""
         return max(t.repeats for t in self._round_targets().values())
 
     def check_rounds(self) -> None:
@@ -742,8 +775,10 @@ class Plan:
         """Every run that may run, as (workload, target, repeat), in the order the rounds
         run them (:func:`round_order`, ``compare.order``), up to
         :attr:`max_rounds` rounds: round k holds repeat k of every workload on every
-        target, so a drift of the machine's speed lands on every workload alike; the rounds
-        ``compare.until`` adds are shared by every workload alike."""
+        target that runs at least k repeats of it (:meth:`workload_targets`: a workload
+        with fewer repeats has no run in the rounds after its last), so a drift of the
+        machine's speed lands on every workload alike; the rounds ``compare.until`` adds
+        (after the most repeats) are shared by every workload and target alike."""
         c = self.config["compare"]
         order = round_order(self._round_targets(), c["order"], c["seed"], self.max_rounds)
         return [(w, n, k) for (w, n), k in order]
@@ -894,13 +929,18 @@ class Plan:
         """The run spec of one run: the paper's workload's from ``train:`` and the target;
         another's with its recipe (batch size, epochs, learning rate) and its
         :class:`embryo_bench.planning.spec.WorkloadSpec`, on the same target (cores, threads,
-        backend, runner), with Keras's defaults (no ``train.variant``).
+        backend, runner), with Keras's defaults (no ``train.variant``); each with its
+        workload's accuracy target (:attr:`embryo_bench.planning.workloads.Workload.
+        accuracy_target`: its entry's, its catalog entry's, ``train.accuracy_target``).
 
         Raises:
             KeyError: no such target or workload runs. ValueError: repeat < 1.
         """
-        base = self.targets[target].spec(repeat, self.config["train"], self.preprocessing)
         w = self.workloads[workload]
+        train = self.config["train"]
+        if w.accuracy_target is not None:
+            train = {**train, "accuracy_target": w.accuracy_target}
+        base = self.targets[target].spec(repeat, train, self.preprocessing)
         if w.is_paper:
             return base
         return dataclasses.replace(

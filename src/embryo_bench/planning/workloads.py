@@ -84,6 +84,11 @@ class Workload:
             the paper's (the targets' and ``train:``'s).
         source: where the model and recipe come from (study, script), or :data:`OWN_MODEL`.
         parameters: the trainable parameter count its source gives (None: not given).
+        accuracy_target: the test accuracy (0-1] its runs' time to accuracy is measured to:
+            the entry's, else its catalog entry's, else ``train.accuracy_target``
+            (:func:`resolve_workload`); None in a workload made by hand: ``train``'s.
+        repeats: its runs on each target that sets no repeats of its own: the entry's, else
+            its catalog entry's, else ``train.repeats``; None in a workload made by hand.
     """
 
     name: str
@@ -94,11 +99,35 @@ class Workload:
     learning_rate: float | None = None
     source: str = ""
     parameters: int | None = None
+    accuracy_target: float | None = None
+    repeats: int | None = None
 
     @property
     def is_paper(self) -> bool:
         """The paper's pipeline (no spec of its own)."""
         return self.spec is None
+
+
+#: A workload's settings of how its runs are measured (``workloads[]``), each defaulting to
+#: its catalog entry's, else the ``train`` section's.
+RUN_SETTINGS = ("accuracy_target", "repeats")
+
+
+def run_settings(entry: dict, base: catalog.Workload | None, train: dict) -> dict:
+    """A workload's :data:`RUN_SETTINGS`: the entry's, else its catalog workload's
+    (``base``, where it gives one), else ``train``'s (schema defaults filled in).
+
+    Returns:
+        {"accuracy_target": a float in (0, 1], "repeats": an int >= 1}.
+    """
+    out = {}
+    for key in RUN_SETTINGS:
+        value = entry.get(key)
+        if value is None and base is not None:
+            value = getattr(base, key)
+        out[key] = train[key] if value is None else value
+    out["accuracy_target"] = float(out["accuracy_target"])
+    return out
 
 
 #: How many ``from x import f`` re-exports :func:`check_model_path` follows to the ``def``.
@@ -267,12 +296,14 @@ def model_code(model: str) -> str:
     return hashlib.sha256(Path(found.origin).read_bytes()).hexdigest()[:16]
 
 
-def resolve_workload(entry: dict, index: int, seed: int) -> Workload:
+def resolve_workload(entry: dict, index: int, train: dict) -> Workload:
     """One ``workloads[]`` entry (schema defaults filled in), resolved.
 
     Args:
-        entry: the entry. index: its position (for messages). seed: ``train.seed`` (the
-            synthetic arrays').
+        entry: the entry. index: its position (for messages). train: the configuration's
+            ``train`` section (defaults filled in): its ``seed`` (the synthetic arrays'),
+            and its ``accuracy_target`` and ``repeats``, the entry's defaults where neither
+            it nor its catalog entry gives them.
 
     Raises:
         ConfigError: naming the setting: settings given to the paper's workload, an unknown
@@ -285,18 +316,24 @@ def resolve_workload(entry: dict, index: int, seed: int) -> Workload:
     """
     where = f"workloads[{index}] ({entry['name']})"
     name = entry["name"]
+    seed = train["seed"]
     if name == PAPER_WORKLOAD:
         extra = sorted(set(entry) - {"name", "data", "input", "workers", "train_samples",
-                                     "test_samples"})  # fmt: skip
+                                     "test_samples", *RUN_SETTINGS})  # fmt: skip
         defaults = {"data": "real", "input": "memory", "workers": 2, "train_samples": 0,
                     "test_samples": 0}  # fmt: skip
         changed = sorted(k for k, v in defaults.items() if entry.get(k, v) != v)
         if extra or changed:
             raise ConfigError(
                 f"{where}: {', '.join(extra + changed)} set for the paper's workload, whose "
-                "settings are dataset, preprocess and train; expected name only"
+                "settings are dataset, preprocess and train; expected name (and "
+                f"{' or '.join(RUN_SETTINGS)}) only"
             )
-        return Workload(PAPER_WORKLOAD, source="the paper (Lawrence et al. 2017)")
+        return Workload(
+            PAPER_WORKLOAD,
+            source="the paper (Lawrence et al. 2017)",
+            **run_settings(entry, None, train),
+        )
     base = None
     if entry.get("model") is None or entry.get("catalog"):
         base_name = entry.get("catalog") or name
@@ -411,6 +448,7 @@ def resolve_workload(entry: dict, index: int, seed: int) -> Workload:
         learning_rate=float(learning_rate),
         source=base.source if base and not entry.get("model") else OWN_MODEL,
         parameters=base.parameters if base and not entry.get("model") else None,
+        **run_settings(entry, base, train),
     )
 
 
@@ -449,5 +487,5 @@ def resolve_workloads(config: dict) -> dict[str, Workload]:
     for i, entry in enumerate(config["workloads"]):
         if entry["name"] in out:
             raise ConfigError(f"workloads[{i}]: {entry['name']} is listed twice")
-        out[entry["name"]] = resolve_workload(entry, i, config["train"]["seed"])
+        out[entry["name"]] = resolve_workload(entry, i, config["train"])
     return out

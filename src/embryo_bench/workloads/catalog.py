@@ -107,6 +107,9 @@ WORKLOAD_SCHEMA = {
             "default": {},
         },
         "assumed": {"type": "string", "default": ""},
+        # A configuration's workloads[] take these as their defaults (before train:'s).
+        "accuracy_target": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+        "repeats": {"type": "integer", "minimum": 1},
     },
 }
 
@@ -181,6 +184,10 @@ class Workload:
         augmentation: the study's augmenting generator (:data:`AUGMENTATIONS`: shear and
             zoom ranges, 1.0 for a horizontal flip), for files mode; () where none.
         assumed: what the source does not pin down and the catalog chose.
+        accuracy_target: the test accuracy (0-1] time to accuracy is measured to, where the
+            source gives one to train to; None: the configuration's ``train.accuracy_target``.
+        repeats: the runs of each measurement the source made, where it says; None: the
+            configuration's ``train.repeats``.
     """
 
     name: str
@@ -196,6 +203,8 @@ class Workload:
     augmentation: tuple[tuple[str, float], ...] = ()
     assumed: str = ""
     vocabulary: int = 0
+    accuracy_target: float | None = None
+    repeats: int | None = None
 
 
 def _options(mapping: dict) -> tuple[tuple[str, float | bool], ...]:
@@ -248,6 +257,8 @@ def _workload(name: str, entry: dict, where: str) -> Workload:
         augmentation=_options(entry["augmentation"]),
         assumed=" ".join(entry["assumed"].split()),
         vocabulary=entry["vocabulary"],
+        accuracy_target=entry.get("accuracy_target"),
+        repeats=entry.get("repeats"),
     )
 
 
