@@ -74,10 +74,10 @@ from scipy import stats
 
 from embryo_bench.errors import EmbryoBenchError
 from embryo_bench.io import read_json, write_json
-from embryo_bench.planning.config import load_config, read_config_file
-from embryo_bench.planning.layout import METRICS, run_dir
 from embryo_bench.planning.plan import ROUND_ORDERS
 from embryo_bench.recording.hardware import cpu_flags, cpu_model
+from embryo_bench.vocabulary.config import load_config, read_config_file
+from embryo_bench.vocabulary.layout import METRICS, run_dir
 
 REPO = Path(__file__).resolve().parents[1]
 #: Defaults of the command line (the measurement issue 33 item 5 asks for).

@@ -192,8 +192,8 @@ def workload(name: str, input_mode: str, seed: int, train: int = 1, test: int = 
     input, train_samples, test_samples}`` resolves it (the schema's defaults filled in, e.g.
     ``workers``): an :class:`embryo_bench.planning.workloads.Workload`. The counts matter
     only to its data settings, not to its spec."""
-    from embryo_bench.planning.config import apply_defaults, load_schema
     from embryo_bench.planning.workloads import resolve_workload
+    from embryo_bench.vocabulary.config import apply_defaults, load_schema
 
     entry = {
         "name": name,
@@ -308,8 +308,8 @@ def run_ours(args) -> dict:
     own history, epoch_cpu_seconds and clock_seconds (the worker's clock, the same bounds)
     from :func:`epoch_clock`."""
     from embryo_bench.data.arrays import read_info
-    from embryo_bench.planning.spec import RunSpec
     from embryo_bench.training.train import setup, train_epochs
+    from embryo_bench.vocabulary.spec import RunSpec
 
     w = workload(args.workload, args.input, args.seed)
     spec = RunSpec(

@@ -19,7 +19,6 @@ from workflow_helpers import offline_config, snakemake_command
 
 from embryo_bench.cli import main
 from embryo_bench.errors import ConfigError
-from embryo_bench.planning.layout import BASELINE_FORMAT
 from embryo_bench.planning.plan import Plan
 from embryo_bench.recording.baseline import load_baseline, run_machine
 from embryo_bench.recording.calibrate import (
@@ -29,9 +28,10 @@ from embryo_bench.recording.calibrate import (
     machine_baseline,
 )
 from embryo_bench.recording.hardware import this_machine
-from embryo_bench.recording.noise import check_calibration
 from embryo_bench.recording.provenance import collect
 from embryo_bench.reporting.stability import assess, thresholds
+from embryo_bench.training.noise import check_calibration
+from embryo_bench.vocabulary.layout import BASELINE_FORMAT
 
 SETTINGS = {"threads": 1, "cpus": 1, "cores": [0], "backend": "tensorflow"}
 

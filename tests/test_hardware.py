@@ -7,7 +7,6 @@ import pytest
 
 from embryo_bench.errors import ConfigError
 from embryo_bench.planning.plan import target_from_entry
-from embryo_bench.planning.spec import Container, Preprocessing
 from embryo_bench.recording.hardware import (
     ClusterError,
     LocalProbe,
@@ -19,6 +18,7 @@ from embryo_bench.recording.hardware import (
     why_not_on_nodes,
 )
 from embryo_bench.recording.provenance import scheduler_job
+from embryo_bench.vocabulary.spec import Container, Preprocessing
 
 TRAIN = {"epochs": 1, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0, "accuracy_target": 0.85,
          "probe_seconds": 0.2, "variant": "keras"}  # fmt: skip

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from embryo_bench.planning.codehash import PACKAGE, imported_modules
+from embryo_bench.vocabulary.codehash import PACKAGE, imported_modules
 
 SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 #: Package imports that must wait inside a function, and why. cli.py's commands import what
@@ -17,7 +17,7 @@ LATE = {
         "the model module imports Keras, which must wait for the backend choice"
     ),
     ("training.train", "workloads.build"): "the same: it imports Keras",
-    ("workloads.build", "training.fused_adam"): (
+    ("workloads.build", "workloads.fused_adam"): (
         "it imports TensorFlow, which only the tensorflow backend may load"
     ),
 }

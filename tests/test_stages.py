@@ -16,7 +16,7 @@ from embryo_bench.data import preprocess, stages
 from embryo_bench.data.select import assign_shards
 from embryo_bench.data.sources import index_db
 from embryo_bench.errors import DataError
-from embryo_bench.planning.spec import Preprocessing
+from embryo_bench.vocabulary.spec import Preprocessing
 
 PP = Preprocessing(frame_size=48, crop_fraction=0.5, invert_centre=128, rotation_step=90.0,
                    image_size=16)  # fmt: skip

@@ -163,9 +163,9 @@ def load_benchmark(name: str):
 def write_spec(path: Path, config: dict, target: dict, epochs: int | None = None, repeat=1):
     """Write the run.json of ``target`` (a bare ``targets:`` entry) under ``config``'s train
     and preprocessing settings, as the workflow's run_spec rule would; returns the RunSpec."""
-    from embryo_bench.planning.config import load_config
     from embryo_bench.planning.plan import target_from_entry
-    from embryo_bench.planning.spec import Preprocessing
+    from embryo_bench.vocabulary.config import load_config
+    from embryo_bench.vocabulary.spec import Preprocessing
 
     train = {**load_config(config)["train"], **({"epochs": epochs} if epochs else {})}
     spec = target_from_entry(target, train).spec(repeat, train, Preprocessing.from_config(config))

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import DataError
 from ..io import load_arrays, save_arrays
-from ..planning.spec import Preprocessing
+from ..vocabulary.spec import Preprocessing
 from . import preprocess
 
 if TYPE_CHECKING:

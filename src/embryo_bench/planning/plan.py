@@ -35,12 +35,13 @@ from ..recording.baseline import SETTING, load_baseline, machine_differences, se
 from ..recording.calibrate import LAG_REACH, judged_lengths
 from ..reporting.merge import check_folders, check_own_runs, unfinished_runs
 from ..runners import docker_api
-from . import bounds, layout
-from .config import Source, apply_defaults, load_config, load_schema
-from .figspec import FiguresSpec, check_written_spec
-from .layout import PAPER_WORKLOAD
+from ..vocabulary import layout
+from ..vocabulary.config import Source, apply_defaults, load_config, load_schema
+from ..vocabulary.figspec import FiguresSpec, check_written_spec
+from ..vocabulary.layout import PAPER_WORKLOAD
+from ..vocabulary.spec import Container, Preprocessing, RunSpec
+from . import bounds
 from .rounds import Decision, check_path, decide, read_check
-from .spec import Container, Preprocessing, RunSpec
 from .workloads import Workload, check_offline_copy, resolve_workloads
 
 #: Backends whose packages the project's container images install.

@@ -20,10 +20,10 @@ from pathlib import Path
 
 from ..data import registry
 from ..errors import ConfigError
+from ..vocabulary.codehash import PACKAGE, code_hash
+from ..vocabulary.layout import PAPER_WORKLOAD
+from ..vocabulary.spec import WorkloadSpec
 from ..workloads import builders, catalog
-from .codehash import PACKAGE, code_hash
-from .layout import PAPER_WORKLOAD
-from .spec import WorkloadSpec
 
 #: Where a user's model comes from, for tables (the catalog's workloads name their study).
 OWN_MODEL = "your model"

@@ -26,9 +26,9 @@ from jsonschema.exceptions import best_match
 
 from ..errors import ConfigError, DataError
 from ..io import check_format, non_finite, read_json
-from ..planning.layout import BASELINE_FORMAT
-from ..planning.spec import BACKENDS
 from ..reporting.runs import NOT_RECORDED, machine_name
+from ..vocabulary.layout import BASELINE_FORMAT
+from ..vocabulary.spec import BACKENDS
 from .calibrate import BASELINE_PROBES, MIN_PAIRS, PROBE_METHOD
 
 #: The setting that names a baseline, as its errors name it.

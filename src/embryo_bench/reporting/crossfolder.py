@@ -53,9 +53,9 @@ import pandas as pd
 from jsonschema import Draft202012Validator
 
 from ..errors import ConfigError, DataError
-from ..planning.config import read_config_file
-from ..planning.figspec import FiguresSpec
-from ..planning.layout import FIGURES_SPEC, METRICS, PAPER_WORKLOAD, workload_dir
+from ..vocabulary.config import read_config_file
+from ..vocabulary.figspec import FiguresSpec
+from ..vocabulary.layout import FIGURES_SPEC, METRICS, PAPER_WORKLOAD, workload_dir
 from . import compare
 from .merge import (
     difference,

@@ -40,9 +40,9 @@ import pandas as pd  # noqa: E402
 from ..data import preprocess
 from ..data.stages import read_selection
 from ..io import atomic_path
-from ..planning.layout import FIGURE_FORMATS, FIGURE_NAMES, TABLE_NAMES, utilisation_name
-from ..planning.spec import Preprocessing
 from ..published import paper
+from ..vocabulary.layout import FIGURE_FORMATS, FIGURE_NAMES, TABLE_NAMES, utilisation_name
+from ..vocabulary.spec import Preprocessing
 from . import compare, summary
 from .runs import Run
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import yaml
 
 from ..errors import ConfigError, DataError
-from ..planning.figspec import FiguresSpec
-from ..planning.layout import (
+from ..vocabulary.figspec import FiguresSpec
+from ..vocabulary.layout import (
     FIGURES_SPEC,
     HISTORY,
     METRICS,
@@ -30,7 +30,7 @@ from ..planning.layout import (
     TELEMETRY,
     WINDOWS,
 )
-from ..planning.spec import RunSpec
+from ..vocabulary.spec import RunSpec
 from .runs import IDENTITY_FIELDS, Machines, Run, load_runs
 
 #: What must be equal for runs to be comparable: the data (source.json, as each run's

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..errors import DataError
 from ..io import check_format, read_json
-from ..planning.layout import (
+from ..vocabulary.layout import (
     HISTORY,
     METRICS,
     METRICS_FORMAT,

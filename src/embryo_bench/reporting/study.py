@@ -38,9 +38,9 @@ import pandas as pd  # noqa: E402
 
 from ..errors import DataError  # noqa: E402
 from ..io import atomic_path, read_json  # noqa: E402
-from ..planning.codehash import module_path  # noqa: E402
-from ..planning.figspec import FiguresSpec  # noqa: E402
 from ..published.studies import Study, parse_settings  # noqa: E402
+from ..vocabulary.codehash import module_path  # noqa: E402
+from ..vocabulary.figspec import FiguresSpec  # noqa: E402
 from . import compare, summary  # noqa: E402
 from .claims.common import Claim  # noqa: E402
 from .merge import merge_runs, split_by_machine  # noqa: E402

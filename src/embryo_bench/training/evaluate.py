@@ -21,8 +21,8 @@ from ..data.sources import (
     visible_entries,
 )
 from ..errors import DataError
-from ..planning.layout import SETTINGS
-from ..planning.spec import Preprocessing
+from ..vocabulary.layout import SETTINGS
+from ..vocabulary.spec import Preprocessing
 
 
 def _found(images: Path, subdirs: list[Path]) -> str:

@@ -42,8 +42,6 @@ from ..data.npzcheck import check_npz
 from ..data.stages import load_dataset
 from ..errors import ConfigError, DataError
 from ..io import atomic_path, write_json
-from ..planning.layout import HISTORY, MODEL, PROGRESS, SETTINGS, WINDOWS
-from ..planning.spec import Preprocessing, RunSpec
 from ..recording import provenance
 from ..recording.calibrate import PROBE_METHOD, efficiency, matmul_probe, training_flops_per_image
 from ..recording.evidence import divergence
@@ -51,6 +49,8 @@ from ..recording.hardware import gpu_identity
 from ..recording.record import finish_run
 from ..recording.telemetry import Measurement, NvmlGpus, ProcessSampler
 from ..runners.lifeline import check_parent
+from ..vocabulary.layout import HISTORY, MODEL, PROGRESS, SETTINGS, WINDOWS
+from ..vocabulary.spec import Preprocessing, RunSpec
 from .backend import (
     backend_devices,
     compute_settings,

@@ -8,7 +8,7 @@ import traceback
 import keras
 
 from ..errors import ConfigError
-from ..planning.spec import WorkloadSpec
+from ..vocabulary.spec import WorkloadSpec
 from .builders import first_line, load_checked_builder
 from .catalog import Recipe, Workload
 
@@ -188,7 +188,7 @@ def make_adam(**kwargs) -> keras.optimizers.Adam:
     if keras.backend.backend() != "tensorflow" or kwargs.get("amsgrad"):
         return keras.optimizers.Adam(**kwargs)
     # Imported here: it imports TensorFlow, which only that backend may load.
-    from ..training.fused_adam import FusedAdam
+    from .fused_adam import FusedAdam
 
     return FusedAdam(**kwargs)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..planning.config import apply_defaults, read_config_file
+from ..vocabulary.config import apply_defaults, read_config_file
 from .user import BUILDER_PATTERN
 
 #: The catalog file, shipped with the package (pyproject's package-data).

@@ -27,9 +27,9 @@ import math
 
 import pandas as pd
 
-from ...planning.layout import PAPER_WORKLOAD
 from ...published import paper
 from ...published.studies import studies
+from ...vocabulary.layout import PAPER_WORKLOAD
 from .common import DOES_NOT_HOLD, HOLDS, Claim, target_ratio
 from .gpu import cannot, finished, min_difference, no_gpu_why, speedups, synthetic
 

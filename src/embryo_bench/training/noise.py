@@ -20,12 +20,18 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..io import write_json
-from ..planning.layout import BASELINE_FORMAT
-from ..planning.spec import BACKENDS
-from ..training.backend import limit_threads
-from ..training.train import select_backend
-from .calibrate import BASELINE_PROBES, MIN_PAIRS, PROBE_METHOD, machine_baseline, matmul_probe
-from .hardware import this_machine, visible_cores
+from ..recording.calibrate import (
+    BASELINE_PROBES,
+    MIN_PAIRS,
+    PROBE_METHOD,
+    machine_baseline,
+    matmul_probe,
+)
+from ..recording.hardware import this_machine, visible_cores
+from ..vocabulary.layout import BASELINE_FORMAT
+from ..vocabulary.spec import BACKENDS
+from .backend import limit_threads
+from .train import select_backend
 
 log = logging.getLogger(__name__)
 
