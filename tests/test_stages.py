@@ -101,7 +101,7 @@ def test_augment_does_not_depend_on_threads_and_is_the_per_frame_chain(small_db,
     for key in one:
         np.testing.assert_array_equal(one[key], three[key])
     inverted = np.load(tmp_path / "i-a.npz")["images"]
-    angles = PP.angles()
+    angles = preprocess.rotation_angles(PP.rotation_step)
     reference = [preprocess.rotate_resize(img, angles, PP.image_size) for img in inverted]
     np.testing.assert_array_equal(one["images"], np.concatenate(reference))
 

@@ -284,7 +284,7 @@ def fig_preprocessing(selection: str, pp: Preprocessing, out_dir: Path, footer: 
     crop = preprocess.centre_crop(frame, pp.crop_fraction)
     eq = preprocess.equalize(crop)
     inv = preprocess.invert(eq, pp.invert_centre)
-    angles = pp.angles()
+    angles = preprocess.rotation_angles(pp.rotation_step)
     angle = angles[1] if len(angles) > 1 else angles[0]
     rot = preprocess.rotate(inv, angle)
     small = preprocess.resize(rot, pp.image_size)

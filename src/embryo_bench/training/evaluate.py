@@ -184,9 +184,18 @@ def evaluate(
     pp = Preprocessing.from_settings_file(model_path.parent / SETTINGS)
     model = load_checked_model(model_path, pp.image_size)
     manifest = _index(images, pp.frame_size)
-    angles = pp.angles() if all_rotations else np.zeros(1)
+    angles = preprocess.rotation_angles(pp.rotation_step) if all_rotations else np.zeros(1)
     x = np.concatenate(
-        [pp.apply(preprocess.read_frame(p, pp.frame_size), angles) for p in manifest["path"]]
+        [
+            preprocess.preprocess_frame(
+                preprocess.read_frame(p, pp.frame_size),
+                pp.crop_fraction,
+                pp.invert_centre,
+                angles,
+                pp.image_size,
+            )
+            for p in manifest["path"]
+        ]
     )[..., None]
     y = np.repeat(manifest["cells"].to_numpy() - 1, len(angles))
     pred = np.argmax(model.predict(x, batch_size=batch_size, verbose=0), axis=1)

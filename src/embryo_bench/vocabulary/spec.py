@@ -19,13 +19,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 from jsonschema import Draft202012Validator
 
-from ..data.preprocess import preprocess_frame, rotation_angles
 from ..errors import ConfigError, DataError
 from ..io import check_format, non_finite, read_json, write_json
-from ..workloads.user import BUILDER_PATTERN
 from .layout import PAPER_WORKLOAD, RUN_SPEC_FORMAT
 
 
@@ -108,29 +105,6 @@ class Preprocessing:
         """The five settings as a plain dict."""
         return dataclasses.asdict(self)
 
-    def angles(self) -> np.ndarray:
-        """Rotation angles in degrees, float64 (R,): 0, step, 2 step, ... below 360.
-
-        Raises:
-            ConfigError: rotation_step outside (0, 360].
-        """
-        return rotation_angles(self.rotation_step)
-
-    def apply(self, frame: np.ndarray, angles: np.ndarray | None = None) -> np.ndarray:
-        """The whole chain for one frame (uint8 (frame_size, frame_size)): crop, equalise +
-        invert, each rotation of ``angles`` (default: every training rotation), resize.
-
-        Returns:
-            uint8 array (R, image_size, image_size).
-        """
-        return preprocess_frame(
-            frame,
-            self.crop_fraction,
-            self.invert_centre,
-            self.angles() if angles is None else angles,
-            self.image_size,
-        )
-
 
 #: Runners that can train a run.
 RUNNERS = ("host", "docker")
@@ -162,6 +136,10 @@ class Container:
     shm_size: str
     docker_host: str = ""
 
+
+#: A model builder's path (a workload's ``model``): dotted module names, a colon, the
+#: function's name (:mod:`embryo_bench.workloads.user` loads it).
+BUILDER_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
 
 #: How a workload's batches reach the model (issue 32, item 4): arrays in RAM, or image files
 #: decoded (and augmented) per batch by input workers.
