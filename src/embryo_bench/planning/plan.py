@@ -39,9 +39,10 @@ from ..vocabulary import layout
 from ..vocabulary.config import Source, apply_defaults, load_config, load_schema
 from ..vocabulary.figspec import FiguresSpec, check_written_spec
 from ..vocabulary.layout import PAPER_WORKLOAD
+from ..vocabulary.round_check import check_path, read_check
 from ..vocabulary.spec import Container, Preprocessing, RunSpec
 from . import bounds
-from .rounds import Decision, check_path, decide, read_check
+from .rounds import Decision, decide
 from .workloads import Workload, check_offline_copy, resolve_workloads
 
 #: Backends whose packages the project's container images install.
@@ -833,7 +834,7 @@ class Plan:
         or settings change, so a damaged one would fail every plan.
 
         Raises:
-            ConfigError: as :func:`embryo_bench.planning.rounds.read_check` (naming the file,
+            ConfigError: as :func:`embryo_bench.vocabulary.round_check.read_check` (naming the file,
                 and that deleting it has the round measured again).
         """
         if not self.until:
