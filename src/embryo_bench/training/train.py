@@ -53,9 +53,11 @@ from ..vocabulary.layout import HISTORY, MODEL, PROGRESS, SETTINGS, WINDOWS
 from ..vocabulary.spec import Preprocessing, RunSpec
 from .backend import (
     backend_devices,
+    backend_name,
     compute_settings,
     device_memory_peak_mib,
     distribution_scope,
+    framework_versions,
     input_pipeline,
     limit_threads,
     select_gpus,
@@ -574,7 +576,7 @@ def setup(
     gpu_indices = select_gpus(spec.gpus, spec.backend, run)
     cores = limit_threads(spec.threads, spec.cpus)
     # Provenance before training: the commit and environment the run started from.
-    prov = provenance.collect(spec.seed, dataset)
+    prov = provenance.collect(spec.seed, dataset, backend_name(), framework_versions())
     # Keras (and so the model modules) only now: the backend is chosen above, and Keras
     # reads KERAS_BACKEND once, at its first import.
     import keras
