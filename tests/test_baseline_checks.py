@@ -20,7 +20,7 @@ from workflow_helpers import offline_config, snakemake_command
 from embryo_bench.cli import main
 from embryo_bench.errors import ConfigError
 from embryo_bench.planning.plan import Plan
-from embryo_bench.recording.baseline import load_baseline, run_machine
+from embryo_bench.recording.baseline import load_baseline
 from embryo_bench.recording.calibrate import (
     BASELINE_PROBES,
     PROBE_METHOD,
@@ -29,6 +29,7 @@ from embryo_bench.recording.calibrate import (
 )
 from embryo_bench.recording.hardware import this_machine
 from embryo_bench.recording.provenance import collect
+from embryo_bench.reporting.runs import run_machine
 from embryo_bench.reporting.stability import assess, thresholds
 from embryo_bench.training.backend import backend_name, framework_versions
 from embryo_bench.training.noise import check_calibration

@@ -26,7 +26,6 @@ from jsonschema.exceptions import best_match
 
 from ..errors import ConfigError, DataError
 from ..io import check_format, non_finite, read_json
-from ..reporting.runs import NOT_RECORDED, machine_name
 from ..vocabulary.layout import BASELINE_FORMAT
 from ..vocabulary.spec import BACKENDS
 from .calibrate import BASELINE_PROBES, MIN_PAIRS, PROBE_METHOD
@@ -152,10 +151,10 @@ def load_baseline(path: str | os.PathLike) -> dict:
 
 def machine_differences(recorded: dict, other: dict) -> list[str]:
     """How the machine a baseline recorded (``machine``) differs from ``other`` (the same
-    keys: :func:`embryo_bench.recording.hardware.this_machine`, or a run's, :func:`run_machine`),
-    one
-    phrase per difference, e.g. "host vm-a, not vm-b"; keys either side lacks (baselines of
-    format 0 recorded no flags or cores) are not compared."""
+    keys: :func:`embryo_bench.recording.hardware.this_machine`, or a run's,
+    :func:`embryo_bench.reporting.runs.run_machine`), one phrase per difference, e.g. "host
+    vm-a, not vm-b"; keys either side lacks (baselines of format 0 recorded no flags or
+    cores) are not compared."""
     out = []
     for key, name in (("hostname", "host"), ("cpu_model", "CPU"), ("host_cores", "cores")):
         a, b = recorded.get(key), other.get(key)
@@ -200,19 +199,3 @@ def settings_differences(
         f"taken with {describe_settings(*mine)}, {what} with "
         f"{describe_settings(backend, threads, cpus, gpus)}"
     )
-
-
-def run_machine(metrics: dict) -> dict:
-    """A run's machine in :func:`embryo_bench.recording.hardware.this_machine`'s keys, from its
-    ``metrics.json``: hostname (:func:`embryo_bench.reporting.runs.machine_name`: a docker run's
-    daemon, else the host), cpu_model, cpu_id, cpu_flags, host_cores and memory_mib from its
-    provenance (None where not recorded)."""
-    prov = metrics.get("provenance") or {}
-    name = machine_name({**metrics, "provenance": prov})
-    return {
-        "hostname": None if name == NOT_RECORDED else name,
-        **{
-            key: prov.get(key)
-            for key in ("cpu_model", "cpu_id", "cpu_flags", "host_cores", "memory_mib")
-        },
-    }

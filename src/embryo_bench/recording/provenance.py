@@ -54,7 +54,7 @@ def collect(seed: int, dataset: dict, keras_backend: str, versions: dict[str, st
 
     Returns:
         dict with :func:`embryo_bench.recording.hardware.this_machine`'s keys, as a machine baseline
-        records them (:func:`embryo_bench.recording.baseline.run_machine` reads them back): hostname
+        records them (:func:`embryo_bench.reporting.runs.run_machine` reads them back): hostname
         (inside a container: the container's, see the runner's ``container.daemon`` for the
         machine), cpu_model, cpu_id, cpu_flags (SIMD), host_cores, memory_mib (MiB); then
         visible_cores (after pinning),
