@@ -145,7 +145,7 @@ def test_local_probe_asks_each_daemon_once_and_names_a_dead_one():
             raise DockerError("no Docker daemon answers at tcp://127.0.0.1:9")
         return {"NCPU": 4}
 
-    probe = LocalProbe(Node("this host", 2, 24000, 0), daemon_info)
+    probe = LocalProbe(Node("this host", 2, 24000, 0), daemon_info=daemon_info)
     assert probe(_t(runner="docker", cpus=2)) is None
     assert probe(_t(runner="docker", cpus=3)) is None  # the daemon has 4
     assert probe(_t(runner="host", cpus=3)) == "asks for 3 cpus, this host has 2"

@@ -499,6 +499,7 @@ def test_planning_asks_each_docker_daemon_once(monkeypatch):
     address however many targets name it (issue 14: each answer costs a client and a round
     trip)."""
     from embryo_bench.recording import hardware
+    from embryo_bench.runners import docker_api
 
     asked = []
 
@@ -506,7 +507,7 @@ def test_planning_asks_each_docker_daemon_once(monkeypatch):
         asked.append(daemon.address)  # how the targets reach it (docker_api.Daemon)
         return {"NCPU": 8, "Runtimes": {"runc": {}}}
 
-    monkeypatch.setattr(hardware, "_daemon_info", daemon_info)
+    monkeypatch.setattr(docker_api, "daemon_info", daemon_info)
     monkeypatch.setattr(hardware, "local_node", lambda: hardware.Node("this host", 8, None, 2))
     config = copy.deepcopy(PAPER)
     remote = {**config["targets"][0], "docker_host": "ssh://bench@10.0.0.9"}

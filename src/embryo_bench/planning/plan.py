@@ -570,7 +570,7 @@ def default_probe(mode: str) -> Probe | None:
             return hardware.SlurmProbe(hardware.slurm_nodes())
         except hardware.ClusterError as exc:
             raise ConfigError(f"hardware_check: slurm: {exc}") from exc
-    return hardware.LocalProbe()
+    return hardware.LocalProbe(daemon_info=docker_api.daemon_info)
 
 
 @dataclass
