@@ -109,7 +109,7 @@ def position_config(
     no sweeps, no merged folders, the paper's workload only, ``train.repeats`` = ``rounds``,
     ``compare.order`` = ``order`` with the first copy as ``compare.base`` (and as
     ``cost.base_target`` where the base names one), and ``outdir``. Validated by
-    :func:`embryo_bench.planning.config.load_config`.
+    :func:`embryo_bench.vocabulary.config.load_config`.
 
     Returns:
         a new dict (without the schema's defaults filled in), ready to be written as YAML.

@@ -5,8 +5,8 @@ For each catalog workload whose study published a script, two entries train on t
 synthetic arrays (:func:`embryo_bench.data.arrays.write_synthetic`, the workload's shape,
 dtype, classes and vocabulary), on the same cores and threads:
 
-* ``ours``: the code a run executes: a :class:`embryo_bench.planning.spec.RunSpec` with the
-  workload's :class:`~embryo_bench.planning.spec.WorkloadSpec` (resolved by
+* ``ours``: the code a run executes: a :class:`embryo_bench.vocabulary.spec.RunSpec` with the
+  workload's :class:`~embryo_bench.vocabulary.spec.WorkloadSpec` (resolved by
   :func:`embryo_bench.planning.workloads.resolve_workload`, as a configuration's
   ``workloads:`` entry with ``data: synthetic``), read back through ``run.json``'s checks,
   then :func:`embryo_bench.training.train.setup` (threads, arrays, model, recipe) and

@@ -142,8 +142,9 @@ TRAIN = {"epochs": 1, "batch_size": 480, "learning_rate": 1e-4, "dropout": 0.5, 
 
 def run_spec_dict(entry: dict, pp, **changes) -> dict:
     """run.json (as a dict, as the plan writes it) of repeat 1 of the bare ``targets:``
-    ``entry`` under :data:`TRAIN` and ``pp`` (an :class:`embryo_bench.planning.spec.Preprocessing`),
-    with the top-level keys ``changes`` replaced (``preprocessing`` among them)."""
+    ``entry`` under :data:`TRAIN` and ``pp`` (an
+    :class:`embryo_bench.vocabulary.spec.Preprocessing`), with the top-level keys ``changes``
+    replaced (``preprocessing`` among them)."""
     from embryo_bench.planning.plan import target_from_entry
 
     spec = target_from_entry(entry).spec(1, TRAIN, pp).to_dict()

@@ -4,7 +4,7 @@ Each sub-command runs one pipeline step and is one ``cmd_<name>`` function here:
 the command's arguments and returns the function that runs it, which only converts arguments
 and calls the package (the logic lives in the modules). The workflow hashes a command's code
 as that function, this module's shared code and what they import
-(:mod:`embryo_bench.planning.codehash`).
+(:mod:`embryo_bench.vocabulary.codehash`).
 Errors on bad input exit with status 2 and one line ``embryo-bench: error: <message naming
 the file or setting>`` on stderr.
 """

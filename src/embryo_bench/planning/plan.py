@@ -5,7 +5,7 @@ in the schema's defaults (once, here), resolves each hardware target into a :cla
 (the defaults that depend on other settings, such as ``threads`` = ``cpus``, are applied in
 :func:`resolve_target` and nowhere else), checks which targets can run where the jobs will run
 (the hardware policy, ``on_missing_hardware``), expands ``sweeps:`` into derived targets, and
-gives each run (target x repeat) its :class:`embryo_bench.planning.spec.RunSpec`. The Snakemake
+gives each run (target x repeat) its :class:`embryo_bench.vocabulary.spec.RunSpec`. The Snakemake
 workflow is a thin adapter over a :class:`Plan`; tests use it without Snakemake.
 
 A *run* is one training of the model: a target and a repeat number 1..N. Each run is its own
@@ -895,7 +895,7 @@ class Plan:
     def spec(self, target: str, repeat: int, workload: str = PAPER_WORKLOAD) -> RunSpec:
         """The run spec of one run: the paper's workload's from ``train:`` and the target;
         another's with its recipe (batch size, epochs, learning rate) and its
-        :class:`embryo_bench.planning.spec.WorkloadSpec`, on the same target (cores, threads,
+        :class:`embryo_bench.vocabulary.spec.WorkloadSpec`, on the same target (cores, threads,
         backend, runner), with Keras's defaults (no ``train.variant``).
 
         Raises:
@@ -1065,7 +1065,7 @@ class Plan:
         any job (issue 31, item 2; ``merge:`` folders: :attr:`merged_run_dirs`): the runs of
         this plan already on disk (:func:`embryo_bench.reporting.merge.check_own_runs`) and a
         ``figures-spec.json`` already written
-        (:func:`embryo_bench.planning.figspec.check_written_spec`). A figures job that fails costs
+        (:func:`embryo_bench.vocabulary.figspec.check_written_spec`). A figures job that fails costs
         the figures it would have replaced; these fail the plan instead.
 
         Raises:

@@ -1,6 +1,6 @@
 """A machine baseline, the machine's own probe noise (issue 23, item 5): back-to-back
 calibration probes on a run's cores and threads (``embryo-bench calibrate``,
-:func:`embryo_bench.recording.noise.take_baseline`), summarised by
+:func:`embryo_bench.training.noise.take_baseline`), summarised by
 :func:`embryo_bench.recording.calibrate.machine_baseline`; the figures use it
 (``stability.baseline``)
 to flag a run drifted only when its probes moved more than this machine's quiet probes do
@@ -35,7 +35,7 @@ SETTING = "stability.baseline"
 
 _NUMBER = {"type": "number"}
 #: What a machine baseline must hold to be used (the keys
-#: :func:`embryo_bench.recording.noise.take_baseline` writes that the drift flag and the checks
+#: :func:`embryo_bench.training.noise.take_baseline` writes that the drift flag and the checks
 #: read).
 BASELINE_SCHEMA: dict = {
     "type": "object",
@@ -87,16 +87,16 @@ def load_baseline(path: str | os.PathLike) -> dict:
     reader of a baseline, for the plan (before any job) and the figures.
 
     Returns:
-        the baseline (:func:`embryo_bench.recording.noise.take_baseline`'s dict, without
+        the baseline (:func:`embryo_bench.training.noise.take_baseline`'s dict, without
         ``format``).
 
     Raises:
         ConfigError: one line naming ``stability.baseline`` and the file: it is missing or
-            not JSON, its format is newer than :data:`embryo_bench.planning.layout.BASELINE_FORMAT`,
-            a number in it is NaN or an infinity, it is not a machine baseline (a key
-            missing or of the wrong type), its probes
-            were taken with another method than this embryo-bench's, it has too few
-            probes to give the change at any lag (fewer than
+            not JSON, its format is newer than
+            :data:`embryo_bench.vocabulary.layout.BASELINE_FORMAT`, a number in it is NaN or
+            an infinity, it is not a machine baseline (a key missing or of the wrong type),
+            its probes were taken with another method than this embryo-bench's, it has too
+            few probes to give the change at any lag (fewer than
             :data:`embryo_bench.recording.calibrate.MIN_PAIRS` + 1), or it lists no lag.
     """
     how = HOW.format(path=path)

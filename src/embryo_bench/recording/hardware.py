@@ -408,7 +408,7 @@ def why_not(target: Needs, host: Node, daemon_info: dict | None = None) -> str |
 
     Args:
         target: a :class:`embryo_bench.planning.plan.Target` or
-        :class:`embryo_bench.planning.spec.RunSpec`.
+        :class:`embryo_bench.vocabulary.spec.RunSpec`.
         host: this host (:func:`local_node`).
         daemon_info: the Docker daemon's ``info()`` (docker targets; reachability is
             checked by the caller).

@@ -53,7 +53,7 @@ def _save(
     fig: plt.Figure, out_dir: Path, name: str, footer: str, exts: tuple = FIGURE_FORMATS
 ) -> None:
     if name not in FIGURE_NAMES and not name.startswith("utilisation/"):
-        raise ValueError(f"figure {name!r} is not in embryo_bench.planning.layout.FIGURE_NAMES")
+        raise ValueError(f"figure {name!r} is not in embryo_bench.vocabulary.layout.FIGURE_NAMES")
     fig.text(0.01, -0.06, footer, fontsize=7, color="dimgray", ha="left", va="top")
     for ext in exts:
         path = out_dir / f"{name}.{ext}"
@@ -720,7 +720,7 @@ def _write_table(
     columns a person reads, issue 23) or else ``table``, under the data's label and ``note``
     (a sentence on the whole table)."""
     if name not in TABLE_NAMES:
-        raise ValueError(f"table {name!r} is not in embryo_bench.planning.layout.TABLE_NAMES")
+        raise ValueError(f"table {name!r} is not in embryo_bench.vocabulary.layout.TABLE_NAMES")
     with atomic_path(out_dir / f"{name}.csv") as tmp:
         table.to_csv(tmp, index=False)
     with atomic_path(out_dir / f"{name}.md") as tmp:

@@ -115,7 +115,7 @@ class StudyWorkload:
             of the user's own).
         input: "memory" or "files".
         data: "synthetic" or "real".
-        spec: its ``figures-spec.json`` (:class:`embryo_bench.planning.figspec.FiguresSpec`:
+        spec: its ``figures-spec.json`` (:class:`embryo_bench.vocabulary.figspec.FiguresSpec`:
             its runs in the planned order, merged folders, prices, bases).
         info: its data's record (the index stage's ``source.json``, a workload's
             ``data/info.json``): the data's ``label``.

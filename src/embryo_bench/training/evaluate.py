@@ -135,7 +135,7 @@ def load_checked_model(model_path: Path, image_size: int):
 
     try:
         # Uncompiled: scoring only predicts, and the optimizer a run trained with may be
-        # one Keras knows only once its module is imported (training.fused_adam).
+        # one Keras knows only once its module is imported (workloads.fused_adam).
         model = keras.models.load_model(model_path, compile=False)
     except Exception as exc:  # Keras raises many types for a damaged archive
         raise DataError(

@@ -47,7 +47,7 @@ def check_calibration(
         threads: threads the probe runs with (``--threads``, a count).
         cpus: cores to pin the probe to (``--cpus``, a count of this process's cores).
         backend: Keras backend running the probe (``--backend``, one of
-            :data:`embryo_bench.planning.spec.BACKENDS`).
+            :data:`embryo_bench.vocabulary.spec.BACKENDS`).
         out: the baseline file to write (``--out``, a path).
 
     Raises:

@@ -7,7 +7,7 @@ and scoring apart (:func:`fit_epochs`), so three timings are reported side by si
 to accuracy with evaluation (MLPerf). A run has three steps: :func:`setup` (threads, seed,
 provenance, data, model), :func:`train_epochs` (between two calibration probes,
 :mod:`embryo_bench.recording.calibrate`), :func:`write_outputs`; :func:`run_training` does all three
-from a :class:`embryo_bench.planning.spec.RunSpec`. Outputs (all written atomically):
+from a :class:`embryo_bench.vocabulary.spec.RunSpec`. Outputs (all written atomically):
 
 * ``history.csv``: :data:`HISTORY_COLUMNS` (``progress.csv`` holds the same rows while the
   run trains, one appended per epoch; it is removed when the run finishes);

@@ -310,7 +310,7 @@ class RunSpec:
 
     def to_dict(self) -> dict:
         """Plain, JSON-ready dict (nested dataclasses as dicts), with the file's ``format``
-        (:data:`embryo_bench.planning.layout.RUN_SPEC_FORMAT`). A run of the paper's workload
+        (:data:`embryo_bench.vocabulary.layout.RUN_SPEC_FORMAT`). A run of the paper's workload
         is written as before workloads existed (format 1, no ``workload`` and its
         ``preprocessing``), so its ``run.json`` and its cached run stay as they were; another
         workload's run is format 2 with its ``workload`` and no ``preprocessing``.
@@ -341,7 +341,8 @@ class RunSpec:
         Raises:
             ConfigError: a key missing or unknown, or a value of the wrong type or out of
                 range, in one line naming ``where``, the key, the value and what is allowed.
-            DataError: a ``format`` newer than :data:`embryo_bench.planning.layout.RUN_SPEC_FORMAT`.
+            DataError: a ``format`` newer than
+                :data:`embryo_bench.vocabulary.layout.RUN_SPEC_FORMAT`.
         """
         if not isinstance(d, dict):
             raise ConfigError(f"{where}: a run spec is a JSON object, not {type(d).__name__}")

@@ -178,7 +178,7 @@ def _learning_rate(recipe: Recipe, options: dict):
 
 def make_adam(**kwargs) -> keras.optimizers.Adam:
     """Adam with ``keras.optimizers.Adam``'s arguments (``learning_rate``, ``epsilon``...):
-    on the TensorFlow backend :class:`embryo_bench.training.fused_adam.FusedAdam` (the same
+    on the TensorFlow backend :class:`embryo_bench.workloads.fused_adam.FusedAdam` (the same
     update through TensorFlow's fused kernel: docs/results.md, bench_studies), else, and
     with ``amsgrad=True`` (which that kernel does not compute), Keras's.
 
