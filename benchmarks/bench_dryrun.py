@@ -9,7 +9,7 @@ where every output exists and is up to date (made once: empty outputs from
 ``snakemake --summary``, then ``snakemake --touch``; nothing to be done).
 
 One untimed run comes first (it counts the jobs planned and fills the code-hash cache, see
-:mod:`embryo_bench.planning.codehash`), reported on its own; then ``--repeats`` timed runs.
+:mod:`embryo_bench.vocabulary.codehash`), reported on its own; then ``--repeats`` timed runs.
 ``--cold`` removes each checkout's code-hash cache file before every run (the first dry run
 after an edit of the package). With
 ``--baseline CHECKOUT`` (another copy of the repository, e.g. ``git archive HEAD | tar -x -C
@@ -49,7 +49,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-#: embryo_bench.planning.codehash.CACHE_FILE in a checkout.
+#: embryo_bench.vocabulary.codehash.CACHE_FILE in a checkout.
 CODEHASH_CACHE = "src/embryo_bench/__pycache__/embryo_bench-codehash.json"
 #: The floor: one rule, one output, nothing imported.
 FLOOR_SNAKEFILE = 'rule all:\n    output:\n        "x",\n    shell:\n        "touch {output}"\n'

@@ -297,8 +297,8 @@ def _pipeline_ips(work: Path, shard_files: list[str], threads: int, epochs: int,
     """Steady-state images/s of run_training (the train rule's code) on the shards."""
     from embryo_bench.data.stages import shard_settings
     from embryo_bench.planning.plan import target_from_entry
-    from embryo_bench.planning.spec import Preprocessing
     from embryo_bench.training.train import run_training
+    from embryo_bench.vocabulary.spec import Preprocessing
 
     train = {"epochs": epochs, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0,
              "accuracy_target": 0.85, "batch_size": 480, "repeats": 1,

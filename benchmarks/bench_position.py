@@ -73,10 +73,10 @@ from scipy import stats
 
 from embryo_bench.errors import EmbryoBenchError
 from embryo_bench.io import read_json, write_json
-from embryo_bench.planning.config import load_config, read_config_file
-from embryo_bench.planning.layout import METRICS, run_dir
 from embryo_bench.planning.plan import ROUND_ORDERS
 from embryo_bench.recording.hardware import cpu_flags, cpu_model
+from embryo_bench.vocabulary.config import load_config, read_config_file
+from embryo_bench.vocabulary.layout import METRICS, run_dir
 
 REPO = Path(__file__).resolve().parents[1]
 #: Defaults of the command line (the measurement docs/results.md reports, "Position within
@@ -109,7 +109,7 @@ def position_config(
     no sweeps, no merged folders, the paper's workload only, ``train.repeats`` = ``rounds``,
     ``compare.order`` = ``order`` with the first copy as ``compare.base`` (and as
     ``cost.base_target`` where the base names one), and ``outdir``. Validated by
-    :func:`embryo_bench.planning.config.load_config`.
+    :func:`embryo_bench.vocabulary.config.load_config`.
 
     Returns:
         a new dict (without the schema's defaults filled in), ready to be written as YAML.

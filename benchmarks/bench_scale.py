@@ -77,8 +77,8 @@ import matplotlib.pyplot as plt  # noqa: E402 (after the backend choice)
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from embryo_bench.planning import layout  # noqa: E402 (the checkout's package, put first above)
 from embryo_bench.recording.hardware import cpu_model  # noqa: E402
+from embryo_bench.vocabulary import layout  # noqa: E402 (the checkout's package, put first above)
 
 CONFIG = REPO / "config" / "paper-synthetic.yaml"
 MIB = 1024 * 1024

@@ -4,8 +4,8 @@ For each catalog workload whose study published a script, two entries train on t
 synthetic arrays (:func:`embryo_bench.data.arrays.write_synthetic`, the workload's shape,
 dtype, classes and vocabulary), on the same cores and threads:
 
-* ``ours``: the code a run executes: a :class:`embryo_bench.planning.spec.RunSpec` with the
-  workload's :class:`~embryo_bench.planning.spec.WorkloadSpec` (resolved by
+* ``ours``: the code a run executes: a :class:`embryo_bench.vocabulary.spec.RunSpec` with the
+  workload's :class:`~embryo_bench.vocabulary.spec.WorkloadSpec` (resolved by
   :func:`embryo_bench.planning.workloads.resolve_workload`, as a configuration's
   ``workloads:`` entry with ``data: synthetic``), read back through ``run.json``'s checks,
   then :func:`embryo_bench.training.train.setup` (threads, arrays, model, recipe) and
@@ -192,8 +192,8 @@ def workload(name: str, input_mode: str, seed: int, train: int = 1, test: int = 
     input, train_samples, test_samples}`` resolves it (the schema's defaults filled in, e.g.
     ``workers``): an :class:`embryo_bench.planning.workloads.Workload`. The counts matter
     only to its data settings, not to its spec."""
-    from embryo_bench.planning.config import apply_defaults, load_schema
     from embryo_bench.planning.workloads import resolve_workload
+    from embryo_bench.vocabulary.config import apply_defaults, load_schema
 
     entry = {
         "name": name,
@@ -308,8 +308,8 @@ def run_ours(args) -> dict:
     own history, epoch_cpu_seconds and clock_seconds (the worker's clock, the same bounds)
     from :func:`epoch_clock`."""
     from embryo_bench.data.arrays import read_info
-    from embryo_bench.planning.spec import RunSpec
     from embryo_bench.training.train import setup, train_epochs
+    from embryo_bench.vocabulary.spec import RunSpec
 
     w = workload(args.workload, args.input, args.seed)
     spec = RunSpec(

@@ -1388,9 +1388,9 @@ MACHINE = {"hostname": "vm", "cpu_model": "Xeon", "cpu_id": "GenuineIntel 6/143/
 def result_folder(root: Path, speed: float, rounds: int = 3) -> Path:
     """A made-up outdir: host-1cpu at ``speed`` images/s (times a small noise) and host-2cpu
     at 1.5 x, ``rounds`` rounds."""
-    from embryo_bench.planning.layout import METRICS_FORMAT
     from embryo_bench.planning.plan import target_from_entry
-    from embryo_bench.planning.spec import Preprocessing
+    from embryo_bench.vocabulary.layout import METRICS_FORMAT
+    from embryo_bench.vocabulary.spec import Preprocessing
 
     for k in range(1, rounds + 1):
         for target, factor in (("host-1cpu", 1.0), ("host-2cpu", 1.5)):
@@ -1940,7 +1940,7 @@ def _probe_load_builder(path: str) -> None:
 
 
 def _probe_build_model(path: str) -> None:
-    from embryo_bench.planning.spec import WorkloadSpec
+    from embryo_bench.vocabulary.spec import WorkloadSpec
     from embryo_bench.workloads.build import build_for_spec
 
     spec = WorkloadSpec(
@@ -1953,9 +1953,9 @@ def _probe_build_model(path: str) -> None:
 
 
 def _probe_check_settings(spec: str, steps: int, memory: str) -> None:
-    from embryo_bench.planning.spec import RunSpec
     from embryo_bench.recording.hardware import size_mib
     from embryo_bench.training import batch_limit as bl
+    from embryo_bench.vocabulary.spec import RunSpec
 
     s = bl.check_settings(RunSpec.read(spec), spec, start=None, most=None, resolution=0.05,
                           budget=None, memory_limit_mib=size_mib(memory), steps=steps,

@@ -280,7 +280,7 @@ def configs(part: str, args, work: Path) -> list[str]:
     files = ["config/gpu.yaml"] + (["config/gpu-workloads.yaml"] if part == "workloads" else [])
     if not (args.tiny or args.cpu):
         return files
-    from embryo_bench.planning.config import read_config_files
+    from embryo_bench.vocabulary.config import read_config_files
 
     merged, _ = read_config_files([str(REPO / f) for f in files])
     outdir = Path(args.results) / ("gpu" if part == "paper" else "gpu-workloads")
@@ -294,7 +294,7 @@ def configs(part: str, args, work: Path) -> list[str]:
 def outdir_of(config_files: list[str]) -> Path:
     """The outdir the last of ``config_files`` that sets one gives (relative: to the
     checkout)."""
-    from embryo_bench.planning.config import read_config_files
+    from embryo_bench.vocabulary.config import read_config_files
 
     outdir = Path(read_config_files([str(REPO / f) for f in config_files])[0]["outdir"])
     return outdir if outdir.is_absolute() else REPO / outdir
@@ -351,8 +351,8 @@ def batch_limit_cmds(args, work: Path) -> list[tuple[str, list[str]]]:
     """``embryo-bench batch-limit`` of the paper CNN on the first GPU target of
     ``config/gpu.yaml`` (JAX), float32 and mixed bfloat16: one command each, with the run
     spec the plan makes (written into ``work``), :data:`SWEEP_SECONDS` each on the GPU."""
-    from embryo_bench.planning.config import read_config_files
     from embryo_bench.planning.plan import Plan
+    from embryo_bench.vocabulary.config import read_config_files
 
     files = configs("paper", args, work)
     config, _ = read_config_files([str(REPO / f) for f in files])

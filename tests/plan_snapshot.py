@@ -31,8 +31,8 @@ def shipped_configs() -> list[Path]:
 def plan_of(path: Path) -> dict:
     """The runs, run specs and figures specs a configuration file plans (layered on its base
     as the README runs it), as plain JSON data."""
-    from embryo_bench.planning.config import read_config_files
     from embryo_bench.planning.plan import Plan
+    from embryo_bench.vocabulary.config import read_config_files
 
     files = [p for p in (layered_base(path), path) if p is not None]
     config, sources = read_config_files(files)

@@ -19,9 +19,8 @@ from workflow_helpers import offline_config, snakemake_command
 
 from embryo_bench.cli import main
 from embryo_bench.errors import ConfigError
-from embryo_bench.planning.layout import BASELINE_FORMAT
 from embryo_bench.planning.plan import Plan
-from embryo_bench.recording.baseline import load_baseline, run_machine
+from embryo_bench.recording.baseline import load_baseline
 from embryo_bench.recording.calibrate import (
     BASELINE_PROBES,
     PROBE_METHOD,
@@ -29,9 +28,12 @@ from embryo_bench.recording.calibrate import (
     machine_baseline,
 )
 from embryo_bench.recording.hardware import this_machine
-from embryo_bench.recording.noise import check_calibration
 from embryo_bench.recording.provenance import collect
+from embryo_bench.reporting.runs import run_machine
 from embryo_bench.reporting.stability import assess, thresholds
+from embryo_bench.training.backend import backend_name, framework_versions
+from embryo_bench.training.noise import check_calibration
+from embryo_bench.vocabulary.layout import BASELINE_FORMAT
 
 SETTINGS = {"threads": 1, "cpus": 1, "cores": [0], "backend": "tensorflow"}
 
@@ -248,7 +250,8 @@ def _run(change: float, seconds: float, **changes) -> dict:
 def test_a_runs_provenance_records_the_machine_as_a_baseline_does():
     """The figures compare a baseline's machine with a run's (run_machine of its
     provenance): both are hardware.this_machine's keys and values."""
-    assert run_machine({"provenance": collect(0, {})}) == this_machine()
+    prov = collect(0, {}, backend_name(), framework_versions())
+    assert run_machine({"provenance": prov}) == this_machine()
 
 
 def test_with_a_baseline_a_run_drifts_only_beyond_the_machines_own_noise():

@@ -23,9 +23,9 @@ from embryo_bench.data.select import select_frames
 from embryo_bench.data.sources import index_source
 from embryo_bench.errors import ConfigError
 from embryo_bench.planning import bounds
-from embryo_bench.planning.config import load_config, read_config_files
 from embryo_bench.planning.plan import Plan
 from embryo_bench.recording import hardware
+from embryo_bench.vocabulary.config import load_config, read_config_files
 
 GIB_MIB = 1024
 #: The machine the cases are planned for: 24 GiB, so that they do not depend on the machine

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from embryo_bench.data import registry
-from embryo_bench.planning import layout
+from embryo_bench.vocabulary import layout
 from embryo_bench.workloads import catalog
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from embryo_bench.planning import codehash
-from embryo_bench.planning.codehash import code_hash, module_closure
+from embryo_bench.vocabulary import codehash
+from embryo_bench.vocabulary.codehash import code_hash, module_closure
 
 PACKAGE = Path(codehash.__file__).resolve().parents[1]
 
@@ -102,17 +102,17 @@ def test_the_train_commands_hash_leaves_out_image_building_and_the_figures():
         "embryo_bench", "cli", "errors", "io",
         "data", "data.arrays", "data.frames", "data.imagefolder", "data.npzcheck",
         "data.preprocess", "data.stages",
-        "planning", "planning.config", "planning.layout", "planning.spec",
+        "vocabulary", "vocabulary.config", "vocabulary.layout", "vocabulary.spec",
         "recording", "recording.calibrate", "recording.evidence", "recording.hardware",
         "recording.provenance", "recording.record", "recording.telemetry",
         "runners", "runners.docker_api", "runners.docker_runner", "runners.lifeline",
-        "training", "training.backend", "training.fused_adam", "training.inputs", "training.train",
+        "training", "training.backend", "training.inputs", "training.train",
         "workloads", "workloads.build", "workloads.builders", "workloads.catalog",
-        "workloads.paper", "workloads.user",
+        "workloads.fused_adam", "workloads.paper", "workloads.user",
     }  # fmt: skip
     figures = {m.removeprefix("embryo_bench.") for m in module_closure("cli:figures")}
     assert not figures & {
-        "planning.plan", "recording.hardware", "runners.containers", "planning.codehash",
+        "planning.plan", "recording.hardware", "runners.containers", "vocabulary.codehash",
         "training.train", "runners.docker_api",
     }  # fmt: skip
     # The figures judge a run by the rules in evidence, not by the sampler and the writer
@@ -164,11 +164,11 @@ from embryo_bench import io
 def f():
     """f doc"""
     try:
-        from embryo_bench.planning import layout
+        from embryo_bench.vocabulary import layout
     except ImportError:
         from .published import paper
     else:
-        import embryo_bench.planning.spec
+        import embryo_bench.vocabulary.spec
     finally:
         class C:
             """C doc"""
@@ -232,7 +232,7 @@ def test_the_statement_walk_reaches_every_import_and_docstring():
     nested = ast.parse(NESTED)
     assert len(_walk_defs_with_docstrings(nested)) == 6
     modules = [
-        "io", "planning", "planning.layout", "published", "published.paper", "planning.spec",
+        "io", "vocabulary", "vocabulary.layout", "published", "published.paper", "vocabulary.spec",
         "recording.hardware", "reporting.merge", "errors", "data", "data.stages",
     ]  # fmt: skip
     assert codehash.imported_modules(nested.body, "embryo_bench.nested") == {

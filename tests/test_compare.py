@@ -12,7 +12,6 @@ import pytest
 from scipy import stats
 from test_figures import _run as made_up_run
 
-from embryo_bench.planning.config import load_schema
 from embryo_bench.reporting import figures, summary
 from embryo_bench.reporting.compare import (
     MIN_PAIRS,
@@ -26,6 +25,7 @@ from embryo_bench.reporting.compare import (
     verdict,
 )
 from embryo_bench.reporting.stability import flag_runs
+from embryo_bench.vocabulary.config import load_schema
 
 
 def _runs(order: list[str], truth: dict[str, float], drift: float, sd: float, seed: int = 0):

@@ -7,8 +7,8 @@ import copy
 import json
 from pathlib import Path
 
-from embryo_bench.planning.config import load_schema
 from embryo_bench.planning.configdoc import render
+from embryo_bench.vocabulary.config import load_schema
 
 REPO = Path(__file__).resolve().parents[1]
 

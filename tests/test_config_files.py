@@ -17,13 +17,13 @@ from workflow_helpers import snakemake_command
 
 from embryo_bench.cli import main
 from embryo_bench.errors import ConfigError
-from embryo_bench.planning.config import (
+from embryo_bench.planning.plan import Plan
+from embryo_bench.vocabulary.config import (
     apply_defaults,
     load_schema,
     merge_config,
     read_config_files,
 )
-from embryo_bench.planning.plan import Plan
 
 REPO = Path(__file__).resolve().parents[1]
 OFFLINE = REPO / "config" / "offline.yaml"

@@ -14,9 +14,9 @@ import yaml
 
 from embryo_bench.cli import main
 from embryo_bench.errors import ConfigError
-from embryo_bench.planning.config import load_config
 from embryo_bench.planning.plan import Plan
 from embryo_bench.published import paper
+from embryo_bench.vocabulary.config import load_config
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER = yaml.safe_load((REPO / "config" / "config.yaml").read_text())

@@ -14,13 +14,13 @@ import yaml
 from workflow_helpers import offline_config, run_spec_dict, snakemake
 
 from embryo_bench.planning.plan import Plan
-from embryo_bench.planning.spec import Preprocessing, RunSpec
 from embryo_bench.recording.evidence import divergence
 from embryo_bench.reporting import summary
 from embryo_bench.reporting.compare import comparison_table
 from embryo_bench.reporting.runs import Run
 from embryo_bench.reporting.stability import FLAGS
 from embryo_bench.training.train import summarise
+from embryo_bench.vocabulary.spec import Preprocessing, RunSpec
 
 PP = Preprocessing(48, 2 / 3, 128, 90, 16)
 

@@ -25,8 +25,8 @@ from PIL import Image
 
 from embryo_bench.cli import main
 from embryo_bench.data.synthetic import generate_db
-from embryo_bench.planning.layout import RUN_FILES
-from embryo_bench.planning.spec import Preprocessing
+from embryo_bench.vocabulary.layout import RUN_FILES
+from embryo_bench.vocabulary.spec import Preprocessing
 
 sys.path.insert(0, str(Path(__file__).parent))
 from workflow_helpers import run_spec_dict  # noqa: E402

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from embryo_bench.errors import ConfigError, DataError
-from embryo_bench.planning.figspec import FiguresSpec
 from embryo_bench.planning.plan import Plan
+from embryo_bench.vocabulary.figspec import FiguresSpec
 
 REPO = Path(__file__).resolve().parents[1]
 OFFLINE = yaml.safe_load((REPO / "config" / "offline.yaml").read_text())

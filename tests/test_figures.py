@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from embryo_bench.planning import layout
 from embryo_bench.recording.telemetry import COLUMNS
 from embryo_bench.reporting import figures, summary
 from embryo_bench.reporting.runs import Run
+from embryo_bench.vocabulary import layout
 
 
 @pytest.fixture
@@ -242,7 +242,7 @@ def _frame(path, border, left, top_right, bottom_right):
 
 
 def test_preprocessing_shows_the_first_frame_through_every_step(drawn, tmp_path):
-    from embryo_bench.planning.spec import Preprocessing
+    from embryo_bench.vocabulary.spec import Preprocessing
 
     first = _frame(tmp_path / "e1.png", 10, 40, 120, 220)
     _frame(tmp_path / "e2.png", 200, 0, 0, 0)  # the second row: not drawn

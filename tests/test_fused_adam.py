@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from embryo_bench.training.fused_adam import FusedAdam
 from embryo_bench.workloads.build import make_adam, make_optimizer
 from embryo_bench.workloads.catalog import Recipe, get
+from embryo_bench.workloads.fused_adam import FusedAdam
 from embryo_bench.workloads.paper import ORIGINAL_ADAM_EPSILON, build_model, compile_model
 
 #: Float32 rounding after a few steps (the two compute in different orders).
@@ -204,7 +204,7 @@ def test_scoring_loads_a_paper_model_trained_with_it_in_a_fresh_process(tmp_path
         from pathlib import Path
         from embryo_bench.training.evaluate import load_checked_model
         model = load_checked_model(Path({str(tmp_path / "model.keras")!r}), 16)
-        print(model.output_shape, "embryo_bench.training.fused_adam" in sys.modules)
+        print(model.output_shape, "embryo_bench.workloads.fused_adam" in sys.modules)
         """
     )
     assert out.split("\n")[-2] == "(None, 4) False"
@@ -219,7 +219,7 @@ def test_mirrored_replicas_update_as_kerass_adam():
         cpu = tf.config.list_physical_devices("CPU")[0]
         two = [tf.config.LogicalDeviceConfiguration()] * 2
         tf.config.set_logical_device_configuration(cpu, two)
-        from embryo_bench.training.fused_adam import FusedAdam
+        from embryo_bench.workloads.fused_adam import FusedAdam
         strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
         def train(make):
             keras.utils.set_random_seed(0)

@@ -34,14 +34,14 @@ def test_the_rehearsal_turns_every_gpu_target_into_a_cpu_one_at_tiny_sizes(tmp_p
 
 
 def session_config(files):
-    from embryo_bench.planning.config import read_config_files
+    from embryo_bench.vocabulary.config import read_config_files
 
     return read_config_files([str(REPO / f) for f in files])
 
 
 def test_the_gpu_configurations_ask_for_the_papers_size_and_every_workload():
-    from embryo_bench.planning.config import load_config
     from embryo_bench.published import paper
+    from embryo_bench.vocabulary.config import load_config
     from embryo_bench.workloads.catalog import load_catalog
 
     config = load_config(session_config(["config/gpu.yaml"])[0])

@@ -7,7 +7,6 @@ import pytest
 
 from embryo_bench.errors import ConfigError
 from embryo_bench.planning.plan import target_from_entry
-from embryo_bench.planning.spec import Container, Preprocessing
 from embryo_bench.recording.hardware import (
     ClusterError,
     LocalProbe,
@@ -19,6 +18,7 @@ from embryo_bench.recording.hardware import (
     why_not_on_nodes,
 )
 from embryo_bench.recording.provenance import scheduler_job
+from embryo_bench.vocabulary.spec import Container, Preprocessing
 
 TRAIN = {"epochs": 1, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0, "accuracy_target": 0.85,
          "probe_seconds": 0.2, "variant": "keras"}  # fmt: skip
@@ -145,7 +145,7 @@ def test_local_probe_asks_each_daemon_once_and_names_a_dead_one():
             raise DockerError("no Docker daemon answers at tcp://127.0.0.1:9")
         return {"NCPU": 4}
 
-    probe = LocalProbe(Node("this host", 2, 24000, 0), daemon_info)
+    probe = LocalProbe(Node("this host", 2, 24000, 0), daemon_info=daemon_info)
     assert probe(_t(runner="docker", cpus=2)) is None
     assert probe(_t(runner="docker", cpus=3)) is None  # the daemon has 4
     assert probe(_t(runner="host", cpus=3)) == "asks for 3 cpus, this host has 2"

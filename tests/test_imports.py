@@ -1,13 +1,16 @@
 """The package's import graph: no circles, and package imports at the top
 of each module, so the dependencies can be read off its first lines (and each rule's code
-hash, which follows the imports, covers what that command really runs)."""
+hash, which follows the imports, covers what that command really runs). Its subpackages sit
+in layers (:data:`LAYERS`): a layer imports only layers below it, so no two subpackages import
+each other."""
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
-from embryo_bench.planning.codehash import PACKAGE, imported_modules
+from embryo_bench.vocabulary.codehash import PACKAGE, imported_modules
 
 SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 #: Package imports that must wait inside a function, and why. cli.py's commands import what
@@ -17,11 +20,28 @@ LATE = {
         "the model module imports Keras, which must wait for the backend choice"
     ),
     ("training.train", "workloads.build"): "the same: it imports Keras",
-    ("workloads.build", "training.fused_adam"): (
+    ("workloads.build", "workloads.fused_adam"): (
         "it imports TensorFlow, which only the tensorflow backend may load"
     ),
 }
 PREFIX = PACKAGE + "."
+#: The package's layers, bottom first: the top-level modules and subpackages (by their first
+#: name under the package); a module imports only its own layer's and lower layers'. Every
+#: import counts, those inside functions too (docs/architecture.md says what each layer is).
+LAYERS = (
+    "errors",
+    "io",
+    "vocabulary",
+    "workloads",
+    "published",
+    "data",
+    "recording",
+    "runners",
+    "training",
+    "reporting",
+    "planning",
+    "cli",
+)
 
 
 def _modules() -> dict[str, ast.Module]:
@@ -43,6 +63,12 @@ def _imports(nodes: list[ast.AST], name: str, known) -> set[str]:
 def _graph(modules: dict[str, ast.Module]) -> dict[str, set[str]]:
     """Module -> the package modules it imports anywhere (top or inside functions)."""
     return {name: _imports(tree.body, name, modules) for name, tree in modules.items()}
+
+
+@functools.cache
+def _package_graph() -> dict[str, set[str]]:
+    """:func:`_graph` of the package's modules, made once for the tests that read it."""
+    return _graph(_modules())
 
 
 def _circle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -69,7 +95,7 @@ def _circle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def test_the_package_has_no_import_circle():
-    circle = _circle(_graph(_modules()))
+    circle = _circle(_package_graph())
     assert circle is None, "import circle: " + " -> ".join(circle or [])
 
 
@@ -84,6 +110,74 @@ def test_package_imports_sit_at_the_top_of_each_module():
             if isinstance(node, ast.ImportFrom) and node.level and id(node) not in top:
                 late |= {(name, target) for target in _imports([node], name, modules)}
     assert late == set(LATE), f"imports inside functions: {sorted(late - set(LATE))}"
+
+
+def _layer(module: str) -> str:
+    """The layer of a module: its first name under the package (``training.train`` ->
+    ``training``, ``cli`` -> ``cli``)."""
+    return module.split(".")[0]
+
+
+def _layer_edges(graph: dict[str, set[str]]) -> dict[tuple[str, str], list[str]]:
+    """(layer, layer it imports) -> the imports between them (``a -> b``), for every import
+    across two layers."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for name, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            if _layer(name) != _layer(target):
+                edges.setdefault((_layer(name), _layer(target)), []).append(f"{name} -> {target}")
+    return edges
+
+
+def _both_ways(graph: dict[str, set[str]]) -> list[str]:
+    """Every two layers that import each other, with the imports each way."""
+    edges = _layer_edges(graph)
+    return [
+        f"{a} <-> {b}: {', '.join(edges[(a, b)] + edges[(b, a)])}"
+        for a, b in sorted(edges)
+        if a < b and (b, a) in edges
+    ]
+
+
+def _upward(graph: dict[str, set[str]], layers=LAYERS) -> list[str]:
+    """Every import of a higher layer by a lower one (and of a module in no layer)."""
+    rank = {name: k for k, name in enumerate(layers)}
+    unknown = sorted({_layer(m) for m in graph} - rank.keys())
+    return [f"{name}: in no layer of LAYERS" for name in unknown] + [
+        f"{a} imports {b}, a higher layer: {', '.join(imports)}"
+        for (a, b), imports in sorted(_layer_edges(graph).items())
+        if a in rank and b in rank and rank[b] > rank[a]
+    ]
+
+
+def test_no_two_subpackages_import_each_other():
+    both = _both_ways(_package_graph())
+    assert both == [], "imports both ways:\n" + "\n".join(both)
+
+
+def test_a_layer_imports_only_the_layers_below_it():
+    upward = _upward(_package_graph())
+    assert upward == [], "\n".join(upward)
+
+
+def test_every_layer_is_a_part_of_the_package():
+    """LAYERS names what exists: a moved or renamed subpackage is named again."""
+    assert sorted({_layer(m) for m in _package_graph()}) == sorted(LAYERS)
+
+
+def test_the_layer_checks_count_a_function_level_import():
+    """The checks on made-up modules, so that they can fail: a low module imports a high one
+    inside a function."""
+    modules = {
+        "low.a": ast.parse("def f():\n    from ..high.b import x\n"),
+        "high.b": ast.parse("from ..low.a import y\n"),
+    }
+    graph = _graph(modules)
+    assert _both_ways(graph) == ["high <-> low: high.b -> low.a, low.a -> high.b"]
+    assert _upward(graph, ("low", "high")) == ["low imports high, a higher layer: low.a -> high.b"]
+    del modules["low.a"]
+    modules["low.c"] = ast.parse("x = 1\n")
+    assert _both_ways(_graph(modules)) == _upward(_graph(modules), ("low", "high")) == []
 
 
 def test_the_check_finds_a_circle_through_a_function_level_import():

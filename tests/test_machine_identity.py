@@ -14,9 +14,6 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).parent))
 from workflow_helpers import run_spec_dict  # noqa: E402
 
-from embryo_bench.planning.figspec import FiguresSpec  # noqa: E402
-from embryo_bench.planning.layout import METRICS_FORMAT, utilisation_name  # noqa: E402
-from embryo_bench.planning.spec import Preprocessing  # noqa: E402
 from embryo_bench.recording import hardware  # noqa: E402
 from embryo_bench.reporting import compare, summary  # noqa: E402
 from embryo_bench.reporting.merge import merge_runs, split_by_machine  # noqa: E402
@@ -28,6 +25,9 @@ from embryo_bench.reporting.runs import (  # noqa: E402
     load_runs,
     machine_identity,
 )
+from embryo_bench.vocabulary.figspec import FiguresSpec  # noqa: E402
+from embryo_bench.vocabulary.layout import METRICS_FORMAT, utilisation_name  # noqa: E402
+from embryo_bench.vocabulary.spec import Preprocessing  # noqa: E402
 
 AVX2 = ["avx", "avx2", "f16c", "fma", "sse4_2"]
 AVX512 = [*AVX2, "avx512bw", "avx512cd", "avx512dq", "avx512f", "avx512vl", "avx512_vnni"]

@@ -36,8 +36,8 @@ from embryo_bench.data.arrays import write_synthetic
 from embryo_bench.errors import DataError
 from embryo_bench.io import save_arrays
 from embryo_bench.planning.plan import Plan
-from embryo_bench.planning.spec import Preprocessing
 from embryo_bench.training import train
+from embryo_bench.vocabulary.spec import Preprocessing
 
 REPO = Path(__file__).resolve().parents[1]
 OFFLINE = yaml.safe_load((REPO / "config" / "offline.yaml").read_text())

@@ -198,7 +198,7 @@ METRICS = {"target": "host-1cpu", "repeat": 1, "cpus": 1, "gpus": 0, "batch_size
 
 def _spec(preprocessing=None, **changes) -> dict:
     """A valid run.json of host-1cpu repeat 1 (as the plan writes it), with ``changes``."""
-    from embryo_bench.planning.spec import Preprocessing
+    from embryo_bench.vocabulary.spec import Preprocessing
 
     entry = {"name": "host-1cpu", "runner": "host", "cpus": 1}
     return run_spec_dict(entry, Preprocessing.from_dict(PP), preprocessing=preprocessing or PP,

@@ -9,8 +9,8 @@ import pytest
 from conftest import require_or_skip
 
 from embryo_bench.errors import ConfigError
-from embryo_bench.planning.spec import VARIANTS
 from embryo_bench.training.train import summarise, time_to_accuracy, window_summary
+from embryo_bench.vocabulary.spec import VARIANTS
 
 
 def test_parameter_count_matches_paper_architecture():
@@ -209,8 +209,8 @@ def test_original_variant_trains_fixed_step_epochs_without_the_holdout(tmp_path)
 
     import keras
 
-    from embryo_bench.planning.spec import Preprocessing, RunSpec
     from embryo_bench.training.train import fit_epochs
+    from embryo_bench.vocabulary.spec import Preprocessing, RunSpec
 
     pp = Preprocessing(
         frame_size=48, crop_fraction=0.5, invert_centre=128, rotation_step=90, image_size=16

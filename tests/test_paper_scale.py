@@ -34,9 +34,9 @@ import numpy as np
 import pytest
 import yaml
 
-from embryo_bench.planning.codehash import code_hash
 from embryo_bench.published import paper
 from embryo_bench.recording.hardware import cpu_model, size_mib
+from embryo_bench.vocabulary.codehash import code_hash
 from embryo_bench.workloads.paper import PAPER_PARAMETERS
 
 REPO = Path(__file__).resolve().parents[1]

@@ -15,10 +15,10 @@ import yaml
 from workflow_helpers import layered_base
 
 from embryo_bench.errors import ConfigError, DataError
-from embryo_bench.planning.config import load_config, load_schema
 from embryo_bench.planning.plan import Plan, williams_rows
-from embryo_bench.planning.spec import Preprocessing, RunSpec
 from embryo_bench.runners.docker_api import Daemon
+from embryo_bench.vocabulary.config import load_config, load_schema
+from embryo_bench.vocabulary.spec import Preprocessing, RunSpec
 
 REPO = Path(__file__).resolve().parents[1]
 OFFLINE = yaml.safe_load((REPO / "config" / "offline.yaml").read_text())
@@ -119,8 +119,8 @@ def test_run_json_round_trip_and_strict_reading(tmp_path):
 
 def test_run_and_metrics_files_carry_a_format_and_newer_ones_are_refused(tmp_path):
     """Merge reads folders written by other checkouts."""
-    from embryo_bench.planning.layout import METRICS_FORMAT, RUN_SPEC_FORMAT
     from embryo_bench.reporting.runs import load_runs
+    from embryo_bench.vocabulary.layout import METRICS_FORMAT, RUN_SPEC_FORMAT
 
     spec = plan().spec("host-1cpu", 1)
     d = spec.to_dict()
@@ -453,7 +453,7 @@ def test_schema_is_where_the_defaults_come_from():
 def test_a_config_syntax_error_names_file_line_and_column(tmp_path, capsys, text, where, problem):
     # Snakemake says only "not valid JSON or YAML"; check-config says where.
     from embryo_bench.cli import main
-    from embryo_bench.planning.config import read_config_file
+    from embryo_bench.vocabulary.config import read_config_file
 
     path = tmp_path / "broken.yaml"
     path.write_text(text)
@@ -499,6 +499,7 @@ def test_planning_asks_each_docker_daemon_once(monkeypatch):
     address however many targets name it (each answer costs a client and a round
     trip)."""
     from embryo_bench.recording import hardware
+    from embryo_bench.runners import docker_api
 
     asked = []
 
@@ -506,7 +507,7 @@ def test_planning_asks_each_docker_daemon_once(monkeypatch):
         asked.append(daemon.address)  # how the targets reach it (docker_api.Daemon)
         return {"NCPU": 8, "Runtimes": {"runc": {}}}
 
-    monkeypatch.setattr(hardware, "_daemon_info", daemon_info)
+    monkeypatch.setattr(docker_api, "daemon_info", daemon_info)
     monkeypatch.setattr(hardware, "local_node", lambda: hardware.Node("this host", 8, None, 2))
     config = copy.deepcopy(PAPER)
     remote = {**config["targets"][0], "docker_host": "ssh://bench@10.0.0.9"}

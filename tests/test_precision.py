@@ -14,8 +14,8 @@ from test_workload_train import _arrays, _metrics, _spec, _train
 
 from embryo_bench.errors import ConfigError
 from embryo_bench.planning.plan import expand_sweeps, target_from_entry
-from embryo_bench.planning.spec import PRECISIONS, RunSpec
 from embryo_bench.reporting import summary
+from embryo_bench.vocabulary.spec import PRECISIONS, RunSpec
 
 MLP = {"name": "mnist-mlp", "data": "synthetic", "epochs": 2, "batch_size": 32}
 
@@ -111,7 +111,7 @@ def test_the_tables_carry_the_precision_beside_threads_and_batch_size():
 
 
 def test_precisions_are_the_schemas():
-    from embryo_bench.planning.config import load_schema
+    from embryo_bench.vocabulary.config import load_schema
 
     item = load_schema()["properties"]["targets"]["items"]["properties"]["precision"]
     assert tuple(item["enum"]) == PRECISIONS and item["default"] == "float32"

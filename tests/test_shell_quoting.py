@@ -34,7 +34,7 @@ from workflow_helpers import copy_repo, offline_config, snakemake, synthetic_db,
 from embryo_bench.cli import main
 from embryo_bench.data import registry
 from embryo_bench.io import write_json
-from embryo_bench.planning.config import load_schema
+from embryo_bench.vocabulary.config import load_schema
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "workflow" / "rules"

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from embryo_bench.cli import main
-from embryo_bench.planning.config import load_schema
-from embryo_bench.planning.layout import RUN_FILES
-from embryo_bench.planning.spec import RUN_SPEC_SCHEMA, Preprocessing, RunSpec
+from embryo_bench.vocabulary.config import load_schema
+from embryo_bench.vocabulary.layout import RUN_FILES
+from embryo_bench.vocabulary.spec import RUN_SPEC_SCHEMA, Preprocessing, RunSpec
 
 sys.path.insert(0, str(Path(__file__).parent))
 from workflow_helpers import run_spec_dict  # noqa: E402

@@ -16,7 +16,7 @@ from embryo_bench.data import preprocess, stages
 from embryo_bench.data.select import assign_shards
 from embryo_bench.data.sources import index_db
 from embryo_bench.errors import DataError
-from embryo_bench.planning.spec import Preprocessing
+from embryo_bench.vocabulary.spec import Preprocessing
 
 PP = Preprocessing(frame_size=48, crop_fraction=0.5, invert_centre=128, rotation_step=90.0,
                    image_size=16)  # fmt: skip
@@ -101,7 +101,7 @@ def test_augment_does_not_depend_on_threads_and_is_the_per_frame_chain(small_db,
     for key in one:
         np.testing.assert_array_equal(one[key], three[key])
     inverted = np.load(tmp_path / "i-a.npz")["images"]
-    angles = PP.angles()
+    angles = preprocess.rotation_angles(PP.rotation_step)
     reference = [preprocess.rotate_resize(img, angles, PP.image_size) for img in inverted]
     np.testing.assert_array_equal(one["images"], np.concatenate(reference))
 

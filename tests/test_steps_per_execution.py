@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from conftest import require_or_skip
 
-from embryo_bench.planning.spec import Preprocessing, RunSpec
 from embryo_bench.training.train import (
     MAX_STEPS_PER_EXECUTION,
     steps_per_execution_for,
     window_steps_for,
 )
+from embryo_bench.vocabulary.spec import Preprocessing, RunSpec
 
 REPO = Path(__file__).resolve().parents[1]
 

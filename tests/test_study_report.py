@@ -26,12 +26,12 @@ from test_machine_identity import MONDAY, write_run  # noqa: E402
 
 from embryo_bench.cli import main  # noqa: E402
 from embryo_bench.errors import ConfigError, DataError  # noqa: E402
-from embryo_bench.planning.figspec import FiguresSpec  # noqa: E402
 from embryo_bench.planning.plan import Plan, check_study  # noqa: E402
 from embryo_bench.published import studies  # noqa: E402
 from embryo_bench.reporting import study as study_mod  # noqa: E402
 from embryo_bench.reporting import workload_view as view_mod  # noqa: E402
 from embryo_bench.reporting.claims.common import CANNOT, HOLDS, Claim  # noqa: E402
+from embryo_bench.vocabulary.figspec import FiguresSpec  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = {

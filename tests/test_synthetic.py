@@ -25,9 +25,9 @@ from embryo_bench.data.synthetic import (
     stage_counts,
 )
 from embryo_bench.errors import ConfigError
-from embryo_bench.planning.config import read_config_file
 from embryo_bench.planning.plan import Plan
 from embryo_bench.published import paper
+from embryo_bench.vocabulary.config import read_config_file
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER_SYNTHETIC = REPO / "config" / "paper-synthetic.yaml"

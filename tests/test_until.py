@@ -17,8 +17,9 @@ from workflow_helpers import job_counts, offline_config, planned_jobs, snakemake
 
 from embryo_bench.errors import ConfigError, DataError
 from embryo_bench.planning.plan import Plan
-from embryo_bench.planning.rounds import check_path, decide, read_check
+from embryo_bench.planning.rounds import decide
 from embryo_bench.reporting.rounds import half_width, measure
+from embryo_bench.vocabulary.round_check import check_path, read_check
 
 REPO = Path(__file__).resolve().parents[1]
 ROUNDS = yaml.safe_load((REPO / "config" / "offline-rounds.yaml").read_text())

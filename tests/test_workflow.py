@@ -168,7 +168,7 @@ def test_each_run_records_its_spec_and_the_datas_settings(offline_run):
     from the shards the run trained on."""
     _, config, out, _ = offline_run
     from embryo_bench.data.stages import shard_settings
-    from embryo_bench.planning.spec import Preprocessing, RunSpec
+    from embryo_bench.vocabulary.spec import Preprocessing, RunSpec
 
     run = out / "train/host-1cpu/repeat-1"
     spec = RunSpec.read(run / "run.json")

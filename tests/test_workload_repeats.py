@@ -13,7 +13,7 @@ import pytest
 
 from embryo_bench.errors import ConfigError
 from embryo_bench.planning.plan import Plan
-from embryo_bench.planning.spec import RunSpec
+from embryo_bench.vocabulary.spec import RunSpec
 from embryo_bench.workloads import catalog
 
 TARGETS = [

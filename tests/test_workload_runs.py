@@ -21,10 +21,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from embryo_bench.planning import layout
 from embryo_bench.planning.plan import Plan
 from embryo_bench.reporting import summary
 from embryo_bench.reporting.merge import merge_runs
+from embryo_bench.vocabulary import layout
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import copy_run, require_or_skip, run_only_when_required  # noqa: E402

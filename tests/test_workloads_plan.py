@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from embryo_bench.errors import ConfigError, DataError
-from embryo_bench.planning import layout
 from embryo_bench.planning.plan import Plan
-from embryo_bench.planning.spec import RunSpec
+from embryo_bench.vocabulary import layout
+from embryo_bench.vocabulary.spec import RunSpec
 
 REPO = Path(__file__).resolve().parents[1]
 #: A module of the package's models, and a builder of it, for entries of a model of one's own.

@@ -148,8 +148,9 @@ TRAIN = {"epochs": 1, "batch_size": 480, "learning_rate": 1e-4, "dropout": 0.5, 
 
 def run_spec_dict(entry: dict, pp, **changes) -> dict:
     """run.json (as a dict, as the plan writes it) of repeat 1 of the bare ``targets:``
-    ``entry`` under :data:`TRAIN` and ``pp`` (an :class:`embryo_bench.planning.spec.Preprocessing`),
-    with the top-level keys ``changes`` replaced (``preprocessing`` among them)."""
+    ``entry`` under :data:`TRAIN` and ``pp`` (an
+    :class:`embryo_bench.vocabulary.spec.Preprocessing`), with the top-level keys ``changes``
+    replaced (``preprocessing`` among them)."""
     from embryo_bench.planning.plan import target_from_entry
 
     spec = target_from_entry(entry).spec(1, TRAIN, pp).to_dict()
@@ -169,9 +170,9 @@ def load_benchmark(name: str):
 def write_spec(path: Path, config: dict, target: dict, epochs: int | None = None, repeat=1):
     """Write the run.json of ``target`` (a bare ``targets:`` entry) under ``config``'s train
     and preprocessing settings, as the workflow's run_spec rule would; returns the RunSpec."""
-    from embryo_bench.planning.config import load_config
     from embryo_bench.planning.plan import target_from_entry
-    from embryo_bench.planning.spec import Preprocessing
+    from embryo_bench.vocabulary.config import load_config
+    from embryo_bench.vocabulary.spec import Preprocessing
 
     train = {**load_config(config)["train"], **({"epochs": epochs} if epochs else {})}
     spec = target_from_entry(target, train).spec(repeat, train, Preprocessing.from_config(config))

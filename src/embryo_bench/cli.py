@@ -4,7 +4,7 @@ Each sub-command runs one pipeline step and is one ``cmd_<name>`` function here:
 the command's arguments and returns the function that runs it, which only converts arguments
 and calls the package (the logic lives in the modules). The workflow hashes a command's code
 as that function, this module's shared code and what they import
-(:mod:`embryo_bench.planning.codehash`).
+(:mod:`embryo_bench.vocabulary.codehash`).
 Errors on bad input exit with status 2 and one line ``embryo-bench: error: <message naming
 the file or setting>`` on stderr.
 """
@@ -390,7 +390,7 @@ def cmd_spec(p):
 
     def run(a):
         from .io import parse_json
-        from .planning.spec import RunSpec
+        from .vocabulary.spec import RunSpec
 
         where = "--json (the run spec)"
         RunSpec.from_dict(parse_json(a.json, where), where).write(a.out)
@@ -424,7 +424,7 @@ def cmd_train(p):
 
     def run(a):
         from .io import read_json
-        from .planning.spec import RunSpec
+        from .vocabulary.spec import RunSpec
 
         spec = RunSpec.read(a.spec)
         if spec.workload is None and not a.shards:
@@ -523,12 +523,12 @@ def cmd_figures(p):
     def run(a):
         from .data.stages import shard_settings
         from .io import kept_path, read_json, staged_folder
-        from .planning.figspec import FiguresSpec
-        from .planning.spec import Preprocessing
         from .recording.baseline import load_baseline
         from .reporting import figures
         from .reporting.merge import merge_runs, split_by_machine
         from .reporting.runs import load_runs
+        from .vocabulary.figspec import FiguresSpec
+        from .vocabulary.spec import Preprocessing
 
         spec = FiguresSpec.read(a.spec, current=True)
         runs = load_runs(spec.runs)
@@ -694,7 +694,7 @@ def cmd_calibrate(p):
     )
 
     def run(a):
-        from .recording.noise import take_baseline
+        from .training.noise import take_baseline
 
         # Every argument is checked before the probing (minutes) starts.
         base = take_baseline(a.probes, a.seconds, a.threads, a.cpus, a.backend, a.out)
@@ -760,10 +760,10 @@ def cmd_batch_limit(p):
     )
 
     def run(a):
-        from .planning.spec import RunSpec
         from .recording.hardware import size_mib
         from .reporting.batch_limit import draw
         from .training import batch_limit as bl
+        from .vocabulary.spec import RunSpec
 
         spec = RunSpec.read(a.spec)
         out = Path(a.out)
@@ -854,8 +854,8 @@ def cmd_compare(p):
 
     def run(a):
         from .io import atomic_path
-        from .planning.config import apply_defaults, load_schema
         from .reporting import crossfolder
+        from .vocabulary.config import apply_defaults, load_schema
 
         # compare.min_difference's default and range, written once: in the schema.
         given = {} if a.min_difference is None else {"min_difference": a.min_difference}
@@ -935,8 +935,8 @@ def cmd_check_config(p):
     )
 
     def run(a):
-        from .planning.config import apply_defaults, load_schema, read_config_files
         from .planning.plan import Plan
+        from .vocabulary.config import apply_defaults, load_schema, read_config_files
 
         schema = load_schema()
         for files in [[f] for f in a.files] if a.each else [a.files]:

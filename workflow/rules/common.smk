@@ -15,12 +15,12 @@ import sys
 # has a container: directive, so apptainer changes nothing here).
 SRC = os.path.join(workflow.basedir, "src")
 sys.path.insert(0, SRC)
-from embryo_bench.planning import layout
-from embryo_bench.planning.codehash import code_hash
+from embryo_bench.vocabulary import layout
+from embryo_bench.vocabulary.codehash import code_hash
 from embryo_bench.errors import EmbryoBenchError
 from embryo_bench.runners.lifeline import TIE_ENV, forward_sigint_to_jobs
 from embryo_bench.runners.outdir_lock import claim as claim_outdir
-from embryo_bench.planning.config import load_schema, read_config_files
+from embryo_bench.vocabulary.config import load_schema, read_config_files
 from embryo_bench.planning.plan import Plan
 
 # `kill -INT <snakemake>` stops the running jobs at once, as Ctrl-C in a terminal does

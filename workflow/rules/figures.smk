@@ -27,7 +27,7 @@ rule figures_spec:
         # Prices, paper systems, sweep points, bases, thresholds: a price edit reruns this
         # rule and the figures, nothing else.
         spec=lambda wc: PLAN.figures_spec(rounds=decided_rounds()[0]).to_dict(),
-        code=code_hash("embryo_bench.planning.figspec"),
+        code=code_hash("embryo_bench.vocabulary.figspec"),
     script:
         "../scripts/figures_spec.py"
 

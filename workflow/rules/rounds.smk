@@ -10,7 +10,7 @@
 # A rule whose params depend on the decision takes round_checks as an input and computes them
 # in a function of the wildcards alone: Snakemake records no param of a function that takes
 # `input` (it counts as derived from the inputs), so a changed goal would rerun nothing.
-from embryo_bench.planning.rounds import check_path, read_check
+from embryo_bench.vocabulary.round_check import check_path, read_check
 
 
 checkpoint round_check:

@@ -146,7 +146,7 @@ rule workload_figures_spec:
         bench_slot=OTHER_JOB_SLOTS,
     params:
         spec=lambda wc: PLAN.figures_spec(wc.workload, decided_rounds()[0]).to_dict(),
-        code=code_hash("embryo_bench.planning.figspec"),
+        code=code_hash("embryo_bench.vocabulary.figspec"),
     script:
         "../scripts/figures_spec.py"
 

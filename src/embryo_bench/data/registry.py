@@ -20,7 +20,7 @@ from jsonschema.exceptions import best_match
 
 from ..errors import ConfigError, DataError
 from ..io import sha256_file
-from ..planning.config import read_config_file
+from ..vocabulary.config import read_config_file
 from .arrays import SAMPLE_DTYPES
 
 #: The registry file (ships as package data).

@@ -10,7 +10,7 @@ Every shard file holds:
     settings: str ()        -- JSON {"stage": "crop" | "invert" | "augment", "preprocessing":
                                the settings that made it, cumulative over the stages}
 augment shards add ``angle`` (float32 (N,), degrees). The ``settings`` record travels with
-the data: training takes its :class:`embryo_bench.planning.spec.Preprocessing` from the shards it
+the data: training takes its :class:`embryo_bench.vocabulary.spec.Preprocessing` from the shards it
 trains on, not from the configuration.
 """
 
@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import DataError
 from ..io import load_arrays, save_arrays
-from ..planning.spec import Preprocessing
+from ..vocabulary.spec import Preprocessing
 from . import preprocess
 
 if TYPE_CHECKING:

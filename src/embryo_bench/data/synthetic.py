@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import ConfigError, StorageError
 from ..io import staged_folder
-from ..planning.units import px, size_text
+from ..vocabulary.units import px, size_text
 
 # Fraction of an embryo's frames spent with 1, 2, 3 and 4 cells.
 STAGE_FRACTIONS = (0.30, 0.35, 0.10, 0.25)

@@ -1,2 +1,3 @@
-"""What a configuration asks for, resolved and checked before any job: the schema, the plan,
-bounds, run and figures specs, output paths, code hashes."""
+"""What a configuration asks for, resolved and checked before any job, at the top of the
+package's layers (only the commands above it): the plan, the rounds' decision, bounds, the
+workloads resolved, the configuration's README."""

@@ -61,8 +61,8 @@ from ..data.synthetic import (
 from ..errors import ConfigError, StorageError
 from ..published import paper
 from ..recording import hardware
-from . import layout
-from .units import MIB, px, size_text
+from ..vocabulary import layout
+from ..vocabulary.units import MIB, px, size_text
 
 #: Memory a trainer needs before any data or model of ours, MiB: TensorFlow's own. Measured
 #: on the cpu image (TensorFlow 2.21) with the smallest model the tests train (16 px input,

@@ -13,7 +13,7 @@ import json
 import re
 import sys
 
-from .config import load_schema
+from ..vocabulary.config import load_schema
 
 INTRO = """\
 # Configuration reference

@@ -5,7 +5,7 @@ in the schema's defaults (once, here), resolves each hardware target into a :cla
 (the defaults that depend on other settings, such as ``threads`` = ``cpus``, are applied in
 :func:`resolve_target` and nowhere else), checks which targets can run where the jobs will run
 (the hardware policy, ``on_missing_hardware``), expands ``sweeps:`` into derived targets, and
-gives each run (target x repeat) its :class:`embryo_bench.planning.spec.RunSpec`. The Snakemake
+gives each run (target x repeat) its :class:`embryo_bench.vocabulary.spec.RunSpec`. The Snakemake
 workflow is a thin adapter over a :class:`Plan`; tests use it without Snakemake.
 
 A *run* is one training of the model: a target and a repeat number 1..N. Each run is its own
@@ -35,12 +35,14 @@ from ..recording.baseline import SETTING, load_baseline, machine_differences, se
 from ..recording.calibrate import LAG_REACH, judged_lengths
 from ..reporting.merge import check_folders, check_own_runs, unfinished_runs
 from ..runners import docker_api
-from . import bounds, layout
-from .config import Source, apply_defaults, load_config, load_schema
-from .figspec import FiguresSpec, check_written_spec
-from .layout import PAPER_WORKLOAD
-from .rounds import Decision, check_path, decide, read_check
-from .spec import Container, Preprocessing, RunSpec
+from ..vocabulary import layout
+from ..vocabulary.config import Source, apply_defaults, load_config, load_schema
+from ..vocabulary.figspec import FiguresSpec, check_written_spec
+from ..vocabulary.layout import PAPER_WORKLOAD
+from ..vocabulary.round_check import check_path, read_check
+from ..vocabulary.spec import Container, Preprocessing, RunSpec
+from . import bounds
+from .rounds import Decision, decide
 from .workloads import Workload, check_offline_copy, resolve_workloads
 
 #: Backends whose packages the project's container images install.
@@ -562,7 +564,7 @@ def default_probe(mode: str) -> Probe | None:
             return hardware.SlurmProbe(hardware.slurm_nodes())
         except hardware.ClusterError as exc:
             raise ConfigError(f"hardware_check: slurm: {exc}") from exc
-    return hardware.LocalProbe()
+    return hardware.LocalProbe(daemon_info=docker_api.daemon_info)
 
 
 @dataclass
@@ -867,7 +869,7 @@ class Plan:
         or settings change, so a damaged one would fail every plan.
 
         Raises:
-            ConfigError: as :func:`embryo_bench.planning.rounds.read_check` (naming the file,
+            ConfigError: as :func:`embryo_bench.vocabulary.round_check.read_check` (naming the file,
                 and that deleting it has the round measured again).
         """
         if not self.until:
@@ -928,7 +930,7 @@ class Plan:
     def spec(self, target: str, repeat: int, workload: str = PAPER_WORKLOAD) -> RunSpec:
         """The run spec of one run: the paper's workload's from ``train:`` and the target;
         another's with its recipe (batch size, epochs, learning rate) and its
-        :class:`embryo_bench.planning.spec.WorkloadSpec`, on the same target (cores, threads,
+        :class:`embryo_bench.vocabulary.spec.WorkloadSpec`, on the same target (cores, threads,
         backend, runner), with Keras's defaults (no ``train.variant``); each with its
         workload's accuracy target (:attr:`embryo_bench.planning.workloads.Workload.
         accuracy_target`: its entry's, its catalog entry's, ``train.accuracy_target``).
@@ -1103,7 +1105,7 @@ class Plan:
         any job (``merge:`` folders: :attr:`merged_run_dirs`): the runs of
         this plan already on disk (:func:`embryo_bench.reporting.merge.check_own_runs`) and a
         ``figures-spec.json`` already written
-        (:func:`embryo_bench.planning.figspec.check_written_spec`). A figures job that fails costs
+        (:func:`embryo_bench.vocabulary.figspec.check_written_spec`). A figures job that fails costs
         the figures it would have replaced; these fail the plan instead.
 
         Raises:

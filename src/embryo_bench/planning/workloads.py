@@ -20,10 +20,10 @@ from pathlib import Path
 
 from ..data import registry
 from ..errors import ConfigError
+from ..vocabulary.codehash import PACKAGE, code_hash
+from ..vocabulary.layout import PAPER_WORKLOAD
+from ..vocabulary.spec import WorkloadSpec
 from ..workloads import builders, catalog
-from .codehash import PACKAGE, code_hash
-from .layout import PAPER_WORKLOAD
-from .spec import WorkloadSpec
 
 #: Where a user's model comes from, for tables (the catalog's workloads name their study).
 OWN_MODEL = "your model"
@@ -77,7 +77,7 @@ class Workload:
 
     Attributes:
         name: its name (``workloads[].name``); :data:`PAPER_WORKLOAD` for the paper's.
-        spec: what its runs train (:class:`embryo_bench.planning.spec.WorkloadSpec`); None
+        spec: what its runs train (:class:`embryo_bench.vocabulary.spec.WorkloadSpec`); None
             for the paper's workload (its runs are made from ``train:`` as before).
         data: how its arrays are made; None for the paper's.
         epochs, batch_size, learning_rate: its recipe, with the entry's overrides; None for
@@ -280,7 +280,7 @@ def check_data_path(path: str, data: str, ds: registry.Dataset, where: str) -> N
 def model_code(model: str) -> str:
     """The code a workload's builder runs, as a hash: the rule's ``params`` (the builders are
     imported by name when a run trains, so the train command's own code hash cannot follow
-    them). A builder of the package: :func:`embryo_bench.planning.codehash.code_hash` of its
+    them). A builder of the package: :func:`embryo_bench.vocabulary.codehash.code_hash` of its
     module (its import closure; comments and docstrings do not count); a user's: sha256 of
     its module's file (any edit counts).
 

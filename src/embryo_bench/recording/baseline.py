@@ -1,6 +1,6 @@
 """A machine baseline, the machine's own probe noise: back-to-back
 calibration probes on a run's cores and threads (``embryo-bench calibrate``,
-:func:`embryo_bench.recording.noise.take_baseline`), summarised by
+:func:`embryo_bench.training.noise.take_baseline`), summarised by
 :func:`embryo_bench.recording.calibrate.machine_baseline`; the figures use it
 (``stability.baseline``)
 to flag a run drifted only when its probes moved more than this machine's quiet probes do
@@ -26,9 +26,8 @@ from jsonschema.exceptions import best_match
 
 from ..errors import ConfigError, DataError
 from ..io import check_format, non_finite, read_json
-from ..planning.layout import BASELINE_FORMAT
-from ..planning.spec import BACKENDS
-from ..reporting.runs import NOT_RECORDED, machine_name
+from ..vocabulary.layout import BASELINE_FORMAT
+from ..vocabulary.spec import BACKENDS
 from .calibrate import BASELINE_PROBES, MIN_PAIRS, PROBE_METHOD
 
 #: The setting that names a baseline, as its errors name it.
@@ -36,7 +35,7 @@ SETTING = "stability.baseline"
 
 _NUMBER = {"type": "number"}
 #: What a machine baseline must hold to be used (the keys
-#: :func:`embryo_bench.recording.noise.take_baseline` writes that the drift flag and the checks
+#: :func:`embryo_bench.training.noise.take_baseline` writes that the drift flag and the checks
 #: read).
 BASELINE_SCHEMA: dict = {
     "type": "object",
@@ -88,16 +87,16 @@ def load_baseline(path: str | os.PathLike) -> dict:
     reader of a baseline, for the plan (before any job) and the figures.
 
     Returns:
-        the baseline (:func:`embryo_bench.recording.noise.take_baseline`'s dict, without
+        the baseline (:func:`embryo_bench.training.noise.take_baseline`'s dict, without
         ``format``).
 
     Raises:
         ConfigError: one line naming ``stability.baseline`` and the file: it is missing or
-            not JSON, its format is newer than :data:`embryo_bench.planning.layout.BASELINE_FORMAT`,
-            a number in it is NaN or an infinity, it is not a machine baseline (a key
-            missing or of the wrong type), its probes
-            were taken with another method than this embryo-bench's, it has too few
-            probes to give the change at any lag (fewer than
+            not JSON, its format is newer than
+            :data:`embryo_bench.vocabulary.layout.BASELINE_FORMAT`, a number in it is NaN or
+            an infinity, it is not a machine baseline (a key missing or of the wrong type),
+            its probes were taken with another method than this embryo-bench's, it has too
+            few probes to give the change at any lag (fewer than
             :data:`embryo_bench.recording.calibrate.MIN_PAIRS` + 1), or it lists no lag.
     """
     how = HOW.format(path=path)
@@ -152,10 +151,10 @@ def load_baseline(path: str | os.PathLike) -> dict:
 
 def machine_differences(recorded: dict, other: dict) -> list[str]:
     """How the machine a baseline recorded (``machine``) differs from ``other`` (the same
-    keys: :func:`embryo_bench.recording.hardware.this_machine`, or a run's, :func:`run_machine`),
-    one
-    phrase per difference, e.g. "host vm-a, not vm-b"; keys either side lacks (baselines of
-    format 0 recorded no flags or cores) are not compared."""
+    keys: :func:`embryo_bench.recording.hardware.this_machine`, or a run's,
+    :func:`embryo_bench.reporting.runs.run_machine`), one phrase per difference, e.g. "host
+    vm-a, not vm-b"; keys either side lacks (baselines of format 0 recorded no flags or
+    cores) are not compared."""
     out = []
     for key, name in (("hostname", "host"), ("cpu_model", "CPU"), ("host_cores", "cores")):
         a, b = recorded.get(key), other.get(key)
@@ -200,19 +199,3 @@ def settings_differences(
         f"taken with {describe_settings(*mine)}, {what} with "
         f"{describe_settings(backend, threads, cpus, gpus)}"
     )
-
-
-def run_machine(metrics: dict) -> dict:
-    """A run's machine in :func:`embryo_bench.recording.hardware.this_machine`'s keys, from its
-    ``metrics.json``: hostname (:func:`embryo_bench.reporting.runs.machine_name`: a docker run's
-    daemon, else the host), cpu_model, cpu_id, cpu_flags, host_cores and memory_mib from its
-    provenance (None where not recorded)."""
-    prov = metrics.get("provenance") or {}
-    name = machine_name({**metrics, "provenance": prov})
-    return {
-        "hostname": None if name == NOT_RECORDED else name,
-        **{
-            key: prov.get(key)
-            for key in ("cpu_model", "cpu_id", "cpu_flags", "host_cores", "memory_mib")
-        },
-    }

@@ -5,7 +5,7 @@ a loss diverged (:func:`divergence`) and a telemetry sample stalled (:data:`IDLE
 (:mod:`embryo_bench.reporting.stability`)
 judge by them; kept here, without sampling or training code, so an edit to the sampler or
 the trainer does not rerun the figures (their code hash follows their imports,
-:mod:`embryo_bench.planning.codehash`).
+:mod:`embryo_bench.vocabulary.codehash`).
 """
 
 from __future__ import annotations

@@ -20,12 +20,12 @@ import re
 import shutil
 import socket
 import subprocess
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from ..errors import ConfigError, DockerError, EmbryoBenchError
-from ..runners.docker_api import Daemon, docker_client
 
 
 class Needs(Protocol):
@@ -42,9 +42,10 @@ class Needs(Protocol):
 class Probed(Needs, Protocol):
     """What the ``local`` check (:class:`LocalProbe`) needs of a target: :class:`Needs` and,
     for a docker target, how its daemon is reached (a :class:`embryo_bench.planning.plan.Target`'s
-    ``daemon``; None for a host target). A run spec has no ``daemon``: it is not probed."""
+    ``daemon``, an :class:`embryo_bench.runners.docker_api.Daemon`; None for a host target). A
+    run spec has no ``daemon``: it is not probed."""
 
-    daemon: Daemon | None
+    daemon: Hashable | None
 
 
 # --- facts about this host -----------------------------------------------------------------
@@ -407,7 +408,7 @@ def why_not(target: Needs, host: Node, daemon_info: dict | None = None) -> str |
 
     Args:
         target: a :class:`embryo_bench.planning.plan.Target` or
-        :class:`embryo_bench.planning.spec.RunSpec`.
+        :class:`embryo_bench.vocabulary.spec.RunSpec`.
         host: this host (:func:`local_node`).
         daemon_info: the Docker daemon's ``info()`` (docker targets; reachability is
             checked by the caller).
@@ -437,14 +438,23 @@ def why_not(target: Needs, host: Node, daemon_info: dict | None = None) -> str |
 class LocalProbe:
     """The ``local`` hardware check: :func:`why_not` against this host and, for docker
     targets (:class:`embryo_bench.planning.plan.Target`), the daemon each reaches (its ``daemon``:
-    address and TLS files), asked once per daemon."""
+    address and TLS files), asked once per daemon.
 
-    def __init__(self, host: Node | None = None, daemon_info=None):
+    Args:
+        host: this host (default :func:`local_node`).
+        daemon_info: a daemon's ``info()`` from how a target reaches it
+            (:func:`embryo_bench.runners.docker_api.daemon_info`); raises
+            :class:`embryo_bench.errors.DockerError` when it does not answer.
+    """
+
+    def __init__(
+        self, host: Node | None = None, *, daemon_info: Callable[[Hashable], dict]
+    ) -> None:
         self.host = host or local_node()
-        self._daemon_info = daemon_info or _daemon_info
-        self._daemons: dict[Daemon | str, tuple[dict | None, str | None]] = {}
+        self._daemon_info = daemon_info
+        self._daemons: dict[Hashable, tuple[dict | None, str | None]] = {}
 
-    def daemon(self, daemon: Daemon | str) -> tuple[dict | None, str | None]:
+    def daemon(self, daemon: Hashable) -> tuple[dict | None, str | None]:
         """(the daemon's info, None), or (None, why it does not answer)."""
         if daemon not in self._daemons:
             try:
@@ -470,7 +480,3 @@ class SlurmProbe:
 
     def __call__(self, target: Needs) -> str | None:
         return why_not_on_nodes(target, self.nodes)
-
-
-def _daemon_info(daemon: Daemon | str) -> dict:
-    return docker_client(daemon, timeout=20).info()

@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..training.backend import backend_name, framework_versions
 from .hardware import cpu_quota, gpu_driver, gpu_names, this_machine, visible_cores
 
 
@@ -41,17 +40,21 @@ def git_commit(cwd: str | Path | None = None) -> str:
         return "unknown"
 
 
-def collect(seed: int, dataset: dict) -> dict:
+def collect(seed: int, dataset: dict, keras_backend: str, versions: dict[str, str]) -> dict:
     """Provenance dict for ``metrics.json``.
 
     Args:
         seed: the run's random seed.
         dataset: the source description written by the index stage (name, synthetic flag,
             sha256 or "synthetic").
+        keras_backend: the Keras backend the run trains on
+            (:func:`embryo_bench.training.backend.backend_name`).
+        versions: distribution -> version of the frameworks
+            (:func:`embryo_bench.training.backend.framework_versions`).
 
     Returns:
         dict with :func:`embryo_bench.recording.hardware.this_machine`'s keys, as a machine baseline
-        records them (:func:`embryo_bench.recording.baseline.run_machine` reads them back): hostname
+        records them (:func:`embryo_bench.reporting.runs.run_machine` reads them back): hostname
         (inside a container: the container's, see the runner's ``container.daemon`` for the
         machine), cpu_model, cpu_id, cpu_flags (SIMD), host_cores, memory_mib (MiB); then
         visible_cores (after pinning),
@@ -69,8 +72,8 @@ def collect(seed: int, dataset: dict) -> dict:
         "gpu_driver": gpu_driver(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
-        "keras_backend": backend_name(),
-        "versions": framework_versions(),
+        "keras_backend": keras_backend,
+        "versions": versions,
         "seed": seed,
         "git_commit": git_commit(),
         "dataset": dataset,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..io import atomic_path, write_json
-from ..planning.layout import METRICS, METRICS_FORMAT, TELEMETRY
+from ..vocabulary.layout import METRICS, METRICS_FORMAT, TELEMETRY
 from .telemetry import Measurement, summarise
 
 

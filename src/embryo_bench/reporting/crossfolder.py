@@ -53,9 +53,9 @@ import pandas as pd
 from jsonschema import Draft202012Validator
 
 from ..errors import ConfigError, DataError
-from ..planning.config import read_config_file
-from ..planning.figspec import FiguresSpec
-from ..planning.layout import FIGURES_SPEC, METRICS, PAPER_WORKLOAD, workload_dir
+from ..vocabulary.config import read_config_file
+from ..vocabulary.figspec import FiguresSpec
+from ..vocabulary.layout import FIGURES_SPEC, METRICS, PAPER_WORKLOAD, workload_dir
 from . import compare
 from .merge import (
     difference,
@@ -174,7 +174,7 @@ def read_reference(path: str | Path, tolerance: float) -> dict[tuple[str, str], 
 
     Returns:
         (workload, target) -> :class:`Expected`; the paper's workload is
-        :data:`embryo_bench.planning.layout.PAPER_WORKLOAD`.
+        :data:`embryo_bench.vocabulary.layout.PAPER_WORKLOAD`.
 
     Raises:
         ConfigError: one line naming the file and the key: not a file, not YAML (line and
@@ -265,7 +265,7 @@ class _Part:
 
 def finished_run_dirs(outdir: str) -> dict[str, list[str]]:
     """The finished runs of a result folder, per workload: the paper's
-    (:data:`~embryo_bench.planning.layout.PAPER_WORKLOAD`) under ``train/``, each other
+    (:data:`~embryo_bench.vocabulary.layout.PAPER_WORKLOAD`) under ``train/``, each other
     workload's under ``workloads/<name>/train/`` (:func:`embryo_bench.reporting.merge.run_dirs`
     of each); workloads without a finished run left out.
 
@@ -332,7 +332,7 @@ def _check_comparable(folders: dict[str, dict[str, list[Run]]]) -> None:
 
 def _base(outdir: str, workload: str, names: list[str], split) -> tuple[str, str]:
     """A folder's ``compare.base`` for a workload, as its figures named it (its
-    ``figures-spec.json``, :class:`embryo_bench.planning.figspec.FiguresSpec`), and a note
+    ``figures-spec.json``, :class:`embryo_bench.vocabulary.figspec.FiguresSpec`), and a note
     when there is none (then the first of ``names``).
 
     Raises:

@@ -40,9 +40,9 @@ import pandas as pd  # noqa: E402
 from ..data import preprocess
 from ..data.stages import read_selection
 from ..io import atomic_path
-from ..planning.layout import FIGURE_FORMATS, FIGURE_NAMES, TABLE_NAMES, utilisation_name
-from ..planning.spec import Preprocessing
 from ..published import paper
+from ..vocabulary.layout import FIGURE_FORMATS, FIGURE_NAMES, TABLE_NAMES, utilisation_name
+from ..vocabulary.spec import Preprocessing
 from . import compare, summary
 from .runs import Run
 
@@ -53,7 +53,7 @@ def _save(
     fig: plt.Figure, out_dir: Path, name: str, footer: str, exts: tuple = FIGURE_FORMATS
 ) -> None:
     if name not in FIGURE_NAMES and not name.startswith("utilisation/"):
-        raise ValueError(f"figure {name!r} is not in embryo_bench.planning.layout.FIGURE_NAMES")
+        raise ValueError(f"figure {name!r} is not in embryo_bench.vocabulary.layout.FIGURE_NAMES")
     fig.text(0.01, -0.06, footer, fontsize=7, color="dimgray", ha="left", va="top")
     for ext in exts:
         path = out_dir / f"{name}.{ext}"
@@ -284,7 +284,7 @@ def fig_preprocessing(selection: str, pp: Preprocessing, out_dir: Path, footer: 
     crop = preprocess.centre_crop(frame, pp.crop_fraction)
     eq = preprocess.equalize(crop)
     inv = preprocess.invert(eq, pp.invert_centre)
-    angles = pp.angles()
+    angles = preprocess.rotation_angles(pp.rotation_step)
     angle = angles[1] if len(angles) > 1 else angles[0]
     rot = preprocess.rotate(inv, angle)
     small = preprocess.resize(rot, pp.image_size)
@@ -720,7 +720,7 @@ def _write_table(
     columns a person reads) or else ``table``, under the data's label and ``note``
     (a sentence on the whole table)."""
     if name not in TABLE_NAMES:
-        raise ValueError(f"table {name!r} is not in embryo_bench.planning.layout.TABLE_NAMES")
+        raise ValueError(f"table {name!r} is not in embryo_bench.vocabulary.layout.TABLE_NAMES")
     with atomic_path(out_dir / f"{name}.csv") as tmp:
         table.to_csv(tmp, index=False)
     with atomic_path(out_dir / f"{name}.md") as tmp:

@@ -19,8 +19,8 @@ from pathlib import Path
 import yaml
 
 from ..errors import ConfigError, DataError
-from ..planning.figspec import FiguresSpec
-from ..planning.layout import (
+from ..vocabulary.figspec import FiguresSpec
+from ..vocabulary.layout import (
     FIGURES_SPEC,
     HISTORY,
     METRICS,
@@ -30,7 +30,7 @@ from ..planning.layout import (
     TELEMETRY,
     WINDOWS,
 )
-from ..planning.spec import RunSpec
+from ..vocabulary.spec import RunSpec
 from .runs import IDENTITY_FIELDS, Machines, Run, load_runs
 
 #: What must be equal for runs to be comparable: the data (source.json, as each run's
@@ -147,7 +147,7 @@ def check_measurements(run: Run) -> None:
 def check_own_runs(run_dirs: list[str]) -> None:
     """Check, before any job, what the figures job will read of this workflow's runs that are
     already on disk: a run whose every file is there
-    (:data:`embryo_bench.planning.layout.RUN_FILES` and run.json) is read as the figures read it
+    (:data:`embryo_bench.vocabulary.layout.RUN_FILES` and run.json) is read as the figures read it
     (:func:`read_finished_run`); a run with a file missing will be trained (again) first.
 
     Raises:
@@ -178,7 +178,7 @@ def check_run(run: Run) -> None:
 
     Raises:
         ConfigError or DataError: naming the file: a value of the wrong type or range, an
-            unknown or missing key (:meth:`embryo_bench.planning.spec.RunSpec.from_dict`), or a
+            unknown or missing key (:meth:`embryo_bench.vocabulary.spec.RunSpec.from_dict`), or a
             target
             or repeat other than the folder's.
     """
@@ -288,7 +288,7 @@ def software_differences(run: Run, reference: list[Run]) -> str:
 
 def _report_fields(outdir: Path) -> dict[str, dict]:
     """Target name -> :data:`REPORT_FIELDS` from ``outdir``'s figures spec
-    (:data:`embryo_bench.planning.layout.FIGURES_SPEC`), or for a folder made before specs were
+    (:data:`embryo_bench.vocabulary.layout.FIGURES_SPEC`), or for a folder made before specs were
     written, from the configuration its figures job recorded (``figures/config.yaml``); {}
     without either.
 

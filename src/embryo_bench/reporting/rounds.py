@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..errors import DataError
 from ..io import write_json
-from ..planning.rounds import ROUND_CHECK_FORMAT
+from ..vocabulary.round_check import ROUND_CHECK_FORMAT
 from . import compare
 from .runs import load_runs
 from .summary import run_table

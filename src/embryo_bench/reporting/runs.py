@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..errors import DataError
 from ..io import check_format, read_json
-from ..planning.layout import (
+from ..vocabulary.layout import (
     HISTORY,
     METRICS,
     METRICS_FORMAT,
@@ -73,6 +73,23 @@ def machine_name(metrics: dict) -> str:
     if container or metrics.get("runner") == "docker":
         return daemon.get("name") or NOT_RECORDED
     return (metrics.get("provenance") or {}).get("hostname") or NOT_RECORDED
+
+
+def run_machine(metrics: dict) -> dict:
+    """A run's machine in :func:`embryo_bench.recording.hardware.this_machine`'s keys, from its
+    ``metrics.json``: hostname (:func:`machine_name`: a docker run's daemon, else the host),
+    cpu_model, cpu_id, cpu_flags, host_cores and memory_mib from its provenance (None where
+    not recorded); a machine baseline's machine is compared with it
+    (:func:`embryo_bench.recording.baseline.machine_differences`)."""
+    prov = metrics.get("provenance") or {}
+    name = machine_name({**metrics, "provenance": prov})
+    return {
+        "hostname": None if name == NOT_RECORDED else name,
+        **{
+            key: prov.get(key)
+            for key in ("cpu_model", "cpu_id", "cpu_flags", "host_cores", "memory_mib")
+        },
+    }
 
 
 # --- the machine a run ran on --------------------------------------------------------------

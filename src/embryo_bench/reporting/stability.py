@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..planning.config import apply_defaults, load_schema
-from ..recording.baseline import machine_differences, run_machine, settings_differences
+from ..recording.baseline import machine_differences, settings_differences
 from ..recording.calibrate import LAG_REACH, drift_limit, lag_reaches
 from ..recording.evidence import IDLE_PERCENT, divergence
-from .runs import as_number
+from ..vocabulary.config import apply_defaults, load_schema
+from .runs import as_number, run_machine
 
 #: The flags, in the order tables list them.
 FLAGS = ("diverged", "interfered", "drifted", "noisy")

@@ -38,9 +38,9 @@ import pandas as pd  # noqa: E402
 
 from ..errors import DataError  # noqa: E402
 from ..io import atomic_path, read_json  # noqa: E402
-from ..planning.codehash import module_path  # noqa: E402
-from ..planning.figspec import FiguresSpec  # noqa: E402
 from ..published.studies import Study, parse_settings  # noqa: E402
+from ..vocabulary.codehash import module_path  # noqa: E402
+from ..vocabulary.figspec import FiguresSpec  # noqa: E402
 from . import compare, summary  # noqa: E402
 from .claims.common import Claim  # noqa: E402
 from .merge import merge_runs, split_by_machine  # noqa: E402
@@ -115,7 +115,7 @@ class StudyWorkload:
             of the user's own).
         input: "memory" or "files".
         data: "synthetic" or "real".
-        spec: its ``figures-spec.json`` (:class:`embryo_bench.planning.figspec.FiguresSpec`:
+        spec: its ``figures-spec.json`` (:class:`embryo_bench.vocabulary.figspec.FiguresSpec`:
             its runs in the planned order, merged folders, prices, bases).
         info: its data's record (the index stage's ``source.json``, a workload's
             ``data/info.json``): the data's ``label``.

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from ..planning.layout import PAPER_WORKLOAD
 from ..published import paper
+from ..vocabulary.layout import PAPER_WORKLOAD
 from .compare import MEASURES, MIN_PAIRS
 from .runs import NOT_MEASURED, Machines, Run, as_number, machine_identity, machine_name
 from .stability import FLAGS, assess, flag_runs, thresholds

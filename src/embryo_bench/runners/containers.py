@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ..errors import DockerError
 from ..io import sha256_file, sha256_tree, write_json
-from ..planning.codehash import PACKAGE, code_hash
+from ..vocabulary.codehash import PACKAGE, code_hash
 from .docker_api import Daemon, channel, daemon_identity, docker_client, resolve_daemon
 
 #: The Dockerfile of both images, relative to the repository.

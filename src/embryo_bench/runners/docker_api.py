@@ -423,6 +423,17 @@ def docker_client(daemon: Daemon | str | None = None, timeout: int = 120):
     return client
 
 
+def daemon_info(daemon: Daemon | str) -> dict:
+    """The daemon's ``info()`` (its ``NCPU``, ``Runtimes``, ...), asked with a 20 s timeout:
+    what the plan's ``local`` hardware check (:class:`embryo_bench.recording.hardware.LocalProbe`)
+    asks of each daemon.
+
+    Raises:
+        DockerError: as :func:`docker_client`.
+    """
+    return docker_client(daemon, timeout=20).info()
+
+
 def daemon_identity(info: dict) -> dict:
     """Who a Docker daemon is, from its ``info()``: the machine a container ran on.
 

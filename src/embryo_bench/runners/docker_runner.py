@@ -38,12 +38,12 @@ from urllib.parse import urlsplit
 
 from ..errors import DockerError, Interrupted
 from ..io import atomic_path, read_json
-from ..planning.layout import METRICS, PROGRESS, RUN_SPEC, TELEMETRY
-from ..planning.spec import RunSpec
 from ..recording.hardware import local_node, run_cores, why_not
 from ..recording.provenance import SLURM_ENV, git_commit
 from ..recording.record import finish_run
 from ..recording.telemetry import ContainerSampler, Measurement
+from ..vocabulary.layout import METRICS, PROGRESS, RUN_SPEC, TELEMETRY
+from ..vocabulary.spec import RunSpec
 from .docker_api import Daemon, channel, daemon_identity, docker_client, is_loopback
 from .lifeline import LIFELINE_ENV
 

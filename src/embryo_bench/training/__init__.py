@@ -1,1 +1,2 @@
-"""Training: Keras backends and threads, the trainer, scoring a model."""
+"""Training: Keras backends and threads, the trainer, scoring a model, a machine baseline's
+probes (``embryo-bench calibrate``)."""

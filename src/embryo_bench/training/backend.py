@@ -184,7 +184,7 @@ def _jax_cuda_version() -> str | None:
 
 def set_precision(precision: str) -> None:
     """Build every model of this process under the Keras dtype policy ``precision``
-    (float32, mixed_bfloat16 or mixed_float16: :data:`embryo_bench.planning.spec.PRECISIONS`),
+    (float32, mixed_bfloat16 or mixed_float16: :data:`embryo_bench.vocabulary.spec.PRECISIONS`),
     set every time, so a policy set before in the same process does not carry over. Call
     after Keras is imported and before the model is built.
 

@@ -70,8 +70,8 @@ import pandas as pd
 from ..data.arrays import synthetic_arrays
 from ..errors import ConfigError
 from ..io import atomic_path, read_json, write_json
-from ..planning.spec import RunSpec
 from ..recording.hardware import gpu_identity, memory_mib, this_machine
+from ..vocabulary.spec import RunSpec
 from .backend import (
     backend_devices,
     device_memory_peak_mib,

@@ -21,8 +21,8 @@ from ..data.sources import (
     visible_entries,
 )
 from ..errors import DataError
-from ..planning.layout import SETTINGS
-from ..planning.spec import Preprocessing
+from ..vocabulary.layout import SETTINGS
+from ..vocabulary.spec import Preprocessing
 
 
 def _found(images: Path, subdirs: list[Path]) -> str:
@@ -135,7 +135,7 @@ def load_checked_model(model_path: Path, image_size: int):
 
     try:
         # Uncompiled: scoring only predicts, and the optimizer a run trained with may be
-        # one Keras knows only once its module is imported (training.fused_adam).
+        # one Keras knows only once its module is imported (workloads.fused_adam).
         model = keras.models.load_model(model_path, compile=False)
     except Exception as exc:  # Keras raises many types for a damaged archive
         raise DataError(
@@ -184,9 +184,18 @@ def evaluate(
     pp = Preprocessing.from_settings_file(model_path.parent / SETTINGS)
     model = load_checked_model(model_path, pp.image_size)
     manifest = _index(images, pp.frame_size)
-    angles = pp.angles() if all_rotations else np.zeros(1)
+    angles = preprocess.rotation_angles(pp.rotation_step) if all_rotations else np.zeros(1)
     x = np.concatenate(
-        [pp.apply(preprocess.read_frame(p, pp.frame_size), angles) for p in manifest["path"]]
+        [
+            preprocess.preprocess_frame(
+                preprocess.read_frame(p, pp.frame_size),
+                pp.crop_fraction,
+                pp.invert_centre,
+                angles,
+                pp.image_size,
+            )
+            for p in manifest["path"]
+        ]
     )[..., None]
     y = np.repeat(manifest["cells"].to_numpy() - 1, len(angles))
     pred = np.argmax(model.predict(x, batch_size=batch_size, verbose=0), axis=1)

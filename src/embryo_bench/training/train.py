@@ -7,7 +7,7 @@ and scoring apart (:func:`fit_epochs`), so three timings are reported side by si
 to accuracy with evaluation (MLPerf). A run has three steps: :func:`setup` (threads, seed,
 provenance, data, model), :func:`train_epochs` (between two calibration probes,
 :mod:`embryo_bench.recording.calibrate`), :func:`write_outputs`; :func:`run_training` does all three
-from a :class:`embryo_bench.planning.spec.RunSpec`. Outputs (all written atomically):
+from a :class:`embryo_bench.vocabulary.spec.RunSpec`. Outputs (all written atomically):
 
 * ``history.csv``: :data:`HISTORY_COLUMNS` (``progress.csv`` holds the same rows while the
   run trains, one appended per epoch; it is removed when the run finishes);
@@ -42,8 +42,6 @@ from ..data.npzcheck import check_npz
 from ..data.stages import load_dataset
 from ..errors import ConfigError, DataError
 from ..io import atomic_path, write_json
-from ..planning.layout import HISTORY, MODEL, PROGRESS, SETTINGS, WINDOWS
-from ..planning.spec import Preprocessing, RunSpec
 from ..recording import provenance
 from ..recording.calibrate import PROBE_METHOD, efficiency, matmul_probe, training_flops_per_image
 from ..recording.evidence import divergence
@@ -51,11 +49,15 @@ from ..recording.hardware import gpu_identity
 from ..recording.record import finish_run
 from ..recording.telemetry import Measurement, NvmlGpus, ProcessSampler
 from ..runners.lifeline import check_parent
+from ..vocabulary.layout import HISTORY, MODEL, PROGRESS, SETTINGS, WINDOWS
+from ..vocabulary.spec import Preprocessing, RunSpec
 from .backend import (
     backend_devices,
+    backend_name,
     compute_settings,
     device_memory_peak_mib,
     distribution_scope,
+    framework_versions,
     input_pipeline,
     limit_threads,
     select_gpus,
@@ -575,7 +577,7 @@ def setup(
     gpu_indices = select_gpus(spec.gpus, spec.backend, run)
     cores = limit_threads(spec.threads, spec.cpus)
     # Provenance before training: the commit and environment the run started from.
-    prov = provenance.collect(spec.seed, dataset)
+    prov = provenance.collect(spec.seed, dataset, backend_name(), framework_versions())
     # Keras (and so the model modules) only now: the backend is chosen above, and Keras
     # reads KERAS_BACKEND once, at its first import.
     import keras

@@ -1,1 +1,2 @@
-"""Workloads: each model, its data and its training recipe."""
+"""Workloads: each model, its data and its training recipe; building and compiling a model
+(TensorFlow's fused Adam among its optimizers)."""

@@ -8,7 +8,7 @@ import traceback
 import keras
 
 from ..errors import ConfigError
-from ..planning.spec import WorkloadSpec
+from ..vocabulary.spec import WorkloadSpec
 from .builders import first_line, load_checked_builder
 from .catalog import Recipe, Workload
 
@@ -178,7 +178,7 @@ def _learning_rate(recipe: Recipe, options: dict):
 
 def make_adam(**kwargs) -> keras.optimizers.Adam:
     """Adam with ``keras.optimizers.Adam``'s arguments (``learning_rate``, ``epsilon``...):
-    on the TensorFlow backend :class:`embryo_bench.training.fused_adam.FusedAdam` (the same
+    on the TensorFlow backend :class:`embryo_bench.workloads.fused_adam.FusedAdam` (the same
     update through TensorFlow's fused kernel: docs/results.md, bench_studies), else, and
     with ``amsgrad=True`` (which that kernel does not compute), Keras's.
 
@@ -188,7 +188,7 @@ def make_adam(**kwargs) -> keras.optimizers.Adam:
     if keras.backend.backend() != "tensorflow" or kwargs.get("amsgrad"):
         return keras.optimizers.Adam(**kwargs)
     # Imported here: it imports TensorFlow, which only that backend may load.
-    from ..training.fused_adam import FusedAdam
+    from .fused_adam import FusedAdam
 
     return FusedAdam(**kwargs)
 

@@ -13,8 +13,7 @@ The plan applies the rule without importing the module (:func:`locate` finds it 
 import system would, running no package's ``__init__``;
 :func:`embryo_bench.planning.workloads.check_model_path` reads its source); the trainer
 applies it again before it imports the module (:func:`load_checked_builder`). Kept apart from
-:mod:`.user` (which every command's plan imports for :data:`.user.BUILDER_PATTERN`) so that
-the rule's code reruns only the jobs that load a builder.
+:mod:`.user`, which loads a builder without the rule.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..planning.config import apply_defaults, read_config_file
-from .user import BUILDER_PATTERN
+from ..vocabulary.config import apply_defaults, read_config_file
+from ..vocabulary.spec import BUILDER_PATTERN
 
 #: The catalog file, shipped with the package (pyproject's package-data).
 CATALOG = Path(__file__).with_name("catalog.yaml")

@@ -13,9 +13,8 @@ import re
 from collections.abc import Callable
 
 from ..errors import ConfigError
+from ..vocabulary.spec import BUILDER_PATTERN
 
-#: A builder's path: dotted module names, a colon, the function's name.
-BUILDER_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
 BUILDER_FORM = "'package.module:function'"
 
 

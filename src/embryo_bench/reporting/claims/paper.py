@@ -1,5 +1,5 @@
 """The paper's own GPU conclusions (Lawrence et al. 2017, study 000), checked on our
-runs of its workload (catalog ``paper``: :data:`embryo_bench.planning.layout.PAPER_WORKLOAD`)
+runs of its workload (catalog ``paper``: :data:`embryo_bench.vocabulary.layout.PAPER_WORKLOAD`)
 when a configuration names ``study: paper``. Its side: the CPU systems' training times from
 :mod:`embryo_bench.published.paper` (309 and 134 min), its systems' vCPUs and GPUs from
 ``published/paper.csv``; the GPU systems' times are drawn in its Figures 5 and 6 and printed
@@ -27,9 +27,9 @@ import math
 
 import pandas as pd
 
-from ...planning.layout import PAPER_WORKLOAD
 from ...published import paper
 from ...published.studies import studies
+from ...vocabulary.layout import PAPER_WORKLOAD
 from .common import DOES_NOT_HOLD, HOLDS, Claim, target_ratio
 from .gpu import cannot, finished, min_difference, no_gpu_why, speedups, synthetic
 

@@ -68,7 +68,7 @@ class FiguresSpec:
 
     def to_dict(self) -> dict:
         """Plain, JSON-ready dict with the file's ``format``
-        (:data:`embryo_bench.planning.layout.FIGURES_SPEC_FORMAT`) and ``digest``
+        (:data:`embryo_bench.vocabulary.layout.FIGURES_SPEC_FORMAT`) and ``digest``
         (:func:`content_digest`)."""
         d = {"format": FIGURES_SPEC_FORMAT, **dataclasses.asdict(self)}
         return {**d, "digest": content_digest(d)}

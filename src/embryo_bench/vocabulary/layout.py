@@ -5,7 +5,7 @@ share. Paths are relative to a configuration's ``outdir``.
 from __future__ import annotations
 
 #: Files of one training run, in ``train/<target>/repeat-<k>/``. ``run.json`` (the run's
-#: resolved settings, :class:`embryo_bench.planning.spec.RunSpec`) is written before training, by
+#: resolved settings, :class:`embryo_bench.vocabulary.spec.RunSpec`) is written before training, by
 #: its
 #: own rule; the rest by the training.
 RUN_SPEC = "run.json"
@@ -19,7 +19,7 @@ METRICS_FORMAT = 1
 #: Format version of a machine baseline (`embryo-bench calibrate --out`, `stability.baseline`);
 #: files without one are version 0 (their machine records no CPU flags or host cores).
 BASELINE_FORMAT = 1
-#: The figures job's settings (:mod:`embryo_bench.planning.figspec`), beside ``figures/``, and its
+#: The figures job's settings (:mod:`embryo_bench.vocabulary.figspec`), beside ``figures/``, and its
 #: format version (2: the file carries the digest of its content).
 FIGURES_SPEC = "figures-spec.json"
 FIGURES_SPEC_FORMAT = 2

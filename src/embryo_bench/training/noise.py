@@ -20,12 +20,18 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..io import write_json
-from ..planning.layout import BASELINE_FORMAT
-from ..planning.spec import BACKENDS
-from ..training.backend import limit_threads
-from ..training.train import select_backend
-from .calibrate import BASELINE_PROBES, MIN_PAIRS, PROBE_METHOD, machine_baseline, matmul_probe
-from .hardware import this_machine, visible_cores
+from ..recording.calibrate import (
+    BASELINE_PROBES,
+    MIN_PAIRS,
+    PROBE_METHOD,
+    machine_baseline,
+    matmul_probe,
+)
+from ..recording.hardware import this_machine, visible_cores
+from ..vocabulary.layout import BASELINE_FORMAT
+from ..vocabulary.spec import BACKENDS
+from .backend import limit_threads
+from .train import select_backend
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +47,7 @@ def check_calibration(
         threads: threads the probe runs with (``--threads``, a count).
         cpus: cores to pin the probe to (``--cpus``, a count of this process's cores).
         backend: Keras backend running the probe (``--backend``, one of
-            :data:`embryo_bench.planning.spec.BACKENDS`).
+            :data:`embryo_bench.vocabulary.spec.BACKENDS`).
         out: the baseline file to write (``--out``, a path).
 
     Raises:

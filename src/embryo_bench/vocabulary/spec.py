@@ -19,13 +19,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 from jsonschema import Draft202012Validator
 
-from ..data.preprocess import preprocess_frame, rotation_angles
 from ..errors import ConfigError, DataError
 from ..io import check_format, non_finite, read_json, write_json
-from ..workloads.user import BUILDER_PATTERN
 from .layout import PAPER_WORKLOAD, RUN_SPEC_FORMAT
 
 
@@ -108,29 +105,6 @@ class Preprocessing:
         """The five settings as a plain dict."""
         return dataclasses.asdict(self)
 
-    def angles(self) -> np.ndarray:
-        """Rotation angles in degrees, float64 (R,): 0, step, 2 step, ... below 360.
-
-        Raises:
-            ConfigError: rotation_step outside (0, 360].
-        """
-        return rotation_angles(self.rotation_step)
-
-    def apply(self, frame: np.ndarray, angles: np.ndarray | None = None) -> np.ndarray:
-        """The whole chain for one frame (uint8 (frame_size, frame_size)): crop, equalise +
-        invert, each rotation of ``angles`` (default: every training rotation), resize.
-
-        Returns:
-            uint8 array (R, image_size, image_size).
-        """
-        return preprocess_frame(
-            frame,
-            self.crop_fraction,
-            self.invert_centre,
-            self.angles() if angles is None else angles,
-            self.image_size,
-        )
-
 
 #: Runners that can train a run.
 RUNNERS = ("host", "docker")
@@ -162,6 +136,10 @@ class Container:
     shm_size: str
     docker_host: str = ""
 
+
+#: A model builder's path (a workload's ``model``): dotted module names, a colon, the
+#: function's name (:mod:`embryo_bench.workloads.user` loads it).
+BUILDER_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
 
 #: How a workload's batches reach the model: arrays in RAM, or image files
 #: decoded (and augmented) per batch by input workers.
@@ -332,7 +310,7 @@ class RunSpec:
 
     def to_dict(self) -> dict:
         """Plain, JSON-ready dict (nested dataclasses as dicts), with the file's ``format``
-        (:data:`embryo_bench.planning.layout.RUN_SPEC_FORMAT`). A run of the paper's workload
+        (:data:`embryo_bench.vocabulary.layout.RUN_SPEC_FORMAT`). A run of the paper's workload
         is written as before workloads existed (format 1, no ``workload`` and its
         ``preprocessing``), so its ``run.json`` and its cached run stay as they were; another
         workload's run is format 2 with its ``workload`` and no ``preprocessing``.
@@ -363,7 +341,8 @@ class RunSpec:
         Raises:
             ConfigError: a key missing or unknown, or a value of the wrong type or out of
                 range, in one line naming ``where``, the key, the value and what is allowed.
-            DataError: a ``format`` newer than :data:`embryo_bench.planning.layout.RUN_SPEC_FORMAT`.
+            DataError: a ``format`` newer than
+                :data:`embryo_bench.vocabulary.layout.RUN_SPEC_FORMAT`.
         """
         if not isinstance(d, dict):
             raise ConfigError(f"{where}: a run spec is a JSON object, not {type(d).__name__}")
