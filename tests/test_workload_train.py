@@ -128,6 +128,8 @@ def test_several_steps_a_call_record_their_number_and_train_the_same_history(tmp
 
 @pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")
 @pytest.mark.slow
+# Its input-wait share is a timing: another test's training beside it slows the compute.
+@pytest.mark.alone
 def test_slowed_decoding_makes_a_files_run_input_bound_and_memory_input_does_not(tmp_path):
     """Decoding slowed on purpose (50 ms an image, one worker) flags the run input-bound with
     its share; the same workload from memory is not flagged. The sleep is long beside the
