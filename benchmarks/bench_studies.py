@@ -202,8 +202,11 @@ def workload(name: str, input_mode: str, seed: int, train: int = 1, test: int = 
         "train_samples": train,
         "test_samples": test,
     }
-    items = load_schema()["properties"]["workloads"]["items"]
-    return resolve_workload(apply_defaults(entry, items), 0, seed)
+    schema = load_schema()["properties"]
+    # The configuration's train section with its defaults: its seed seeds the synthetic
+    # arrays; its accuracy target and repeats are the workload's defaults.
+    train_section = apply_defaults({"seed": seed}, schema["train"])
+    return resolve_workload(apply_defaults(entry, schema["workloads"]["items"]), 0, train_section)
 
 
 def samples(name: str, scale: float, batch: int) -> tuple[int, int]:
