@@ -106,6 +106,17 @@ class Preprocessing:
         return dataclasses.asdict(self)
 
 
+#: What a workload's runs train on, its input kind (a run's :attr:`RunSpec.input_kind`, a
+#: workload's ``input_kind`` in :class:`embryo_bench.planning.workloads.Workload`; the
+#: workflow chooses a training's and a figures job's inputs by it): ``shards``, augmented
+#: ``.npz`` shards made by the paper's own stages (crop, invert, augment), each recording the
+#: preprocessing settings it was made with, which the run's spec names; ``arrays``, a
+#: workload's prepared arrays (:mod:`embryo_bench.data.arrays`), trained from memory or, in
+#: its ``files`` input mode, with the training images read from an image folder.
+INPUT_SHARDS = "shards"
+INPUT_ARRAYS = "arrays"
+INPUT_KINDS = (INPUT_SHARDS, INPUT_ARRAYS)
+
 #: Runners that can train a run.
 RUNNERS = ("host", "docker")
 #: The Keras backends a run may ask for (``targets[].backend`` in the configuration schema
