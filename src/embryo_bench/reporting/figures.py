@@ -393,9 +393,9 @@ def fig_training_time(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
         bars = _bars(ax, range(len(g)), med, err, color=color)
         for i, v in enumerate(med):
             ax.annotate(f"{v:.3g} {unit}", (i, v), ha="center", va="bottom", fontsize=7)
-        workload = _workload(g)
+        trained = _workload(g)
         names = [f"{n}\nn={k}" for n, k in zip(g["target"], g["repeats"], strict=True)]
-        if workload is None:
+        if trained is None:  # the targets trained different amounts: each label says
             names = [
                 f"{n}\n{int(i):,} img x {int(e)} ep"
                 for n, i, e in zip(names, g["train_images"], g["epochs"], strict=True)
@@ -403,7 +403,7 @@ def fig_training_time(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
         _target_ticks(ax, names)
         ax.set_ylabel(f"training time ({unit})")
         ax.margins(y=0.15)
-        ax.set_title(f"{title}\n{workload or 'workloads differ (see labels)'}", fontsize=8)
+        ax.set_title(f"{title}\n{trained or 'workloads differ (see labels)'}", fontsize=8)
         _legend(ax, _mark_flagged(bars, g), loc="upper left", bbox_to_anchor=(0, -0.25))
     ax = axes[-1]
     hours = [m / 60 for m in paper.TRAINING_MINUTES.values()]

@@ -344,7 +344,7 @@ class RunSpec:
             del d["steps_per_execution"]
         if self.precision == "float32":
             del d["precision"]
-        if self.workload is None:
+        if self.input_kind == INPUT_SHARDS:  # the paper's runs, as before workloads
             del d["workload"]
             return {"format": 1, **d}
         del d["preprocessing"]
