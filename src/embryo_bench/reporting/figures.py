@@ -764,9 +764,10 @@ def make_all(
         targets: target name -> report fields (price, paper system, sweep point).
         source: the index stage's ``source.json``, or a workload's data info (the data's
             ``label``, ``synthetic`` or not, and for a workload its ``workload``).
-        preprocessing: the settings the training data was made with (figure 1); None for
-            a workload other than the paper's (figure 1 and the paper's values then say
-            they are the paper's workload's).
+        preprocessing: the settings the training data was made with (figure 1): given for
+            a workload of input kind shards (the paper's, whose figures job is given the
+            stages' outputs); None for a workload on arrays (figure 1 and the paper's values
+            then say they are the paper's workload's).
         selection: ``selected.csv`` (figure 1's frame); None with ``preprocessing``.
         out_dir: the figures folder.
         cost_base, cost_note: as :func:`embryo_bench.planning.plan.cost_base`.
@@ -801,7 +802,10 @@ def make_all(
     workload = source.get("workload", "")
     if workload:
         footer = f"workload {workload}; {footer}"
-    if preprocessing is None or selection is None:
+    # The paper's own figure 1 and values are drawn from the stages' outputs, which the
+    # figures job of a workload on shards is given; another workload's figures say so.
+    on_shards = preprocessing is not None and selection is not None
+    if not on_shards:
         _not_this_workload(out_dir, "fig1_preprocessing", "Figure 1", workload, footer)
     else:
         fig_preprocessing(selection, preprocessing, out_dir, footer)
@@ -825,7 +829,7 @@ def make_all(
     )
     order_note = ("NOT IN PLANNED ORDER: " if ordered is False else "") + order_note
     fig_comparison(paired, order_note, out_dir, footer)
-    if workload:
+    if not on_shards:
         comparison = pd.DataFrame(
             {"quantity": [f"the paper's values are its workload's, not {workload}'s"]}
         )
