@@ -17,8 +17,9 @@ def shards_training_inputs(workload):
 
 
 def shards_training_options(input):
-    """The train command's options that give a run its shards."""
-    return ["--shards", *input.shards]
+    """The train command's options that give a run its shards
+    (embryo_bench.vocabulary.spec.TrainingInput, as the command reads them back)."""
+    return TrainingInput(INPUT_SHARDS, tuple(input.shards)).options()
 
 
 def shards_figures_inputs(workload):
@@ -67,10 +68,10 @@ def arrays_training_inputs(workload):
 
 
 def arrays_training_options(input):
-    """The train command's options that give a run its arrays (and image files)."""
-    return ["--arrays", input.arrays] + (
-        ["--files", input.files[0]] if input.files else []
-    )
+    """The train command's options that give a run its arrays (and image files)
+    (embryo_bench.vocabulary.spec.TrainingInput, as the command reads them back)."""
+    files = input.files[0] if input.files else ""
+    return TrainingInput(INPUT_ARRAYS, (input.arrays,), files).options()
 
 
 def arrays_figures_inputs(workload):
@@ -86,8 +87,7 @@ def arrays_figures_options(input):
 # --- by input kind ---
 #: A run's data by its workload's input kind (embryo_bench.vocabulary.spec.INPUT_KINDS):
 #: named inputs, `info` among them (what the data is: the index stage's source.json, a
-#: workload's data info), and the train command's options that give them. Each kind's
-#: functions sit with the rules that make its data (augment.smk, workloads.smk).
+#: workload's data info), and the train command's options that give them.
 TRAINING_INPUTS = {
     INPUT_SHARDS: shards_training_inputs,
     INPUT_ARRAYS: arrays_training_inputs,
@@ -112,8 +112,7 @@ def training_options(wildcards, input):
 
 #: What a figures job reads besides its spec and the runs, by its workload's input kind
 #: (embryo_bench.vocabulary.spec.INPUT_KINDS): named inputs, `info` among them (what the
-#: data is), and the figures command's options that give them; each kind's functions sit
-#: with the rules that make its data (augment.smk, workloads.smk).
+#: data is), and the figures command's options that give them.
 FIGURES_INPUTS = {
     INPUT_SHARDS: shards_figures_inputs,
     INPUT_ARRAYS: arrays_figures_inputs,
