@@ -222,17 +222,24 @@ def test_the_workflow_adds_rounds_stops_and_then_has_nothing_to_do(tmp_path):
     assert "Nothing to be done" in snakemake(work, config, "-n").stdout
 
     # Loosened to just above the widest interval round 3 measured (a fixed 0.9 was not
-    # always enough: tiny runs beside other tests can be that noisy).
+    # always enough: tiny runs beside other tests can be that noisy). Three tiny A/A pairs on
+    # a loaded machine can be wider than any goal the schema allows (below 100 %; 186 % was
+    # seen with the demo and two other jobs on the 2 cores): then another goal still unmet,
+    # the rounds kept at 3, which must equally rerun the figures alone.
     checked = json.loads((out / "rounds" / "round-3.json").read_text())["workloads"]["paper"]
     widest = max(t["half_width"] for t in checked["targets"].values())
-    assert widest < 0.99, widest  # the schema's until is below 1
-    config["compare"].update(until=min(widest * 1.001 + 1e-9, 0.999), max_rounds=5)
+    if widest < 0.99:
+        config["compare"].update(until=min(widest * 1.001 + 1e-9, 0.999), max_rounds=5)
+        said = "after 3 rounds (widest: host-1cpu-again)"  # round 3 is kept
+    else:
+        config["compare"].update(until=0.5)
+        said = "compare.until 50 %: max_rounds 3 reached: "
     jobs = {rule for rule, _ in planned_jobs(snakemake(work, config, "-n").stdout)}
     # No run and no check: the figures say why the rounds stopped (and record the setting).
     assert jobs == {"figures_spec", "figures", "all"}
     snakemake(work, config)
     table = (out / "figures" / "comparison_table.md").read_text()
-    assert "after 3 rounds (widest: host-1cpu-again)" in table  # round 3 is kept
+    assert said in table, (widest, table)
     assert "Nothing to be done" in snakemake(work, config, "-n").stdout
 
     # A goal tightened again with room for one more round: that round's runs only.
