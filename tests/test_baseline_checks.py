@@ -371,6 +371,7 @@ def test_calibrate_refuses_bad_arguments_before_probing(tmp_path, args, expected
     assert list(tmp_path.iterdir()) == []  # nothing written, no folder made
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_a_baseline_calibrate_writes_is_used_here(tmp_path, capsys):
     out = tmp_path / "machine.json"

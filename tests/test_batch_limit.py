@@ -192,6 +192,7 @@ def test_an_out_that_is_a_file_is_refused_before_any_trial(tmp_path, capsys):
     assert (tmp_path / "out").read_text() == "mine"
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_a_run_whose_every_trial_fails_is_refused_and_no_result_is_written(tmp_path, capsys):
     """A GPU run where the framework sees no GPU (this machine's JAX): its first trial fails
@@ -207,6 +208,7 @@ def test_a_run_whose_every_trial_fails_is_refused_and_no_result_is_written(tmp_p
     assert not any(out.glob("batch_limit.*"))
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_a_search_on_the_cpu_finds_where_a_memory_limit_stops_it(tmp_path, capsys):
     """mnist-mlp on JAX under RLIMIT_DATA 1050 MiB: batch 16,384 trains (about 850 MiB

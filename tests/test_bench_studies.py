@@ -140,6 +140,7 @@ def test_verdict_against_the_issues_bar(bench, low, high, pairs, expected):
     assert bench.verdict((low + high) / 2, low, high, pairs) == expected
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_tiny_run_prints_its_table(bench, tmp_path):
     """One workload, one round, one timed epoch after one excluded, two batches of data: both

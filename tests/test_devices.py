@@ -148,6 +148,7 @@ def test_the_backend_says_it_trains_on_the_cpu_here(monkeypatch, name):
     assert backend.device_memory_peak_mib() is None  # no GPU: no device memory to report
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_a_gpu_run_where_the_backend_sees_no_gpu_is_refused_before_any_output(tmp_path):
     """``embryo-bench train`` of a ``gpus: 1`` target on a machine whose JAX has no GPU (this

@@ -80,6 +80,7 @@ def docker_run(tmp_path_factory):
     return client, work, config, work / "out"
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_container_training_outputs_and_telemetry(docker_run):
     client, _, config, out = docker_run
@@ -120,6 +121,7 @@ def test_container_training_outputs_and_telemetry(docker_run):
     assert table["runner"].tolist() == ["docker"]
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_a_second_invocation_builds_and_trains_nothing(docker_run):
     _, work, config, _ = docker_run
@@ -127,6 +129,7 @@ def test_a_second_invocation_builds_and_trains_nothing(docker_run):
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_an_image_with_the_same_labels_is_reused_not_built(docker_run, tmp_path):
     """A second build of the same content on the same base and pip source tags the image
@@ -150,6 +153,7 @@ def test_an_image_with_the_same_labels_is_reused_not_built(docker_run, tmp_path)
         client.images.remove("embryo-bench/cpu:reuse-test")
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_the_image_keeps_no_wheels(docker_run):
     """Two stages: the wheels go into the first stage only, so no layer of the
@@ -219,6 +223,7 @@ def test_a_daemon_is_here_on_every_loopback_address():
     assert daemon_is_here("") and daemon_is_here("unix:///var/run/docker.sock")
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_the_training_container_gets_only_what_training_needs(docker_run, tmp_path):
     """The run trained (docker_run) in a container without network,
@@ -265,6 +270,7 @@ def test_the_training_container_gets_only_what_training_needs(docker_run, tmp_pa
     assert _labelled(client) == []
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_a_hardware_code_change_reruns_docker_training(docker_run, tmp_path):
     """hardware.py decides what a container gets and is checked before it starts: a code
@@ -277,6 +283,7 @@ def test_a_hardware_code_change_reruns_docker_training(docker_run, tmp_path):
     assert jobs == {"image": 1, "train": 1, "figures": 1, "all": 1}
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_oom_kill_is_reported_with_the_memory_limit(docker_run, tmp_path):
 
@@ -289,6 +296,7 @@ def test_oom_kill_is_reported_with_the_memory_limit(docker_run, tmp_path):
     assert _labelled(client) == []
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_image_missing_on_the_daemon_is_named(docker_run, tmp_path):
     """A record whose image is not on this daemon (built on another node's daemon) stops the
@@ -339,6 +347,7 @@ def _wait_for_container(client, proc, timeout=240):
     raise AssertionError("no container started")
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "how",
@@ -382,6 +391,7 @@ def test_interrupted_snakemake_leaves_no_container(docker_run, tmp_path, how):
             os.killpg(proc.pid, signal.SIGKILL)
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_sigterm_to_the_runner_leaves_no_container(docker_run, tmp_path):
     client, _, config, out = docker_run
@@ -399,6 +409,7 @@ def test_sigterm_to_the_runner_leaves_no_container(docker_run, tmp_path):
     assert not (tmp_path / "run" / "metrics.json").exists()
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_a_sigkilled_runners_container_stops_and_the_next_runner_removes_it(docker_run, tmp_path):
     # SIGKILL of the runner left its container training on for minutes,
@@ -440,6 +451,7 @@ def test_a_sigkilled_runners_container_stops_and_the_next_runner_removes_it(dock
             c.remove(force=True)
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_image_build_failure_shows_the_log_tail(tmp_path):
     import tarfile
@@ -489,6 +501,7 @@ def test_a_missing_base_image_is_named(tmp_path):
     assert not (tmp_path / "rec.json").exists()
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_missing_daemon_fails_before_any_job(tmp_path):
     config = docker_config(tmp_path / "out")
@@ -500,6 +513,7 @@ def test_missing_daemon_fails_before_any_job(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_missing_daemon_target_is_skipped_when_asked(tmp_path):
     config = offline_config(tmp_path / "out", docker=True)
@@ -513,6 +527,7 @@ def test_missing_daemon_target_is_skipped_when_asked(tmp_path):
     assert "train/docker-1cpu" not in text and "train/host-1cpu" in text
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_missing_gpus_reported(tmp_path):
     if nvidia_gpus():
@@ -526,6 +541,7 @@ def test_missing_gpus_reported(tmp_path):
     assert "target host-gpu: asks for 1 GPUs, this host has 0" in proc.stdout + proc.stderr
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_gpu_target_samples_nvml(tmp_path):
     """Where a GPU and a daemon with the NVIDIA runtime exist: build the gpu image and train
@@ -603,6 +619,7 @@ def _plan(config: dict):
     return Plan.from_config(config, hardware_check="local")
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_the_daemon_check_passes_over_tls(second_daemon, pki, tmp_path, no_docker_env):
     """The plan's hardware check reaches the daemon over TLS, with the target's files or the
@@ -624,6 +641,7 @@ def test_the_daemon_check_passes_over_tls(second_daemon, pki, tmp_path, no_docke
     assert docker_client().info()["ID"] == second_daemon.info()["ID"]
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("address", "files", "said"),
@@ -660,6 +678,7 @@ def test_what_fails_is_named(second_daemon, pki, tmp_path, no_docker_env, addres
     assert message.startswith("target docker-tls: ") and "\n" not in message
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_snakemake_names_the_wrong_ca_in_one_line(second_daemon, pki, tmp_path, no_docker_env):
     config = tls_config(tmp_path / "out", REMOTE, tls(pki / "client", ca_cert=pki / "other/ca.pem"))
@@ -867,6 +886,7 @@ def test_a_target_behind_ssh_trains_on_that_daemon(remote_run, ssh_home, tmp_pat
     assert (tmp_path / "run/model.keras").exists() and _labelled(second) == []
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_ssh_errors_name_the_host(ssh_home, tmp_path, monkeypatch):
     """A key the server refuses, and a server with no daemon behind it: one error each,

@@ -63,6 +63,7 @@ def _garble_figure_one(out: Path) -> None:
     os.utime(selection, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_a_garbled_metrics_json_is_refused_before_any_job_naming_the_run(work, monkeypatch):
     work, config = work
@@ -88,6 +89,7 @@ def test_a_garbled_metrics_json_is_refused_before_any_job_naming_the_run(work, m
     Plan.from_config(config, hardware_check="none")
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "name, damage, message",
@@ -112,6 +114,7 @@ def test_each_file_the_figures_read_of_a_finished_run_is_checked(
     )
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_a_garbled_baseline_stops_the_workflow_with_the_figures_untouched(work):
     work, config = work
@@ -125,6 +128,7 @@ def test_a_garbled_baseline_stops_the_workflow_with_the_figures_untouched(work):
     assert _digests(work / "out" / "figures") == before
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_a_figures_job_that_fails_on_what_no_plan_sees_names_the_kept_set(work):
     """The figures job fails (its figure 1 frame is garbled; the plan does not read frames)
@@ -150,6 +154,7 @@ def test_a_figures_job_that_fails_on_what_no_plan_sees_names_the_kept_set(work):
     assert job_counts(_snakemake(work, config, "-n").stdout) == {"figures": 1, "all": 1}
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_a_complete_set_made_before_sets_were_kept_is_kept_when_jobs_run(work):
     """onstart keeps a complete figures/ when nothing is kept yet; dry runs and --report

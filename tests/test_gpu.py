@@ -39,6 +39,7 @@ def _gpu_backend() -> str | None:
 
 
 @pytest.mark.alone
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_host_run_on_a_gpu_is_sampled_through_nvml(tmp_path):
     require_gpu()

@@ -30,7 +30,10 @@ from workflow_helpers import (
     write_spec,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)"),
+]
 
 
 def _ended(pid: int) -> bool:

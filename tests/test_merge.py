@@ -73,6 +73,7 @@ def two_machines(tiny_run, tmp_path_factory):
     return a, config, b / "out"  # config's outdir: "out", relative to A's work dir
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_a_merge_shows_both_machines_in_every_table_and_the_report(two_machines):
     a, config, other = two_machines
@@ -112,6 +113,7 @@ def test_a_merge_shows_both_machines_in_every_table_and_the_report(two_machines)
         assert theirs_name in z.read(csv).decode()
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_runs_on_other_preprocessing_are_refused_and_the_figures_kept(two_machines, tmp_path):
     """The refusal comes when the plan is made, before Snakemake deletes the
@@ -136,6 +138,7 @@ def test_runs_on_other_preprocessing_are_refused_and_the_figures_kept(two_machin
     assert digest(figures) == before
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_a_merge_folder_without_runs_is_named_before_any_job(tmp_path):
     config = {**small_config(tmp_path / "out"), "merge": [str(tmp_path / "nowhere")]}

@@ -201,6 +201,7 @@ def test_both_variants_build_the_paper_model_with_their_own_initial_weights():
         build_model(64, variant="tf1")
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_original_variant_trains_fixed_step_epochs_without_the_holdout(tmp_path):
     """epoch_steps batches per epoch from reshuffled passes (leftover dropped), the first

@@ -150,6 +150,7 @@ def test_a_second_checkout_is_refused_while_the_first_runs_and_runs_once_it_is_g
     assert f'"checkout": "{b}"' in (out / LOCK_FILE).read_text()
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_a_job_run_by_its_own_snakemake_takes_no_lock(tiny_run, tmp_path):
     """A cluster job runs the Snakefile again on its node (--mode remote): the workflow that

@@ -325,6 +325,7 @@ def test_report_holds_every_figure_and_table(report_run):
         assert caption in html
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_report_tables_rows_and_values(report_run):
     _, config, out = report_run

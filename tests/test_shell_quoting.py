@@ -211,6 +211,7 @@ def test_a_setting_that_must_name_a_target_refuses_anything_else(setting, tmp_pa
     assert len(err) == 1 and err[0].startswith(f"embryo-bench: error: {said}"), err
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_the_workflow_refuses_a_debian_suite_with_a_command_in_it(tmp_path):
     """A command in debian_suite: the workflow stops at the schema, before any job."""
@@ -418,6 +419,7 @@ def test_metacharacters_in_every_setting_reach_each_command_as_one_argument(tmp_
     assert not list(tmp_path.rglob("MARKER*"))
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_real_jobs_pass_metacharacters_as_data(tmp_path):
     """synthesize, index and select run for real with the payload in outdir and label; a

@@ -21,7 +21,10 @@ from workflow_helpers import REPO, offline_config, snakemake
 from embryo_bench.data.synthetic import generate_db
 from embryo_bench.errors import DockerError
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)"),
+]
 SLURM_PROFILE = REPO / "profiles" / "slurm"
 SUBMITTED = re.compile(
     r"Job (\S+) has been submitted with SLURM jobid (\d+) \(log: (\S+)\)\.", re.MULTILINE

@@ -39,7 +39,10 @@ from workflow_helpers import (
 from embryo_bench.data.synthetic import generate_db, zip_tree
 
 REPO = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)"),
+]
 
 
 def test_offline_outputs(offline_run):
@@ -611,6 +614,7 @@ def test_repeats_run_as_alternating_rounds_and_every_run_is_compared(tiny_run, t
     assert jobs == {"train": 1, "figures": 1, "all": 1}, jobs
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_a_deleted_run_output_reruns_its_training(tiny_run, tmp_path):
     """Deleting a run's model.keras (which nothing downstream reads) or its

@@ -16,7 +16,10 @@ from test_datasets import mnist_npz
 from test_download import NoRangeHandler, _serve
 from workflow_helpers import copy_repo, offline_config, snakemake
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)"),
+]
 
 TEXT = "Supposing that truth is a woman--what then? " * 40
 

@@ -68,6 +68,7 @@ def workloads_run(tmp_path_factory):
     return work, config
 
 
+@pytest.mark.ci_step("catalog-runs", "a catalog workload trained through the workflow")
 @pytest.mark.slow
 def test_every_workload_trains_on_the_host_and_in_a_container(workloads_run):
     work, _ = workloads_run
@@ -113,6 +114,7 @@ def mtimes(folder: Path) -> dict[str, int]:
     return {str(p): p.stat().st_mtime_ns for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.ci_step("catalog-runs", "a catalog workload trained through the workflow")
 @pytest.mark.slow
 def test_an_edit_to_one_workloads_settings_reruns_only_its_jobs(workloads_run, tmp_path):
     work, config = workloads_run
@@ -161,6 +163,7 @@ def user_workload(model: str) -> list[dict]:
              "learning_rate": 0.01}]  # fmt: skip
 
 
+@pytest.mark.ci_step("catalog-runs", "a catalog workload trained through the workflow")
 @pytest.mark.slow
 def test_a_users_model_by_module_path_trains_on_the_host(tmp_path):
     modules = tmp_path / "modules"
@@ -233,6 +236,7 @@ PAPER_RUN_RULES = {"download", "extract", "synthesize", "index", "select", "crop
                    "augment", "run_spec", "train"}  # fmt: skip
 
 
+@pytest.mark.ci_step("catalog-runs", "a catalog workload trained through the workflow")
 @pytest.mark.slow
 def test_adding_a_workload_to_a_finished_paper_run_runs_only_the_new_workload(offline_run):
     """A finished offline run (the paper's workload) with mnist-mlp added: the dry run has
@@ -247,6 +251,7 @@ def test_adding_a_workload_to_a_finished_paper_run_runs_only_the_new_workload(of
         "workload_data", "run_spec", "train", "figures_spec", "figures"}, dry  # fmt: skip
 
 
+@pytest.mark.ci_step("catalog-runs", "a catalog workload trained through the workflow")
 @pytest.mark.slow
 def test_result_folders_from_before_workloads_merge_as_the_papers_workload(offline_run, tmp_path):
     """The offline run's train/<target>/repeat-k (run.json format 1 without a workload), its

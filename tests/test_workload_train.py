@@ -88,6 +88,7 @@ def _metrics(tmp_path: Path, name: str) -> dict:
     return json.loads((tmp_path / name / "metrics.json").read_text())
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_a_workload_trains_from_its_arrays_in_memory(tmp_path):
     spec = _spec({"name": "mnist-mlp", "data": "synthetic", "epochs": 1, "batch_size": 32})
@@ -103,6 +104,7 @@ def test_a_workload_trains_from_its_arrays_in_memory(tmp_path):
     assert settings["workload"]["name"] == "mnist-mlp"
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_several_steps_a_call_record_their_number_and_train_the_same_history(tmp_path):
     """100 samples in batches of 4: 25 steps an epoch, windows of 2, so 2 steps a call (the
@@ -151,6 +153,7 @@ def test_slowed_decoding_makes_a_files_run_input_bound_and_memory_input_does_not
     assert _metrics(tmp_path, "memory")["input_wait"]["input_bound"] is None
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_arrays_of_another_shape_are_named_in_one_line(tmp_path):
     spec = _spec({"name": "mnist-mlp", "data": "synthetic"})
@@ -167,6 +170,7 @@ def test_arrays_of_another_shape_are_named_in_one_line(tmp_path):
     assert not (tmp_path / "run" / "metrics.json").exists()
 
 
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
 def test_a_user_model_that_does_not_fit_is_refused_before_training(tmp_path, monkeypatch):
     """50 outputs for 10 classes trained and was reported like any run; now the trainer's
