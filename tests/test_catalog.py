@@ -16,12 +16,12 @@ import tensorflow as tf
 import yaml
 
 from embryo_bench.errors import ConfigError
+from embryo_bench.studies.minimaxir.models import AUX_LOSS_WEIGHT
+from embryo_bench.studies.wu.models import LRN, Cifar10Distortion, LocalResponseNormalization
 from embryo_bench.workloads.build import build_model, compile_model, make_optimizer
 from embryo_bench.workloads.builders import load_checked_builder
 from embryo_bench.workloads.catalog import CATALOG, Recipe, Workload, catalog, get, load_catalog
-from embryo_bench.workloads.minimaxir import AUX_LOSS_WEIGHT
 from embryo_bench.workloads.user import load_builder
-from embryo_bench.workloads.wu import LRN, Cifar10Distortion, LocalResponseNormalization
 
 #: The parameter counts as the sources give them, written out by hand from each source's
 #: layers (a conv k x k x in x out + out; a dense in x out + out; an LSTM 4 x (units x

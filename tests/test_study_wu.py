@@ -16,9 +16,9 @@ from study_helpers import NO_RUNS, seed_copy, study_runs
 
 from embryo_bench.planning.plan import Plan
 from embryo_bench.published import studies as pub
-from embryo_bench.reporting.claims import wu
 from embryo_bench.reporting.claims.common import CANNOT, DOES_NOT_HOLD, HOLDS, Claim
 from embryo_bench.reporting.study import OURS_COLUMNS
+from embryo_bench.studies.wu import claims as wu
 from embryo_bench.vocabulary.config import read_config_file, read_config_files
 from embryo_bench.workloads.catalog import catalog
 

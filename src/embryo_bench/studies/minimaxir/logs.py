@@ -35,9 +35,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import DataError
-from ..workloads.catalog import catalog
-from .studies import COLUMNS, HERE, load_numbers
+from ...errors import DataError
+from ...published.studies import COLUMNS, HERE, load_numbers
+from ...workloads.catalog import catalog
 
 #: The copied logs.
 LOGS = HERE / "minimaxir"

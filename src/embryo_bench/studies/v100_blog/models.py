@@ -25,7 +25,7 @@ from __future__ import annotations
 import keras
 from keras import layers
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 
 def _network(input_shape, classes, filters: tuple[int, ...], dropout: float, name: str):

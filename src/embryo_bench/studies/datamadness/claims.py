@@ -26,8 +26,8 @@ import math
 import pandas as pd
 
 from ...published.studies import parse_settings
-from .common import DOES_NOT_HOLD, HOLDS, Claim
-from .gpu import (
+from ...reporting.claims.common import DOES_NOT_HOLD, HOLDS, Claim
+from ...reporting.claims.gpu import (
     GPU_IDLE_BELOW_PERCENT,
     NO_UTILISATION,
     cannot,
@@ -39,7 +39,7 @@ from .gpu import (
     synthetic,
     utilisation_missing,
 )
-from .input_bound import input_bound_claims, published_text
+from ...reporting.claims.input_bound import input_bound_claims, published_text
 
 #: The study's workload (catalog name).
 WORKLOAD = "datamadness-cnn"

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...published.minimaxir_logs import BASES, JULY, NOVEMBER, SEED, SYSTEMS
-from .common import (
+from ...reporting.claims.common import (
     CANNOT,
     DOES_NOT_HOLD,
     HOLDS,
@@ -33,7 +32,8 @@ from .common import (
     judge_at_least,
     target_ratio,
 )
-from .gpu import no_gpu_why
+from ...reporting.claims.gpu import no_gpu_why
+from .logs import BASES, JULY, NOVEMBER, SEED, SYSTEMS
 
 MLP_FEWER_CPUS = "for the MNIST MLP, fewer vCPUs cost less"
 MLP_CPU_CHEAPER = "the MNIST MLP is cheapest on CPUs"

@@ -23,8 +23,8 @@ from __future__ import annotations
 import keras
 from keras import layers, ops
 
-from ..errors import ConfigError
-from .paper import build_model as build_paper_cnn
+from ...errors import ConfigError
+from ...workloads.paper import build_model as build_paper_cnn
 
 #: cifar10_input.py: ``IMAGE_SIZE = 24`` (the crop the network sees).
 CIFAR10_CROP = 24

@@ -27,8 +27,8 @@ import math
 import pandas as pd
 
 from ...published.studies import parse_settings, studies
-from .common import CANNOT, DOES_NOT_HOLD, HOLDS, Claim, paired_workload_ratio
-from .gpu import speedup_claim, speedups
+from ...reporting.claims.common import CANNOT, DOES_NOT_HOLD, HOLDS, Claim, paired_workload_ratio
+from ...reporting.claims.gpu import speedup_claim, speedups
 
 #: The catalog workload that is the study's MNIST network (TensorFlow's Deep MNIST), and its
 #: CIFAR-10 network.

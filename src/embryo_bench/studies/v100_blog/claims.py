@@ -29,8 +29,8 @@ import math
 import pandas as pd
 
 from ...published.studies import parse_settings
-from .common import DOES_NOT_HOLD, HOLDS, Claim
-from .gpu import (
+from ...reporting.claims.common import DOES_NOT_HOLD, HOLDS, Claim
+from ...reporting.claims.gpu import (
     NO_UTILISATION,
     cannot,
     finished,
@@ -40,7 +40,7 @@ from .gpu import (
     speedups,
     utilisation_missing,
 )
-from .input_bound import input_bound_claims, more_cores_claim, published_text
+from ...reporting.claims.input_bound import input_bound_claims, more_cores_claim, published_text
 
 #: The original network (the input-bound one) and TensorFlow's CIFAR-10 example.
 ORIGINAL, CIFAR = "catsdogs-cnn", "tf-cifar10"

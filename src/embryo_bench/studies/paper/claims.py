@@ -29,9 +29,16 @@ import pandas as pd
 
 from ...published import paper
 from ...published.studies import studies
+from ...reporting.claims.common import DOES_NOT_HOLD, HOLDS, Claim, target_ratio
+from ...reporting.claims.gpu import (
+    cannot,
+    finished,
+    min_difference,
+    no_gpu_why,
+    speedups,
+    synthetic,
+)
 from ...vocabulary.layout import PAPER_WORKLOAD
-from .common import DOES_NOT_HOLD, HOLDS, Claim, target_ratio
-from .gpu import cannot, finished, min_difference, no_gpu_why, speedups, synthetic
 
 GPUS_OUTPERFORM = "TensorFlow on GPUs significantly outperforms TensorFlow on CPUs"
 VCPUS_ALIKE = "1 vCPU vs. 8 vCPUs feeding the GPU did not make much difference"

@@ -25,7 +25,7 @@ from __future__ import annotations
 import keras
 from keras import layers
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 #: imdb_fasttext.py and imdb_bidirectional_lstm.py: ``max_features = 20000`` (the words
 #: kept by ``imdb.load_data(num_words=...)``).
