@@ -1,5 +1,5 @@
 """Studies 001 (DATAmadness 2019) and 004 (the V100 blog): their published numbers
-(``published/datamadness.csv``, ``published/v100-blog.csv``) load, name catalog workloads and
+(the datamadness and v100-blog studies' ``numbers.csv``) load, name catalog workloads and
 were printed in the studies' own texts (the developers' copies beside the repository, where
 present: docs/studies/README.md); their claim checks give each verdict on hand-made rows of
 our runs."""
@@ -35,7 +35,7 @@ QUOTE = re.compile(r"(?:^|(?<=[\s(]))'(.+?)'(?=$|[\s),;.:])")
 
 def _raw(study):
     """The CSV's cells as written (strings), to compare with the text as printed."""
-    return pd.read_csv(pub.HERE / pub.studies()[study].numbers, dtype=str, keep_default_na=False)
+    return pd.read_csv(pub.studies()[study].path, dtype=str, keep_default_na=False)
 
 
 def _seed_text(study):

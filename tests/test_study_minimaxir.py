@@ -1,5 +1,5 @@
-"""minimaxir's study (Woolf 2017, study 002): his numbers in published/minimaxir.csv are
-the ones his own logs (copied into published/minimaxir/) give, every row loads, and the
+"""minimaxir's study (Woolf 2017, study 002): his numbers (the study's numbers.csv) are
+the ones his own logs (copied into its sources/) give, every row loads, and the
 claims module's verdicts on hand-made runs of ours."""
 
 import csv

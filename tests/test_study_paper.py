@@ -1,5 +1,5 @@
 """The paper's own GPU conclusions as a study (``study: paper``): its systems' file
-(published/paper.csv) loads and quotes the paper as printed, and its claims
+(the paper study's numbers.csv) loads and quotes the paper as printed, and its claims
 module judges hand-made rows of our runs of the paper's workload, with and without GPU
 targets."""
 

@@ -2,9 +2,10 @@
 
 Max Woolf's two 2017 posts drew every chart from the Keras logs his scripts wrote, one CSV per
 script and machine (``epoch,elapsed,...``, ``elapsed`` in seconds), public in his
-repositories and copied unchanged under ``published/minimaxir/`` (its README names the
-commits and the MIT licence). This module turns them into the rows of ``minimaxir.csv`` (the
-format of :mod:`embryo_bench.published.studies`), so no number of the logs is typed:
+repositories and copied unchanged into this study's ``sources/`` (its README names the
+commits and the MIT licence). This module turns them into the rows of the study's
+``numbers.csv`` (the format of :mod:`embryo_bench.published.studies`), so no number of the
+logs is typed:
 
 - ``epoch_seconds``: the median ``elapsed`` of the epochs after the first (the first holds
   graph building and warm-up; our runs report the median steady epoch the same way).
@@ -17,9 +18,9 @@ format of :mod:`embryo_bench.published.studies`), so no number of the logs is ty
   only for the workloads whose chart the post shows (:data:`FIGURES`).
 
 The systems' prices, vCPUs and GPUs come from the posts' text: they are typed once into
-``minimaxir.csv`` itself (rows whose source is a post: :data:`SEED`, the post, the section),
+``numbers.csv`` itself (rows whose source is a post: :data:`SEED`, the post, the section),
 and :func:`rows` keeps those rows as they are and uses their ``hourly_usd`` for the costs. Run
-``python -m embryo_bench.published.minimaxir_logs`` to rewrite the file after changing a log
+``python -m embryo_bench.studies.minimaxir.logs`` to rewrite the file after changing a log
 or a typed row; ``--check`` exits 1 when the file differs from what the logs give.
 """
 
@@ -36,13 +37,16 @@ from pathlib import Path
 import pandas as pd
 
 from ...errors import DataError
-from ...published.studies import COLUMNS, HERE, load_numbers
+from ...published.studies import COLUMNS, load_numbers
 from ...workloads.catalog import catalog
+from ..registry import NUMBERS as NUMBERS_FILE
 
+#: The study's folder.
+HERE = Path(__file__).parent
 #: The copied logs.
-LOGS = HERE / "minimaxir"
+LOGS = HERE / "sources"
 #: The numbers file this module writes.
-NUMBERS = HERE / "minimaxir.csv"
+NUMBERS = HERE / NUMBERS_FILE
 #: The study's short name (docs/studies/README.md), which the typed rows' sources begin with.
 SEED = "Woolf 2017 (minimaxir)"
 
@@ -287,7 +291,7 @@ def copies(read: dict[tuple[str, str], tuple[Path, pd.DataFrame]]) -> dict[tuple
 
 
 def typed_rows(path: Path = NUMBERS) -> pd.DataFrame:
-    """The rows of ``minimaxir.csv`` typed from the posts' text (their source names no log
+    """The rows of ``numbers.csv`` typed from the posts' text (their source names no log
     file), as :func:`embryo_bench.published.studies.load_numbers` reads them.
 
     Raises:
@@ -318,7 +322,7 @@ def render(records: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Rewrite ``minimaxir.csv`` from the logs and its typed rows (``--check``: only say
+    """Rewrite the study's ``numbers.csv`` from the logs and its typed rows (``--check``: only say
     whether it differs; exit status 1 when it does)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare only; exit 1 on a difference")
