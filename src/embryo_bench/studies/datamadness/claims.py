@@ -1,4 +1,4 @@
-"""DATAmadness 2019 (study 001, ``published/datamadness.csv``): a 58 M-parameter CNN
+"""DATAmadness 2019 (study 001, its folder's ``numbers.csv``): a 58 M-parameter CNN
 (catalog ``datamadness-cnn``) fed by an augmenting image generator, 10 epochs on a Ryzen 2700X
 and on an RTX 2080. Its headline claims, checked on our runs:
 

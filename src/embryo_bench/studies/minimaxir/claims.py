@@ -1,7 +1,7 @@
 """minimaxir's headline claims (Woolf 2017, study 002), checked on our runs.
 
 Four claims of his two 2017 posts, each with his side read from ``published`` (the rows of
-``published/minimaxir.csv``, which his logs give) and ours from the runs of this configuration:
+its folder's ``numbers.csv``, which his logs give) and ours from the runs of this configuration:
 
 - :data:`MLP_FEWER_CPUS` (July post): for the MNIST MLP, fewer vCPUs cost less. Checked
   across our priced CPU targets (cost of an epoch = median epoch seconds x hourly_usd).

@@ -75,7 +75,7 @@ SYSTEMS = {
 }
 #: Each post's base system (time and cost relative to it; the November one is the study's).
 BASES = {NOVEMBER: "K80 (2017-11)", JULY: "K80 (2017-07)"}
-#: His script's file name -> the catalog workload (``workloads/catalog.yaml``).
+#: His script's file name -> the catalog workload (the study's ``catalog.yaml``).
 SCRIPTS = {
     "mnist_mlp": "mnist-mlp",
     "mnist_cnn": "mnist-cnn",

@@ -2,7 +2,7 @@
 runs of its workload (catalog ``paper``: :data:`embryo_bench.vocabulary.layout.PAPER_WORKLOAD`)
 when a configuration names ``study: paper``. Its side: the CPU systems' training times from
 :mod:`embryo_bench.published.paper` (309 and 134 min), its systems' vCPUs and GPUs from
-``published/paper.csv``; the GPU systems' times are drawn in its Figures 5 and 6 and printed
+its folder's ``numbers.csv``; the GPU systems' times are drawn in its Figures 5 and 6 and printed
 nowhere, so no GPU number of theirs is quoted.
 
 1. :data:`GPUS_OUTPERFORM` (III. Conclusion): our slowest GPU target against our fastest CPU

@@ -1,4 +1,4 @@
-"""The V100 blog (phoenixNAP, study 004, ``published/v100-blog.csv``): Venkatesh's cats-vs-dogs
+"""The V100 blog (phoenixNAP, study 004, its folder's ``numbers.csv``): Venkatesh's cats-vs-dogs
 Keras CNN and two deeper variants (catalog ``catsdogs-cnn``, ``catsdogs-deeper``,
 ``catsdogs-128``) fed by an augmenting generator, and TensorFlow's CIFAR-10 example
 (``tf-cifar10``), on a VirtualBox VM, a 16-core Xeon server and a Tesla V100. Its headline

@@ -1,9 +1,10 @@
 """Wu et al.'s headline claims about TensorFlow (Wu et al. 2018, study 003, *A Comparative
 Measurement Study of Deep Learning as a Service Framework*), checked on our runs.
 
-The study's side is read from its numbers (``published/wu.csv``, :func:`load_numbers`), never
-typed here; ours from the configuration's runs (one row per workload and target, the columns
-of ``embryo_bench.reporting.study.OURS_COLUMNS``). The claims:
+The study's side is read from its numbers (its folder's ``numbers.csv``,
+:func:`load_numbers`), never typed here; ours from the configuration's runs (one row per
+workload and target, the columns of ``embryo_bench.reporting.study.OURS_COLUMNS``). The
+claims:
 
 1. TensorFlow's CPU training time falls as the batch grows, 50 -> 500 -> 5,000, at the same
    epochs (Table XV, on their MNIST network: our ``tf-mnist-deep``): the order of the
