@@ -85,7 +85,7 @@ MEASURED = [
 
 
 @pytest.mark.parametrize(("name", "measured"), MEASURED)
-def test_a_closing_measurement_plans_over_its_study_and_short_form(name, measured):
+def test_a_closing_measurement_plans_as_its_comment_layers_it(name, measured):
     """A study's closing measurement, layered as its comment runs it (over the study's
     configuration, and its short form where it says so)."""
     head = "".join(line for line in measured.read_text().splitlines() if line.startswith("#"))
