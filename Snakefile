@@ -20,6 +20,8 @@ report: "workflow/report/workflow.rst"
 include: "workflow/rules/common.smk"
 # compare.until: the rounds that run, decided after each round (a checkpoint).
 include: "workflow/rules/rounds.smk"
+# What a run and a figures job read, by their workload's input kind.
+include: "workflow/rules/inputs.smk"
 
 
 # The same schema through Snakemake's own check (which would print the whole configuration
@@ -34,8 +36,8 @@ include: "workflow/rules/crop.smk"
 include: "workflow/rules/invert.smk"
 include: "workflow/rules/augment.smk"
 include: "workflow/rules/images.smk"
-include: "workflow/rules/train.smk"
 include: "workflow/rules/workloads.smk"
+include: "workflow/rules/train.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/study.smk"
 
@@ -53,9 +55,6 @@ localrules:
     figures_spec,
     run_spec,
     dataset_file,
-    workload_figures,
-    workload_figures_spec,
-    workload_run_spec,
     round_check,
     study_ours,
     study,
@@ -65,9 +64,10 @@ localrules:
 rule all:
     default_target: True
     input:
-        FIGURES,
+        # The top figures folder's figures, tables and utilisation figures as report
+        # entries (common.smk), and every other workload's figures.
+        REPORTED_FIGURES,
         run_outputs,
-        workload_outputs,
         WORKLOAD_FIGURES,
         STUDY_OUTPUTS,
         WORKLOAD_VIEW_OUTPUTS,

@@ -298,7 +298,7 @@ def _pipeline_ips(work: Path, shard_files: list[str], threads: int, epochs: int,
     from embryo_bench.data.stages import shard_settings
     from embryo_bench.planning.plan import target_from_entry
     from embryo_bench.training.train import run_training
-    from embryo_bench.vocabulary.spec import Preprocessing
+    from embryo_bench.vocabulary.spec import INPUT_SHARDS, Preprocessing, TrainingInput
 
     train = {"epochs": epochs, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0,
              "accuracy_target": 0.85, "batch_size": 480, "repeats": 1,
@@ -308,7 +308,10 @@ def _pipeline_ips(work: Path, shard_files: list[str], threads: int, epochs: int,
     made_with = shard_settings(shard_files[0])["preprocessing"]
     spec = target.spec(1, train, Preprocessing(**made_with))
     metrics = run_training(
-        spec, shard_files, {"synthetic": True, "sha256": "synthetic"}, work / f"run-{i}"
+        spec,
+        TrainingInput(INPUT_SHARDS, tuple(shard_files)),
+        {"synthetic": True, "sha256": "synthetic"},
+        work / f"run-{i}",
     )
     return (
         metrics["mean_images_per_s"],

@@ -202,8 +202,11 @@ def workload(name: str, input_mode: str, seed: int, train: int = 1, test: int = 
         "train_samples": train,
         "test_samples": test,
     }
-    items = load_schema()["properties"]["workloads"]["items"]
-    return resolve_workload(apply_defaults(entry, items), 0, seed)
+    schema = load_schema()["properties"]
+    # The configuration's train section with its defaults: its seed seeds the synthetic
+    # arrays; its accuracy target and repeats are the workload's defaults.
+    train_section = apply_defaults({"seed": seed}, schema["train"])
+    return resolve_workload(apply_defaults(entry, schema["workloads"]["items"]), 0, train_section)
 
 
 def samples(name: str, scale: float, batch: int) -> tuple[int, int]:
@@ -309,7 +312,7 @@ def run_ours(args) -> dict:
     from :func:`epoch_clock`."""
     from embryo_bench.data.arrays import read_info
     from embryo_bench.training.train import setup, train_epochs
-    from embryo_bench.vocabulary.spec import RunSpec
+    from embryo_bench.vocabulary.spec import RunSpec, TrainingInput
 
     w = workload(args.workload, args.input, args.seed)
     spec = RunSpec(
@@ -334,8 +337,8 @@ def run_ours(args) -> dict:
         workload=w.spec,
     )
     spec = RunSpec.from_dict(json.loads(spec.to_json()), "bench run.json")  # as a run reads it
-    session = setup(spec, [], read_info(args.arrays), args.arrays)
-    session.files = Path(args.files) if args.files else None
+    inputs = TrainingInput.for_run(spec, "bench run.json", arrays=args.arrays, files=args.files)
+    session = setup(spec, inputs, read_info(args.arrays))
     import keras
 
     clock = epoch_clock(keras)

@@ -153,7 +153,7 @@ def test_the_minimal_configuration_runs_through_the_workflow(tmp_path):
 
     run_only_when_required("catalog-runs", "two trainings through the workflow")
 
-    from embryo_bench.planning import layout
+    from embryo_bench.vocabulary import layout
 
     config = _shipped("minimal.yaml")
     config["outdir"] = str(tmp_path / "out")

@@ -311,14 +311,16 @@ def _run_one_epoch(docker_run, target: dict, image: dict, work: Path):
     """docker_runner.run of ``target`` (a targets: entry) on the docker_run fixture's shards,
     one epoch, into ``work/run``, log discarded."""
     from embryo_bench.runners import docker_runner
+    from embryo_bench.vocabulary.spec import INPUT_SHARDS, TrainingInput
 
     _, _, config, out = docker_run
     spec = write_spec(work / "run.json", config, target, epochs=1)
+    shards = sorted(str(p) for p in (out / "augment").glob("shard-*.npz"))
     return docker_runner.run(
         spec,
         spec_file=work / "run.json",
         image=image,
-        shards=sorted(str(p) for p in (out / "augment").glob("shard-*.npz")),
+        inputs=TrainingInput(INPUT_SHARDS, tuple(shards)),
         source_info=str(out / "manifest/source.json"),
         out_dir=work / "run",
         log=io.StringIO(),

@@ -24,12 +24,18 @@ from embryo_bench.planning.plan import Plan
 RUN = "out/train/host-1cpu/repeat-1"
 
 
+#: The mark Snakemake leaves in a folder it was given as an output (the figures job's
+#: utilisation folder): Snakemake's, not a figure, and never in a kept set.
+FOLDER_MARK = ".snakemake_timestamp"
+
+
 def _digests(folder: Path) -> dict[str, str]:
-    """Relative path -> sha256 of every file under ``folder`` ({} when it is missing)."""
+    """Relative path -> sha256 of every file under ``folder`` but Snakemake's
+    :data:`FOLDER_MARK` ({} when it is missing)."""
     return {
         str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(folder.rglob("*"))
-        if p.is_file()
+        if p.is_file() and p.name != FOLDER_MARK
     }
 
 

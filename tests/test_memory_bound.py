@@ -32,11 +32,10 @@ import pytest
 import yaml
 
 from embryo_bench.data import stages
-from embryo_bench.data.arrays import write_synthetic
+from embryo_bench.data.arrays import load_run_arrays, write_synthetic
 from embryo_bench.errors import DataError
 from embryo_bench.io import save_arrays
 from embryo_bench.planning.plan import Plan
-from embryo_bench.training import train
 from embryo_bench.vocabulary.spec import Preprocessing
 
 REPO = Path(__file__).resolve().parents[1]
@@ -157,7 +156,7 @@ def test_a_files_run_keeps_none_of_its_training_images_in_memory(tmp_path):
     spec = _spec({**ENTRY, "input": "files"})
     arrays = tmp_path / "arrays.npz"
     write_synthetic(arrays, SHAPE, "uint8", spec.workload.classes, 64, 8, seed=0)
-    data = train._workload_data(spec, arrays)
+    data = load_run_arrays(spec, arrays)
     x = data["x_train"]
     assert x.shape == (0, *SHAPE) and x.dtype == "uint8"
     assert x.base is None, "an empty view that keeps the training images alive"

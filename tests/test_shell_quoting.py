@@ -93,8 +93,8 @@ CARRIED_BY = {
     "outdir": {
         "augment", "base_image", "crop", "daemon", "dataset_file", "download", "extract",
         "figures", "image", "index", "invert", "run_spec", "select", "ship_image", "synthesize",
-        "study_ours", "train", "wheelhouse", "workload_data", "workload_figures",
-        "workload_files", "workload_run_spec", "workload_train", "workload_view", "study",
+        "study_ours", "train", "wheelhouse", "workload_data", "workload_files",
+        "workload_view", "study",
     },
     "dataset.path": {"extract", "index"},
     "dataset.label": {"index"},
@@ -111,8 +111,7 @@ CARRIED_BY = {
     "targets[].docker_host": {"daemon", "run_spec"},
     "targets[].name": {"run_spec", "train"},
     "workloads[].name": {
-        "study_ours", "workload_data", "workload_figures", "workload_files",
-        "workload_run_spec", "workload_train",
+        "study_ours", "workload_data", "figures", "workload_files", "run_spec", "train",
     },
     "workloads[].path": {"workload_data"},
 }  # fmt: skip

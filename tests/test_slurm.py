@@ -111,7 +111,8 @@ def test_every_cluster_job_went_through_slurm(slurm_run):
     jobs = _submissions(output)
     targets = [t["name"] for t in config["targets"]]
     expected = {"preprocessing"}  # one group job: synthesize, index, select, crop, ...
-    expected |= {f"train/{t}_1" for t in targets}  # the plugin joins wildcards with _
+    # The plugin joins wildcards with _: a paper run's first, its workload's folder, is "".
+    expected |= {f"train/_{t}_1" for t in targets}
     assert set(jobs) == expected, output[-3000:]
     # localrules ran where snakemake runs, not as Slurm jobs.
     local = {"figures", "all", "image", "base_image", "run_spec"}
@@ -129,9 +130,10 @@ def test_every_cluster_job_went_through_slurm(slurm_run):
 @pytest.mark.ci_step("long-workflows", "the workflow through Slurm (2 min)")
 def test_training_jobs_got_their_targets_resources(slurm_run):
     _, config, out, output = slurm_run
-    # Slurm log folders name the wildcards joined by "_": <target>_<repeat>.
+    # Slurm log folders name the wildcards joined by "_": _<target>_<repeat> (a paper
+    # run's workload folder, its first, is "").
     jobs = {
-        k.split("/")[1].rsplit("_", 1)[0]: v
+        k.split("/")[1].removeprefix("_").rsplit("_", 1)[0]: v
         for k, v in _submissions(output).items()
         if k.startswith("train")
     }
@@ -250,7 +252,9 @@ def test_gpu_targets_ask_slurm_for_gpus(tmp_path):
     config["hardware_check"] = "none"
     proc = snakemake(tmp_path, config, "-n")
     output = proc.stdout + proc.stderr
-    train = re.findall(r"wildcards: target=([^,\s]+).*?\n.*?resources: ([^\n]*)", output, re.DOTALL)
+    train = re.findall(
+        r"wildcards: wdir=, target=([^,\s]+).*?\n.*?resources: ([^\n]*)", output, re.DOTALL
+    )
     resources = {t: r for t, r in train}
     assert "gpu=2, gpu_model=k80" in resources["k80x2"]
     assert "gpu=0," in resources["cpu"]

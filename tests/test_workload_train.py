@@ -209,8 +209,8 @@ def test_arrays_declaring_more_than_their_file_holds_are_refused_before_they_are
     import io
     import zipfile
 
+    from embryo_bench.data.arrays import load_run_arrays
     from embryo_bench.errors import DataError
-    from embryo_bench.training.train import _workload_data
 
     spec = _spec({"name": "mnist-mlp", "data": "synthetic"})
     path = _arrays(tmp_path, spec, n_train=4, n_test=2)
@@ -225,7 +225,7 @@ def test_arrays_declaring_more_than_their_file_holds_are_refused_before_they_are
         for name, data in members.items():
             zf.writestr(name, data)
     with pytest.raises(DataError) as err:
-        _workload_data(spec, path)
+        load_run_arrays(spec, path)
     assert str(err.value) == (
         f"{path}: x_test declares ({10**15}, 28, 28, 1) uint8 ({784 * 10**15:,} bytes), and the "
         "file holds 64 bytes of it; expected an array of its header's size (a damaged or "

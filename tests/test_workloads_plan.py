@@ -469,3 +469,104 @@ def test_a_shape_the_real_data_cannot_give_is_refused_at_plan_time(tmp_path, cas
     synthetic = {k: v for k, v in entry.items() if k != "path"}
     plan(workloads=[{**synthetic, "data": "synthetic", "train_samples": 64, "test_samples": 8,
                      "batch_size": 8}])  # fmt: skip
+
+
+# --- every workload alike: input kinds, folders, what a run trains on ---------------------
+
+
+def _kinds_plan() -> Plan:
+    """The paper's workload and two on arrays: one from memory, one reading image files."""
+    return plan(
+        workloads=[
+            {"name": "paper"},
+            {"name": "mnist-mlp", "data": "synthetic"},
+            {"name": "mlp-files", "catalog": "mnist-mlp", "data": "synthetic", "input": "files"},
+        ]
+    )
+
+
+def test_each_workload_declares_its_input_kind_catalog_model_and_recipe():
+    """What the plan and the workflow tell workloads apart by (never the paper's name)."""
+    from embryo_bench.vocabulary.spec import INPUT_ARRAYS, INPUT_SHARDS
+
+    w = _kinds_plan().workloads
+    assert [(v.input_kind, v.catalog, v.own_recipe) for v in w.values()] == [
+        (INPUT_SHARDS, "paper", False),
+        (INPUT_ARRAYS, "mnist-mlp", True),
+        (INPUT_ARRAYS, "mnist-mlp", True),
+    ]
+    assert w["paper"].model == "embryo_bench.workloads.paper:build_catalog_model"
+    assert (
+        w["mlp-files"].model == w["mnist-mlp"].model == "embryo_bench.workloads.minimaxir:mnist_mlp"
+    )
+
+
+def test_a_workloads_folder_is_made_and_read_back_in_one_place():
+    import re
+
+    assert layout.workload_dir("paper") == "" and layout.workload_of_dir("") == "paper"
+    assert layout.workload_of_dir(layout.workload_dir("mnist-mlp")) == "mnist-mlp"
+    for bad in ("workloads/", "workloads/a/b/", "train/"):
+        with pytest.raises(ValueError, match="not a workload's folder"):
+            layout.workload_of_dir(bad)
+    assert layout.run_dir("t", 2, "w") == layout.run_path("workloads/w/", "t", 2)
+    assert layout.run_dir("t", 2) == "train/t/repeat-2"
+    # The workflow's {wdir} constraint: the planned workloads' folders, "" among them.
+    pattern = re.compile(layout.workload_dir_pattern(["paper", "mnist-mlp"]))
+    assert [bool(pattern.fullmatch(p)) for p in ("", "workloads/mnist-mlp/", "workloads/x/")] == [
+        True,
+        True,
+        False,
+    ]
+    assert not re.compile(layout.workload_dir_pattern(["mnist-mlp"])).fullmatch("")
+
+
+def test_a_runs_input_is_of_the_kind_its_spec_trains_on():
+    """The train command's data options as one TrainingInput: each kind's options, checked
+    against the run, shipped under names of their own and named there again."""
+    from embryo_bench.vocabulary.spec import INPUT_ARRAYS, INPUT_SHARDS, TrainingInput
+
+    p = _kinds_plan()
+    paper, memory, files = (p.spec("host-1cpu", 1, w) for w in p.workloads)
+    assert (paper.input_kind, memory.input_kind, files.input_kind) == (
+        INPUT_SHARDS,
+        INPUT_ARRAYS,
+        INPUT_ARRAYS,
+    )
+    shards = TrainingInput.for_run(paper, "run.json", shards=["a.npz", "b.npz"])
+    assert shards.options() == ["--shards", "a.npz", "b.npz"]
+    assert shards.under("/w/in").options() == ["--shards", "/w/in/shard-0.npz", "/w/in/shard-1.npz"]
+    assert list(shards.by_name()) == ["shard-0.npz", "shard-1.npz"]
+    arrays = TrainingInput.for_run(files, "run.json", arrays="x.npz", files="imgs")
+    assert arrays.options() == ["--arrays", "x.npz", "--files", "imgs"]
+    assert arrays.under("/w/in") == TrainingInput(
+        INPUT_ARRAYS, ("/w/in/arrays.npz",), "/w/in/files"
+    )
+    assert {n: str(v) for n, v in arrays.by_name().items()} == {
+        "arrays.npz": "x.npz",
+        "files": "imgs",
+    }
+    # A memory run takes no image folder, whatever it is given.
+    assert TrainingInput.for_run(memory, "r", arrays="x.npz", files="imgs").files == ""
+    refused = [
+        (paper, {}, "trains on its augmented shards: it needs --shards"),
+        (paper, {"shards": ["a"], "arrays": "x"}, "not on --arrays or --files"),
+        (memory, {}, "trains on its arrays: it needs --arrays"),
+        (memory, {"arrays": "x", "shards": ["a"]}, "not on --shards"),
+        (files, {"arrays": "x"}, "reads files: it needs --files"),
+    ]
+    for spec, given, says in refused:
+        with pytest.raises(ConfigError, match=says):
+            TrainingInput.for_run(spec, "run.json", **given)
+    with pytest.raises(ConfigError, match="one arrays file"):
+        TrainingInput(INPUT_ARRAYS, ("a", "b"))
+
+
+def test_the_trainer_knows_every_input_kind_and_refuses_another_kinds_input():
+    from embryo_bench.training import train
+    from embryo_bench.vocabulary.spec import INPUT_ARRAYS, INPUT_KINDS, TrainingInput
+
+    assert set(train.KINDS) == set(INPUT_KINDS)
+    paper = _kinds_plan().spec("host-1cpu", 1)
+    with pytest.raises(ConfigError, match="trains on shards, given arrays to train on"):
+        train.setup(paper, TrainingInput(INPUT_ARRAYS, ("x.npz",)), {})

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import yaml
 
+from embryo_bench.vocabulary import layout
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_PROFILE = REPO / "profiles" / "default"
 #: The example of a model of one's own (examples/my_model.py, config/my-model.yaml's): on the
@@ -263,13 +265,17 @@ def locked_versions(path: Path) -> dict[str, str]:
 
 def planned_jobs(output: str) -> list[tuple[str, dict[str, str]]]:
     """The jobs a (dry) run's output lists, in its order: (rule, its wildcards) each, so a
-    test can say whose jobs they are (:func:`job_counts` gives only the rules' counts)."""
+    test can say whose jobs they are (:func:`job_counts` gives only the rules' counts). A
+    job of the rules every workload shares (its wildcard ``wdir``, the workload's folder:
+    ``layout.workload_dir``) also has its ``workload``, the paper's included."""
     jobs: list[tuple[str, dict[str, str]]] = []
     for line in output.splitlines():
         if m := re.match(r"^(?:local)?rule (\w+):$", line.strip()):
             jobs.append((m.group(1), {}))
         elif jobs and (m := re.match(r"^wildcards: (.*)$", line.strip())):
             jobs[-1][1].update(kv.split("=", 1) for kv in m.group(1).split(", "))
+            if "wdir" in jobs[-1][1]:
+                jobs[-1][1]["workload"] = layout.workload_of_dir(jobs[-1][1]["wdir"])
     return jobs
 
 

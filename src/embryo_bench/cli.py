@@ -434,8 +434,8 @@ def cmd_spec(p):
 
 
 def cmd_train(p):
-    """train one run (its run.json): the paper's CNN on augmented shards, or another workload
-    on its arrays"""
+    """train one run (its run.json) on the data its workload's input kind names: the paper's
+    augmented shards, or another workload's arrays (and image files)"""
     p.add_argument("--spec", required=True, help="the run's run.json (runner, limits, settings)")
     p.add_argument(
         "--shards", nargs="+", default=[], help="augmented shards (the paper's workload)"
@@ -459,19 +459,11 @@ def cmd_train(p):
 
     def run(a):
         from .io import read_json
-        from .vocabulary.spec import RunSpec
+        from .vocabulary.spec import RunSpec, TrainingInput
 
         spec = RunSpec.read(a.spec)
-        if spec.workload is None and not a.shards:
-            raise EmbryoBenchError(f"{a.spec}: a run of the paper's workload needs --shards")
-        if spec.workload is not None and not a.arrays:
-            raise EmbryoBenchError(
-                f"{a.spec}: a run of workload {spec.workload.name} needs --arrays"
-            )
-        if spec.workload is not None and spec.workload.input_mode == "files" and not a.files:
-            raise EmbryoBenchError(
-                f"{a.spec}: workload {spec.workload.name} reads files: it needs --files"
-            )
+        # The data options as one input, of the kind the run trains on.
+        inputs = TrainingInput.for_run(spec, a.spec, a.shards, a.arrays, a.files)
         if spec.runner == "docker" and not a.in_container:
             from .runners import docker_runner
             from .runners.docker_api import Daemon
@@ -489,11 +481,9 @@ def cmd_train(p):
                 spec_file=a.spec,
                 image=read_json(a.image_record),
                 daemon=daemon,
-                shards=a.shards,
+                inputs=inputs,
                 source_info=a.source_info,
                 out_dir=a.out_dir,
-                arrays=a.arrays,
-                files=a.files,
             )
             return
         from .training.train import run_training
@@ -506,15 +496,7 @@ def cmd_train(p):
         elif os.environ.get(lifeline.LIFELINE_ENV) == "stdin":
             lifeline.watch_stdin()  # ends when the docker runner's attached stdin closes
         dataset = read_json(a.source_info)
-        run_training(
-            spec,
-            a.shards,
-            dataset,
-            a.out_dir,
-            measure=not a.in_container,
-            arrays=a.arrays,
-            files=a.files,
-        )
+        run_training(spec, inputs, dataset, a.out_dir, measure=not a.in_container)
 
     return run
 

@@ -22,6 +22,7 @@ from embryo_bench.runners.lifeline import TIE_ENV, forward_sigint_to_jobs
 from embryo_bench.runners.outdir_lock import claim as claim_outdir
 from embryo_bench.vocabulary.config import load_schema, read_config_files
 from embryo_bench.planning.plan import Plan
+from embryo_bench.vocabulary.spec import INPUT_ARRAYS, INPUT_SHARDS, TrainingInput
 
 # `kill -INT <snakemake>` stops the running jobs at once, as Ctrl-C in a terminal does
 # (Snakemake alone would wait for every epoch, then mark the finished outputs incomplete).
@@ -137,19 +138,22 @@ def target(wildcards):
     return PLAN.targets[wildcards.target]
 
 
+def workload(wildcards):
+    """The resolved workload (embryo_bench.planning.workloads.Workload) of a job's {wdir}:
+    "" for the paper's, whose outputs sit at the top of the outdir, workloads/<name>/ for
+    another (layout.workload_dir)."""
+    return PLAN.workloads[layout.workload_of_dir(wildcards.wdir)]
+
+
 def previous_run(wildcards):
     """The metrics of the run planned just before this one, of any workload ([] for the
     first), ancient()."""
-    workload = getattr(wildcards, "workload", layout.PAPER_WORKLOAD)
-    before = PLAN.previous_run(wildcards.target, int(wildcards.repeat), workload)
+    before = PLAN.previous_run(
+        wildcards.target, int(wildcards.repeat), workload(wildcards).name
+    )
     return (
         ancient(f"{OUT}/{layout.run_dir(*before)}/{layout.METRICS}") if before else []
     )
-
-
-# The workloads other than the paper's (whose rules are the stages above and train.smk).
-WORKLOADS = [w for w in PLAN.workloads if w != layout.PAPER_WORKLOAD]
-PAPER_RUNS = layout.PAPER_WORKLOAD in PLAN.workloads
 
 
 wildcard_constraints:
@@ -159,52 +163,112 @@ wildcard_constraints:
     image="cpu|gpu",
     daemon=r"[A-Za-z0-9._-]+",
     target="|".join(re.escape(n) for n in PLAN.targets),
-    workload="|".join(re.escape(w) for w in WORKLOADS) or "(?!)",
+    # A workload's folder (layout.workload_dir): "" for the paper's, so one rule makes every
+    # workload's runs and figures while the paper's keep their paths at the top.
+    wdir=layout.workload_dir_pattern(PLAN.workloads),
+    # The workloads whose data workloads.smk prepares (input kind arrays).
+    workload="|".join(
+        re.escape(n) for n, w in PLAN.workloads.items() if w.input_kind == INPUT_ARRAYS
+    )
+    or "(?!)",
     dataset=r"[a-z0-9][a-z0-9-]*",
     file=r"[A-Za-z0-9][A-Za-z0-9._-]*",
 
 
-# Every file a run writes: `all` asks for them, so a deleted model.keras or telemetry.csv
-# reruns its training (Snakemake checks only the outputs something asks for). The
-# runs are those of every round that runs (rounds.smk: with compare.until, as decided so far).
+# Every file a run writes, of every workload: `all` asks for them, so a deleted model.keras
+# or telemetry.csv reruns its training (Snakemake checks only the outputs something asks
+# for). The runs are those of every round that runs (rounds.smk: with compare.until, as
+# decided so far).
 def run_outputs(wildcards):
-    return [f"{d}/{f}" for d in decided_run_dirs() for f in layout.RUN_FILES]
-
-
-# Finished runs of other machines' result folders (merge:), read by the figures job only.
-MERGED_RUN_DIRS = PLAN.merged_run_dirs
-UTILISATION = [
-    f"{OUT}/figures/{layout.utilisation_name(t, k)}.png" for t, k in PLAN.runs
-]
-FIGURES = (
-    [
-        f"{OUT}/figures/{n}.{e}"
-        for n in layout.FIGURE_NAMES
-        for e in layout.FIGURE_FORMATS
-    ]
-    + [
-        f"{OUT}/figures/{n}.{e}"
-        for n in layout.TABLE_NAMES
-        for e in layout.TABLE_FORMATS
-    ]
-    + UTILISATION
-    + [f"{OUT}/figures/config.yaml"]
-    if PAPER_RUNS
-    else []
-)
-
-
-# Each other workload's runs (every round that runs) and figures (workloads.smk).
-def workload_outputs(wildcards):
     return [
         f"{d}/{f}"
-        for w in WORKLOADS
+        for w in PLAN.workloads
         for d in decided_run_dirs(w)
         for f in layout.RUN_FILES
     ]
 
 
-WORKLOAD_FIGURES = [f"{OUT}/workloads/{w}/figures/results_table.csv" for w in WORKLOADS]
+# Finished runs of other machines' result folders (merge:), read by the figures job only.
+MERGED_RUN_DIRS = PLAN.merged_run_dirs
+
+
+def figures_files(prefix):
+    """The figures and tables (and config.yaml) of the figures job of the workload under
+    `prefix` (layout.workload_dir), by name: the same set for every workload."""
+    folder = f"{OUT}/{layout.figures_dir(prefix)}"
+    return {
+        **{
+            f"{n}_{e}": f"{folder}/{n}.{e}"
+            for n in layout.FIGURE_NAMES
+            for e in layout.FIGURE_FORMATS
+        },
+        **{
+            f"{n}_{e}": f"{folder}/{n}.{e}"
+            for n in layout.TABLE_NAMES
+            for e in layout.TABLE_FORMATS
+        },
+        "config": f"{folder}/config.yaml",
+    }
+
+
+# The figures of the workload at the top of the outdir (the paper's, where it runs): every
+# figure, table and run's utilisation figure, each with its caption in the report
+# (workflow/report/); the other workloads' figures are made by the same rule, outside the
+# report. `all` asks for them.
+TOP_FIGURES = [w for w in PLAN.workloads if not layout.workload_dir(w)]
+UTILISATION = [
+    f"{OUT}/{layout.figures_dir('')}/{layout.utilisation_name(t, k)}.png"
+    for w in TOP_FIGURES
+    for t, k in PLAN.workload_runs(w)
+]
+FIGURES = [f for w in TOP_FIGURES for f in figures_files("").values()] + UTILISATION
+
+
+def reported(path):
+    """A figure, table or the configuration of the top figures folder as its report entry
+    (layout.REPORT_ENTRIES: category and words; the caption in workflow/report/): a
+    figure's PNG, a table's CSV and config.yaml; their other formats as they are."""
+    name, ext = os.path.splitext(os.path.basename(path))
+    if name == "config":
+        category, words = layout.CONFIGURATION, {
+            "file": "the effective configuration (every default filled in)"
+        }
+    elif ext == (".png" if name in layout.FIGURE_NAMES else ".csv"):
+        category, label = layout.REPORT_ENTRIES[name]
+        words = {("figure" if name in layout.FIGURE_NAMES else "table"): label}
+    else:
+        return path
+    return report(
+        path, caption=f"workflow/report/{name}.rst", category=category, labels=words
+    )
+
+
+def reported_utilisation(folder):
+    """The utilisation folder of the top figures as one report entry per run's figure."""
+    return report(
+        folder,
+        patterns=["{target}-repeat-{repeat}.png"],
+        caption="workflow/report/utilisation.rst",
+        category=layout.UTILISATION,
+        subcategory="{target}",
+        labels={"target": "{target}", "repeat": "{repeat}"},
+    )
+
+
+# Each workload's figures: the top ones as report entries (with the utilisation figures of
+# every run, one entry each, from the figures job's utilisation folder), the others'
+# results table (the rest of their figures job's outputs come with it).
+REPORTED_FIGURES = [
+    reported(f) for w in TOP_FIGURES for f in figures_files("").values()
+] + [
+    reported_utilisation(f"{OUT}/{layout.figures_dir('')}/{layout.UTILISATION_DIR}")
+    for w in TOP_FIGURES
+]
+WORKLOAD_FIGURES = [
+    figures_files(layout.workload_dir(w))["results_table_csv"]
+    for w in PLAN.workloads
+    if layout.workload_dir(w)
+]
 
 
 # The studies (study.smk): the study's tables and figure and the workload view in the report.

@@ -1,5 +1,8 @@
 # Stage 8: figures (analogues of the paper's figures 1, 4, 5/6 and the report's own),
-# tables, and one utilisation figure per run; all collected by `snakemake --report`.
+# tables, and one utilisation figure per run, one figures job per workload (every workload
+# alike: its figures folder is {wdir}figures, {wdir} its workload's folder, "" for the
+# paper's); the top folder's figures are collected by `snakemake --report` (common.smk's
+# REPORTED_FIGURES, flagged where the all rule asks for them).
 #
 # A failing figures job never costs the last complete figures: what it
 # reads that no job writes is checked when the plan is made (Plan.check_figures_inputs);
@@ -16,9 +19,9 @@ rule figures_spec:
         # compare.until: the round checks that decide which runs the figures read.
         rounds=round_checks,
     output:
-        f"{OUT}/{layout.FIGURES_SPEC}",
+        f"{OUT}/{{wdir}}{layout.FIGURES_SPEC}",
     log:
-        f"{LOGS}/figures-spec.log",
+        f"{LOGS}/{{wdir}}figures-spec.log",
     conda:
         "../../envs/embryo-bench.yaml"
     resources:
@@ -26,7 +29,9 @@ rule figures_spec:
     params:
         # Prices, paper systems, sweep points, bases, thresholds: a price edit reruns this
         # rule and the figures, nothing else.
-        spec=lambda wc: PLAN.figures_spec(rounds=decided_rounds()[0]).to_dict(),
+        spec=lambda wc: PLAN.figures_spec(
+            workload(wc).name, decided_rounds()[0]
+        ).to_dict(),
         code=code_hash("embryo_bench.vocabulary.figspec"),
     script:
         "../scripts/figures_spec.py"
@@ -34,91 +39,40 @@ rule figures_spec:
 
 rule figures:
     input:
+        unpack(figures_inputs),
         figures_spec=rules.figures_spec.output[0],
-        specs=lambda wc: [f"{d}/{layout.RUN_SPEC}" for d in decided_run_dirs()],
-        runs=lambda wc: [f"{d}/{layout.METRICS}" for d in decided_run_dirs()],
-        histories=lambda wc: [f"{d}/{layout.HISTORY}" for d in decided_run_dirs()],
-        telemetry=lambda wc: [f"{d}/{layout.TELEMETRY}" for d in decided_run_dirs()],
-        windows=lambda wc: [f"{d}/{layout.WINDOWS}" for d in decided_run_dirs()],
-        # Runs made elsewhere (merge:): read, never written.
-        merged=[
-            f"{d}/{f}"
-            for d in MERGED_RUN_DIRS
-            for f in (layout.METRICS, layout.HISTORY, layout.RUN_SPEC)
-        ],
-        selection=rules.select.output.selection,
-        counts=rules.select.output.summary,
-        source=rules.index.output.source,
-        shard=expand(rules.augment.output[0], shard=SHARDS[0]),
+        specs=run_files(layout.RUN_SPEC),
+        runs=run_files(layout.METRICS),
+        histories=run_files(layout.HISTORY),
+        telemetry=run_files(layout.TELEMETRY),
+        windows=run_files(layout.WINDOWS),
         # The machine's probe baseline (embryo-bench calibrate), when the config names one.
         baseline=CONFIG["stability"]["baseline"] or [],
         rounds=round_checks,
     output:
-        **{
-            f"{n}_{ext}": (
-                report(
-                    f"{OUT}/figures/{n}.{ext}",
-                    caption=f"../report/{n}.rst",
-                    category=layout.REPORT_ENTRIES[n][0],
-                    labels={"figure": layout.REPORT_ENTRIES[n][1]},
-                )
-                if ext == "png"
-                else f"{OUT}/figures/{n}.{ext}"
-            )
-            for n in layout.FIGURE_NAMES
-            for ext in layout.FIGURE_FORMATS
-        },
-        **{
-            f"{n}_{ext}": (
-                report(
-                    f"{OUT}/figures/{n}.{ext}",
-                    caption=f"../report/{n}.rst",
-                    category=layout.REPORT_ENTRIES[n][0],
-                    labels={"table": layout.REPORT_ENTRIES[n][1]},
-                )
-                if ext == "csv"
-                else f"{OUT}/figures/{n}.{ext}"
-            )
-            for n in layout.TABLE_NAMES
-            for ext in layout.TABLE_FORMATS
-        },
-        # The configuration the runs used (every default filled in), for the report: written
-        # by this job, after the figures, so it always describes the runs the tables show (a
-        # rule of its own wrote the new settings while a failed rerun left the old tables).
-        config=report(
-            f"{OUT}/figures/config.yaml",
-            caption="../report/config.rst",
-            category=layout.CONFIGURATION,
-            labels={"file": "the effective configuration (every default filled in)"},
+        # The same figures, tables and configuration for every workload (figures_files);
+        # those of the top folder are the report's (the all rule flags them).
+        **figures_files("{wdir}"),
+        # One utilisation figure per run of the workload: its runs are its own, so the
+        # folder is the output.
+        utilisation=directory(
+            f"{OUT}/{layout.figures_dir('{wdir}')}/{layout.UTILISATION_DIR}"
         ),
-        utilisation=[
-            report(
-                f,
-                caption="../report/utilisation.rst",
-                category=layout.UTILISATION,
-                subcategory=target,
-                labels={"target": target, "repeat": repeat},
-            )
-            for f in UTILISATION
-            for target, repeat in [
-                os.path.basename(f)[: -len(".png")].rsplit("-repeat-", 1)
-            ]
-        ],
     log:
-        f"{LOGS}/figures.log",
+        f"{LOGS}/{{wdir}}figures.log",
     conda:
         "../../envs/embryo-bench.yaml"
     resources:
         bench_slot=OTHER_JOB_SLOTS,
     params:
         out_dir=lambda wc, output: os.path.dirname(output.results_table_csv),
-        rounds_note=lambda wc: rounds_note(),
+        data=figures_options,
+        rounds_note=lambda wc: rounds_note(workload(wc).name),
         code=code("figures"),
     shell:
-        "python3 -m embryo_bench.cli figures --spec {input.figures_spec:q} "
-        "--selection {input.selection:q} --select-summary {input.counts:q} "
-        "--source-info {input.source:q} --shard {input.shard:q} {params.rounds_note:q} "
-        "--out-dir {params.out_dir:q} > {log:q} 2>&1"
+        "python3 -m embryo_bench.cli figures --spec {input.figures_spec:q} {params.data:q} "
+        "--source-info {input.info:q} {params.rounds_note:q} --out-dir {params.out_dir:q} "
+        "> {log:q} 2>&1"
 
 
 # The handlers run only in the process that runs the workflow: not in dry runs, --report or

@@ -51,7 +51,7 @@ def decided_rounds():
     return PLAN.rounds_wanted(_read_round_check)
 
 
-def decided_run_dirs(workload=layout.PAPER_WORKLOAD):
+def decided_run_dirs(workload):
     """A workload's run folders, every round that runs."""
     return PLAN.workload_run_dirs(workload, decided_rounds()[0])
 
@@ -65,7 +65,7 @@ def round_checks(wildcards=None):
     return [f"{OUT}/{check_path(k)}" for k in range(PLAN.first_rounds, rounds + 1)]
 
 
-def rounds_note(workload=layout.PAPER_WORKLOAD):
+def rounds_note(workload):
     """The figures command's --rounds-note: why the rounds stopped ([] without
     compare.until)."""
     decision = decided_rounds()[1]

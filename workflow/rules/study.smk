@@ -34,10 +34,15 @@ rule study_ours:
             for d in decided_run_dirs(w)
             for f in (layout.METRICS, layout.HISTORY, layout.RUN_SPEC)
         ],
-        # Runs made elsewhere (merge:, the paper's workload): read, never written.
+        # Runs made elsewhere (merge:, into the figures of the workloads of input kind
+        # shards, the paper's): read, never written.
         merged=[
             f"{d}/{f}"
-            for d in (MERGED_RUN_DIRS if PAPER_RUNS else [])
+            for d in (
+                MERGED_RUN_DIRS
+                if any(w.input_kind == INPUT_SHARDS for w in PLAN.workloads.values())
+                else []
+            )
             for f in (layout.METRICS, layout.HISTORY, layout.RUN_SPEC)
         ],
         rounds=round_checks,

@@ -23,6 +23,8 @@ import numpy as np
 
 from ..errors import ConfigError, DataError
 from ..io import check_format, load_arrays, save_arrays
+from ..vocabulary.spec import RunSpec
+from .npzcheck import check_npz
 
 #: The arrays of a prepared-arrays file, in the order :func:`read_arrays` returns them.
 ARRAY_KEYS = ("x_train", "y_train", "x_test", "y_test")
@@ -311,3 +313,41 @@ def write_synthetic(
         "vocabulary": vocabulary,
     }
     return write_arrays(Path(path), *arrays, info)
+
+
+def load_run_arrays(spec: RunSpec, arrays: str | os.PathLike) -> dict:
+    """A run's data of input kind arrays: its workload's arrays, checked against the spec's
+    input shape, dtype and classes; in the ``files`` input mode without the training samples
+    (the trainer reads them from the image files).
+
+    Returns:
+        ``x_train``, ``y_train``, ``x_test``, ``y_test`` (as :func:`read_arrays`; ``x_train``
+        empty, of the samples' shape, in files mode).
+
+    Raises:
+        DataError: the arrays are missing, damaged (an array declaring more than the file
+            holds is refused before it is read: :func:`embryo_bench.data.npzcheck.check_npz`)
+            or not the workload's shape.
+    """
+    w = spec.workload
+    # Headers first: a damaged one would have numpy allocate what it declares.
+    check_npz(arrays)
+    x_train, y_train, x_test, y_test = read_arrays(arrays)
+    for name, x in (("x_train", x_train), ("x_test", x_test)):
+        if x.shape[1:] != w.input_shape or x.dtype != np.dtype(w.input_dtype):
+            raise DataError(
+                f"{arrays}: {name} holds {x.dtype} samples of shape {x.shape[1:]}; workload "
+                f"{w.name} expects {w.input_dtype} samples of shape {w.input_shape}"
+            )
+    for name, y in (("y_train", y_train), ("y_test", y_test)):
+        if len(y) and (int(y.min()) < 0 or int(y.max()) >= w.classes):
+            raise DataError(
+                f"{arrays}: {name} holds labels {int(y.min())}..{int(y.max())}; workload "
+                f"{w.name} has {w.classes} classes (labels 0..{w.classes - 1})"
+            )
+    if w.input_mode == "files":
+        # The training images come from files: not held in memory as well (an empty array
+        # of their own: a slice ``x_train[:0]`` would keep the whole array alive); the test
+        # set is scored from memory.
+        x_train = np.empty((0, *x_train.shape[1:]), x_train.dtype)
+    return {"x_train": x_train, "y_train": y_train, "x_test": x_test, "y_test": y_test}

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import DataError
+from ..errors import ConfigError, DataError
 from ..io import load_arrays, save_arrays
-from ..vocabulary.spec import Preprocessing
+from ..vocabulary.spec import Preprocessing, RunSpec
 from . import preprocess
 
 if TYPE_CHECKING:
@@ -324,3 +324,49 @@ def load_dataset(
         out[f"x_{name}"] = x[name][..., None]
         out[f"y_{name}"] = cells.astype(np.int32) - 1
     return out, pp
+
+
+# --- what a run of input kind shards (the paper's) trains on ---------------------------------
+
+#: The shards' classes: frames of 1, 2, 3 and 4 cells (a label is the cell count - 1).
+CLASSES = 4
+
+
+def run_sample(pp: Preprocessing) -> tuple[tuple[int, ...], str, int, int]:
+    """One sample of the shards as a run trains on it: (shape, dtype, classes, vocabulary):
+    a uint8 (S, S, 1) frame at ``pp``'s image size, :data:`CLASSES` classes, no vocabulary."""
+    return (pp.image_size, pp.image_size, 1), "uint8", CLASSES, 0
+
+
+def run_settings(pp: Preprocessing) -> dict:
+    """What a run of the shards records beside its model (``settings.json``, read back by
+    ``embryo-bench evaluate``): the preprocessing they were made with and each class's cell
+    count."""
+    return {"preprocessing": pp.to_dict(), "classes": {str(k): k + 1 for k in range(CLASSES)}}
+
+
+def load_run_shards(
+    spec: RunSpec, shards: list[str] | tuple[str, ...]
+) -> tuple[dict, Preprocessing]:
+    """A run's data of input kind shards (the paper's): the shards, checked against the
+    preprocessing settings its spec names (:func:`load_dataset`), less the original
+    variant's holdout, and the settings they were made with.
+
+    Returns:
+        (data, preprocessing): as :func:`load_dataset`.
+
+    Raises:
+        DataError: as :func:`load_dataset`.
+        ConfigError: a holdout of every training image.
+    """
+    data, pp = load_dataset(list(shards), spec.preprocessing)
+    if spec.holdout:
+        # The original script's validation slice: the first images, never trained on.
+        if spec.holdout >= len(data["y_train"]):
+            raise ConfigError(
+                f"train.original.holdout {spec.holdout}: the data has only "
+                f"{len(data['y_train'])} training images"
+            )
+        data = {**data, "x_train": data["x_train"][spec.holdout :]}
+        data["y_train"] = data["y_train"][spec.holdout :]
+    return data, pp

@@ -62,6 +62,7 @@ from ..errors import ConfigError, StorageError
 from ..published import paper
 from ..recording import hardware
 from ..vocabulary import layout
+from ..vocabulary.spec import INPUT_ARRAYS, INPUT_SHARDS
 from ..vocabulary.units import MIB, px, size_text
 
 #: Memory a trainer needs before any data or model of ours, MiB: TensorFlow's own. Measured
@@ -473,9 +474,10 @@ def check_plan(plan, machine_mib: int | None = None) -> None:
         ConfigError: the first bound a setting breaks, naming it.
     """
     config = plan.config
-    # The paper's data, preprocessing and trainers only where its workload runs: without it
-    # its sections are defaults or unused settings, whose sizes bound nothing.
-    runs_paper = layout.PAPER_WORKLOAD in plan.workloads
+    # The stages' data, preprocessing and trainers only where a workload of input kind shards
+    # (the paper's) runs: without one their sections are defaults or unused settings, whose
+    # sizes bound nothing.
+    runs_paper = any(w.input_kind == INPUT_SHARDS for w in plan.workloads.values())
     data = plan_data(config) if runs_paper else None
     if runs_paper:
         check_counts(config, data, {n: t.batch_size for n, t in plan.targets.items()})
@@ -688,7 +690,7 @@ def check_workloads(plan, where: str, machine_mib: int | None) -> None:
     out = Path(plan.config["outdir"])
     written, free, device = 0, None, None
     for index, (name, workload) in enumerate(plan.workloads.items()):
-        if workload.is_paper:
+        if workload.input_kind != INPUT_ARRAYS:  # the stages' data: bounded above
             continue
         targets = plan.workload_targets(name)
         size = workload_size(index, workload)

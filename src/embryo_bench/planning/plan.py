@@ -40,7 +40,7 @@ from ..vocabulary.config import Source, apply_defaults, load_config, load_schema
 from ..vocabulary.figspec import FiguresSpec, check_written_spec
 from ..vocabulary.layout import PAPER_WORKLOAD
 from ..vocabulary.round_check import check_path, read_check
-from ..vocabulary.spec import Container, Preprocessing, RunSpec
+from ..vocabulary.spec import INPUT_SHARDS, Container, Preprocessing, RunSpec
 from . import bounds
 from .rounds import Decision, decide
 from .workloads import Workload, check_offline_copy, resolve_workloads
@@ -691,17 +691,18 @@ class Plan:
         return plan
 
     def workload_targets(self, workload: str) -> dict[str, Target]:
-        """The targets a workload's runs train on: every target for the paper's workload,
-        the main targets (not the sweep points, which vary the paper's batch size) for
-        another; each with the repeats it runs of that workload: its own (a ``targets:``
-        entry's ``repeats``, a sweep point's), else the workload's
-        (:attr:`embryo_bench.planning.workloads.Workload.repeats`: its entry's, its catalog
-        entry's, ``train.repeats``)."""
-        if workload == PAPER_WORKLOAD:
+        """The targets a workload's runs train on: every target for a workload trained by
+        the ``train`` section (the paper's), the main targets (not the sweep points, which
+        vary that section's batch size and threads) for one with a recipe of its own
+        (:attr:`embryo_bench.planning.workloads.Workload.own_recipe`); each with the repeats
+        it runs of that workload: its own (a ``targets:`` entry's ``repeats``, a sweep
+        point's), else the workload's (:attr:`embryo_bench.planning.workloads.Workload.
+        repeats`: its entry's, its catalog entry's, ``train.repeats``)."""
+        w = self.workloads.get(workload)
+        if w is None or not w.own_recipe:
             targets = self.targets
         else:
             targets = {n: t for n, t in self.targets.items() if not t.sweep}
-        w = self.workloads.get(workload)
         if w is None or w.repeats is None:
             return targets
         own = {e["name"] for e in self.config["targets"] if "repeats" in e}
@@ -726,7 +727,10 @@ class Plan:
                 continue
             more = [n for n, t in targets.items() if t.repeats > base.repeats]
             if more:
-                of = "" if workload == PAPER_WORKLOAD else f" of workload {workload}"
+                # The repeats of a workload with a recipe of its own are its own; the
+                # train section's are the targets'.
+                own = self.workloads[workload].own_recipe
+                of = f" of workload {workload}" if own else ""
                 raise ConfigError(
                     f"compare.base {base.name}: {base.repeats} repeats{of}, but "
                     f"{', '.join(more)} run more; each round needs the base target, so give "
@@ -942,7 +946,7 @@ class Plan:
         if w.accuracy_target is not None:
             train = {**train, "accuracy_target": w.accuracy_target}
         base = self.targets[target].spec(repeat, train, self.preprocessing)
-        if w.is_paper:
+        if not w.own_recipe:  # trained by the train section, on the shards' preprocessing
             return base
         return dataclasses.replace(
             base,
@@ -1282,12 +1286,15 @@ class Plan:
     ) -> FiguresSpec:
         """What a workload's figures job is given (its ``figures-spec.json``): its runs of
         rounds 1..``rounds`` (default: :attr:`first_rounds`; :meth:`rounds_wanted`). Other
-        machines' folders (``merge:``) are merged into the paper's workload's figures only."""
-        paper = workload == PAPER_WORKLOAD
+        machines' folders (``merge:``: their runs on shards, checked against this
+        configuration's preprocessing, :attr:`merged_run_dirs`) are merged into the figures
+        of the workloads of input kind shards (the paper's) only."""
+        w = self.workloads.get(workload)
+        merges = w is not None and w.input_kind == INPUT_SHARDS
         targets = self.workload_targets(workload)
         return FiguresSpec(
             runs=self.workload_run_dirs(workload, rounds),
-            merge=list(self.config["merge"]) if paper else [],
+            merge=list(self.config["merge"]) if merges else [],
             targets={n: t.report_fields() for n, t in targets.items()},
             cost_base=self.cost_base,
             cost_note=self.cost_note,
@@ -1303,27 +1310,21 @@ class Plan:
         (:class:`embryo_bench.reporting.study.StudyWorkload`): name, catalog (the catalog
         workload it trains: "paper" for the paper's, "" for a model of the user's own), input,
         data ("synthetic" or "real"), spec (its ``figures-spec.json``) and info (its data's
-        record: the index stage's ``manifest/source.json`` for the paper's)."""
-        entries = {e["name"]: e for e in self.config["workloads"]}
+        record, by its input kind: the index stage's ``manifest/source.json`` for the shards,
+        its ``data/info.json`` for a workload's arrays)."""
         out = []
         for name, w in self.workloads.items():
             folder = f"{self.outdir}/{layout.workload_dir(name)}"
-            if w.is_paper:
+            if w.input_kind == INPUT_SHARDS:  # the stages' data, from the dataset section
                 synthetic = self.config["dataset"]["kind"] == "synthetic"
-                catalog, mode, info = (
-                    PAPER_WORKLOAD,
-                    "memory",
-                    f"{self.outdir}/manifest/source.json",
-                )
+                mode, info = "memory", f"{self.outdir}/manifest/source.json"
             else:
-                entry = entries[name]
                 synthetic = w.spec.synthetic
-                catalog = entry.get("catalog") or ("" if entry.get("model") else name)
                 mode, info = w.spec.input_mode, f"{folder}{layout.WORKLOAD_DATA_INFO}"
             out.append(
                 {
                     "name": name,
-                    "catalog": catalog,
+                    "catalog": w.catalog,
                     "input": mode,
                     "data": "synthetic" if synthetic else "real",
                     "spec": f"{folder}{layout.FIGURES_SPEC}",
@@ -1334,11 +1335,13 @@ class Plan:
 
     def workload_config(self, workload: str = PAPER_WORKLOAD) -> dict:
         """The effective configuration as a workload's figures record it: its own entry of
-        ``workloads:`` only (none for the paper's, whose settings are the sections above),
-        so adding or editing another workload reruns none of its figures."""
+        ``workloads:`` only (none for a workload trained by the ``train`` section, the
+        paper's, whose settings are the sections above), so adding or editing another
+        workload reruns none of its figures."""
         # study: changes the study's tables only, not a workload's figures.
         others = {k: v for k, v in self.config.items() if k not in ("workloads", "study")}
-        if workload == PAPER_WORKLOAD:
+        w = self.workloads.get(workload)
+        if w is None or not w.own_recipe:
             return others
         return {**others, "workloads": [e for e in self.config["workloads"]
                                          if e["name"] == workload]}  # fmt: skip

@@ -22,7 +22,7 @@ from ..data import registry
 from ..errors import ConfigError
 from ..vocabulary.codehash import PACKAGE, code_hash
 from ..vocabulary.layout import PAPER_WORKLOAD
-from ..vocabulary.spec import WorkloadSpec
+from ..vocabulary.spec import INPUT_ARRAYS, INPUT_SHARDS, WorkloadSpec
 from ..workloads import builders, catalog
 
 #: Where a user's model comes from, for tables (the catalog's workloads name their study).
@@ -89,6 +89,15 @@ class Workload:
             (:func:`resolve_workload`); None in a workload made by hand: ``train``'s.
         repeats: its runs on each target that sets no repeats of its own: the entry's, else
             its catalog entry's, else ``train.repeats``; None in a workload made by hand.
+        input_kind: what its runs train on (:data:`embryo_bench.vocabulary.spec.INPUT_KINDS`):
+            ``shards`` for the paper's (its own stages' augmented shards), ``arrays`` for
+            every other (its prepared arrays): the workflow chooses a run's and a figures
+            job's inputs by it.
+        catalog: the catalog workload it trains (:mod:`embryo_bench.workloads.catalog`:
+            the paper's is ``paper``); "" for a model of one's own.
+        model: its model's builder (``package.module:function``, as
+            :data:`embryo_bench.vocabulary.spec.BUILDER_PATTERN`): its catalog entry's, or the
+            entry's own; its code is hashed into its runs' params (:func:`model_code`).
     """
 
     name: str
@@ -101,11 +110,16 @@ class Workload:
     parameters: int | None = None
     accuracy_target: float | None = None
     repeats: int | None = None
+    input_kind: str = INPUT_ARRAYS
+    catalog: str = ""
+    model: str = ""
 
     @property
-    def is_paper(self) -> bool:
-        """The paper's pipeline (no spec of its own)."""
-        return self.spec is None
+    def own_recipe(self) -> bool:
+        """It trains by a recipe of its own (its :class:`WorkloadSpec`, epochs, batch size and
+        learning rate); False: by the configuration's ``train`` section and each target's
+        settings, which the sweep points vary (the paper's: no spec of its own)."""
+        return self.spec is not None
 
 
 #: A workload's settings of how its runs are measured (``workloads[]``), each defaulting to
@@ -332,6 +346,9 @@ def resolve_workload(entry: dict, index: int, train: dict) -> Workload:
         return Workload(
             PAPER_WORKLOAD,
             source="the paper (Lawrence et al. 2017)",
+            input_kind=INPUT_SHARDS,
+            catalog=PAPER_WORKLOAD,
+            model=catalog.get(PAPER_WORKLOAD).model,
             **run_settings(entry, None, train),
         )
     base = None
@@ -448,6 +465,8 @@ def resolve_workload(entry: dict, index: int, train: dict) -> Workload:
         learning_rate=float(learning_rate),
         source=base.source if base and not entry.get("model") else OWN_MODEL,
         parameters=base.parameters if base and not entry.get("model") else None,
+        catalog=entry.get("catalog") or ("" if entry.get("model") else name),
+        model=spec.model,
         **run_settings(entry, base, train),
     )
 

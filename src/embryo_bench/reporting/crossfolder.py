@@ -55,7 +55,13 @@ from jsonschema import Draft202012Validator
 from ..errors import ConfigError, DataError
 from ..vocabulary.config import read_config_file
 from ..vocabulary.figspec import FiguresSpec
-from ..vocabulary.layout import FIGURES_SPEC, METRICS, PAPER_WORKLOAD, workload_dir
+from ..vocabulary.layout import (
+    FIGURES_SPEC,
+    METRICS,
+    PAPER_WORKLOAD,
+    workload_dir,
+    workload_of_dir,
+)
 from . import compare
 from .merge import (
     difference,
@@ -275,11 +281,12 @@ def finished_run_dirs(outdir: str) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     if not Path(outdir).is_dir():
         run_dirs(outdir)  # merge's one line: not a folder
-    if any(Path(outdir).glob(f"train/*/repeat-*/{METRICS}")):
-        found[PAPER_WORKLOAD] = run_dirs(outdir)
+    # Every workload's folder (layout.workload_dir: "" for the paper's, at the top).
     pattern = f"{workload_dir('*')}train/*/repeat-*/{METRICS}"
-    for w in sorted({p.parents[3].name for p in Path(outdir).glob(pattern)}):
-        found[w] = run_dirs(Path(outdir) / workload_dir(w))
+    named = sorted({p.parents[3].name for p in Path(outdir).glob(pattern)})
+    for prefix in ["", *(workload_dir(w) for w in named)]:
+        if any((Path(outdir) / prefix).glob(f"train/*/repeat-*/{METRICS}")):
+            found[workload_of_dir(prefix)] = run_dirs(Path(outdir) / prefix)
     if not found:
         raise ConfigError(
             f"{outdir} holds no finished run (no train/<target>/repeat-<k>/{METRICS}, "

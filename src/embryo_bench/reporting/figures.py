@@ -393,9 +393,9 @@ def fig_training_time(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
         bars = _bars(ax, range(len(g)), med, err, color=color)
         for i, v in enumerate(med):
             ax.annotate(f"{v:.3g} {unit}", (i, v), ha="center", va="bottom", fontsize=7)
-        workload = _workload(g)
+        trained = _workload(g)
         names = [f"{n}\nn={k}" for n, k in zip(g["target"], g["repeats"], strict=True)]
-        if workload is None:
+        if trained is None:  # the targets trained different amounts: each label says
             names = [
                 f"{n}\n{int(i):,} img x {int(e)} ep"
                 for n, i, e in zip(names, g["train_images"], g["epochs"], strict=True)
@@ -403,7 +403,7 @@ def fig_training_time(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
         _target_ticks(ax, names)
         ax.set_ylabel(f"training time ({unit})")
         ax.margins(y=0.15)
-        ax.set_title(f"{title}\n{workload or 'workloads differ (see labels)'}", fontsize=8)
+        ax.set_title(f"{title}\n{trained or 'workloads differ (see labels)'}", fontsize=8)
         _legend(ax, _mark_flagged(bars, g), loc="upper left", bbox_to_anchor=(0, -0.25))
     ax = axes[-1]
     hours = [m / 60 for m in paper.TRAINING_MINUTES.values()]
@@ -764,9 +764,10 @@ def make_all(
         targets: target name -> report fields (price, paper system, sweep point).
         source: the index stage's ``source.json``, or a workload's data info (the data's
             ``label``, ``synthetic`` or not, and for a workload its ``workload``).
-        preprocessing: the settings the training data was made with (figure 1); None for
-            a workload other than the paper's (figure 1 and the paper's values then say
-            they are the paper's workload's).
+        preprocessing: the settings the training data was made with (figure 1): given for
+            a workload of input kind shards (the paper's, whose figures job is given the
+            stages' outputs); None for a workload on arrays (figure 1 and the paper's values
+            then say they are the paper's workload's).
         selection: ``selected.csv`` (figure 1's frame); None with ``preprocessing``.
         out_dir: the figures folder.
         cost_base, cost_note: as :func:`embryo_bench.planning.plan.cost_base`.
@@ -801,7 +802,10 @@ def make_all(
     workload = source.get("workload", "")
     if workload:
         footer = f"workload {workload}; {footer}"
-    if preprocessing is None or selection is None:
+    # The paper's own figure 1 and values are drawn from the stages' outputs, which the
+    # figures job of a workload on shards is given; another workload's figures say so.
+    on_shards = preprocessing is not None and selection is not None
+    if not on_shards:
         _not_this_workload(out_dir, "fig1_preprocessing", "Figure 1", workload, footer)
     else:
         fig_preprocessing(selection, preprocessing, out_dir, footer)
@@ -825,7 +829,7 @@ def make_all(
     )
     order_note = ("NOT IN PLANNED ORDER: " if ordered is False else "") + order_note
     fig_comparison(paired, order_note, out_dir, footer)
-    if workload:
+    if not on_shards:
         comparison = pd.DataFrame(
             {"quantity": [f"the paper's values are its workload's, not {workload}'s"]}
         )

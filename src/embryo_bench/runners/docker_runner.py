@@ -43,7 +43,7 @@ from ..recording.provenance import SLURM_ENV, git_commit
 from ..recording.record import finish_run
 from ..recording.telemetry import ContainerSampler, Measurement
 from ..vocabulary.layout import METRICS, PROGRESS, RUN_SPEC, TELEMETRY
-from ..vocabulary.spec import RunSpec
+from ..vocabulary.spec import RunSpec, TrainingInput
 from .docker_api import Daemon, channel, daemon_identity, docker_client, is_loopback
 from .lifeline import LIFELINE_ENV
 
@@ -379,14 +379,12 @@ def run(
     *,
     spec_file: str | Path,
     image: dict,
-    shards: list[str],
+    inputs: TrainingInput,
     source_info: str | Path,
     out_dir: str | Path,
     log=None,
     stop_after_s: float | None = None,
     daemon: Daemon | None = None,
-    arrays: str | Path | None = None,
-    files: str | Path | None = None,
 ) -> dict:
     """Train one run in a container of ``image`` with the run's limits.
 
@@ -396,10 +394,9 @@ def run(
             record); default: the address alone (with the Docker environment's TLS,
             :func:`embryo_bench.runners.docker_api.resolve_daemon`), or the environment's daemon.
         image: the image record written by the image build (``tag``, ``image_id``).
-        shards: augmented ``.npz`` shards on this host (the paper's workload).
+        inputs: what the run trains on, on this host (its shards, or its arrays and image
+            folder, shipped in whole: :class:`embryo_bench.vocabulary.spec.TrainingInput`).
         source_info: the index stage's ``source.json``, or a workload's data info.
-        arrays: a workload's prepared arrays (another workload's runs: no shards).
-        files: a workload's image folder (its files input mode), shipped in whole.
         out_dir: run folder on this host; receives history.csv, windows.csv, model.keras,
             settings.json (from the container), telemetry.csv and metrics.json (written
             here).
@@ -426,15 +423,9 @@ def run(
     if why:
         raise DockerError(f"target {spec.target}: {why}")
     check_image(client, spec, image)
-    if arrays:  # a workload other than the paper's: its arrays (and image files)
-        inputs = {"arrays.npz": Path(arrays)}
-        data = ["--arrays", f"{WORK}/in/arrays.npz"]
-        if files:
-            inputs["files"] = Path(files)
-            data += ["--files", f"{WORK}/in/files"]
-    else:
-        inputs = {f"shard-{i}.npz": Path(p) for i, p in enumerate(shards)}
-        data = ["--shards", *[f"{WORK}/in/{n}" for n in inputs]]
+    # The run's data shipped in under names of its own, and named so to the trainer there.
+    shipped = inputs.by_name()
+    data = inputs.under(f"{WORK}/in").options()
     command = [
         "python",
         "-m",
@@ -449,11 +440,11 @@ def run(
         f"{WORK}/out",
         "--in-container",
     ]
-    inputs |= {RUN_SPEC: Path(spec_file), "source.json": Path(source_info)}
+    shipped |= {RUN_SPEC: Path(spec_file), "source.json": Path(source_info)}
     key = run_key(out_dir)
     remove_stale(client, key, log)
     kwargs = container_kwargs(spec, image, command, uuid.uuid4().hex[:12], key)
-    with container(client, kwargs, inputs, log) as box:
+    with container(client, kwargs, shipped, log) as box:
         tail = start(box, log)
         here = daemon_is_here(spec.docker_host or os.environ.get("DOCKER_HOST", ""))
         cores = run_cores(spec.cpus) if here else None

@@ -68,10 +68,11 @@ import numpy as np
 import pandas as pd
 
 from ..data.arrays import synthetic_arrays
+from ..data.stages import run_sample
 from ..errors import ConfigError
 from ..io import atomic_path, read_json, write_json
 from ..recording.hardware import gpu_identity, memory_mib, this_machine
-from ..vocabulary.spec import RunSpec
+from ..vocabulary.spec import INPUT_SHARDS, RunSpec
 from .backend import (
     backend_devices,
     device_memory_peak_mib,
@@ -328,9 +329,8 @@ def sample_of(spec: RunSpec) -> tuple[tuple[int, ...], str, int, int]:
     """One sample of the run's inputs: (shape, dtype, classes, vocabulary). The paper's: a
     uint8 (S, S, 1) frame at its preprocessing's image size, 4 classes; a workload's: its
     input shape and dtype, classes and vocabulary (token ids; 0 for images)."""
-    if spec.workload is None:
-        size = spec.preprocessing.image_size
-        return (size, size, 1), "uint8", 4, 0
+    if spec.input_kind == INPUT_SHARDS:
+        return run_sample(spec.preprocessing)
     w = spec.workload
     return tuple(w.input_shape), w.input_dtype, w.classes, w.vocabulary
 
@@ -749,7 +749,7 @@ def notes(spec: RunSpec) -> list[str]:
             f"{trial_environment().get('XLA_PYTHON_CLIENT_MEM_FRACTION', 'the caller set')}: "
             "the device's limit; a training with JAX's defaults may have less of the device"
         )
-    if spec.workload is not None and spec.workload.input_mode == "files":
+    if spec.input_mode == "files":
         out.append("the run reads image files; the trials fed synthetic arrays from memory")
     if spec.runner == "docker":
         out.append("the run.json's docker runner was not used: trials ran on this host")

@@ -1,4 +1,16 @@
-"""Train the paper CNN on the augmented shards and record timing, accuracy and provenance.
+"""Train one run of any workload and record timing, accuracy and provenance: the paper CNN
+on its augmented shards, or a workload's model on its prepared arrays (from memory, or in its
+``files`` input mode from its image files).
+
+A run is described by two things: its :class:`embryo_bench.vocabulary.spec.RunSpec`
+(``run.json``: every setting, resolved by the plan) and what it trains on, one
+:class:`embryo_bench.vocabulary.spec.TrainingInput` of the kind its spec names
+(:attr:`RunSpec.input_kind`: ``shards`` for the paper's, ``arrays`` for every other). The
+kinds differ only in how the data is loaded, which model is built and what is recorded of
+them (:class:`InputKind`, :data:`KINDS`: the paper's shards by :mod:`embryo_bench.data.stages`
+and its CNN by :mod:`embryo_bench.workloads.paper`; a workload's arrays by
+:mod:`embryo_bench.data.arrays` and its model by its builder,
+:mod:`embryo_bench.workloads.build`); everything else is one path for every workload.
 
 Training uses only the Keras 3 API (any backend). One ``fit`` call per run, with the test
 set scored after every epoch as Keras validation; a callback times each epoch's training
@@ -6,8 +18,9 @@ and scoring apart (:func:`fit_epochs`), so three timings are reported side by si
 (:func:`summarise`): training only, training plus evaluation (the paper's clock), and time
 to accuracy with evaluation (MLPerf). A run has three steps: :func:`setup` (threads, seed,
 provenance, data, model), :func:`train_epochs` (between two calibration probes,
-:mod:`embryo_bench.recording.calibrate`), :func:`write_outputs`; :func:`run_training` does all three
-from a :class:`embryo_bench.vocabulary.spec.RunSpec`. Outputs (all written atomically):
+:mod:`embryo_bench.recording.calibrate`; a files input through
+:class:`embryo_bench.training.inputs.TimedFeed`), :func:`write_outputs`;
+:func:`run_training` does all three. Outputs (all written atomically):
 
 * ``history.csv``: :data:`HISTORY_COLUMNS` (``progress.csv`` holds the same rows while the
   run trains, one appended per epoch; it is removed when the run finishes);
@@ -15,11 +28,12 @@ from a :class:`embryo_bench.vocabulary.spec.RunSpec`. Outputs (all written atomi
   summary (CPU %, memory, GPU, energy), provenance
   (:func:`embryo_bench.recording.record.finish_run`);
 * ``telemetry.csv``: one sample a second of the training process
-(:mod:`embryo_bench.recording.telemetry`);
+  (:mod:`embryo_bench.recording.telemetry`);
 * ``windows.csv``: throughput about :data:`WINDOWS_PER_EPOCH` times an epoch
   (:data:`WINDOW_COLUMNS`), the run's own probe of the machine's speed;
-* ``model.keras`` and ``settings.json`` (the preprocessing the training data was made with,
-  read from the shards, and the classes: what ``embryo-bench evaluate`` needs).
+* ``model.keras`` and ``settings.json`` (what ``embryo-bench evaluate`` needs: for a run on
+  shards the preprocessing they were made with and the classes, for a run on arrays its
+  workload).
 """
 
 from __future__ import annotations
@@ -30,16 +44,16 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..data.arrays import read_arrays
+from ..data import stages
+from ..data.arrays import load_run_arrays
 from ..data.imagefolder import list_image_folder
-from ..data.npzcheck import check_npz
-from ..data.stages import load_dataset
 from ..errors import ConfigError, DataError
 from ..io import atomic_path, write_json
 from ..recording import provenance
@@ -50,7 +64,7 @@ from ..recording.record import finish_run
 from ..recording.telemetry import Measurement, NvmlGpus, ProcessSampler
 from ..runners.lifeline import check_parent
 from ..vocabulary.layout import HISTORY, MODEL, PROGRESS, SETTINGS, WINDOWS
-from ..vocabulary.spec import Preprocessing, RunSpec
+from ..vocabulary.spec import INPUT_ARRAYS, INPUT_SHARDS, Preprocessing, RunSpec, TrainingInput
 from .backend import (
     backend_devices,
     backend_name,
@@ -467,7 +481,8 @@ class Session:
     Attributes:
         spec: the run's settings. model: the compiled Keras model.
         data: x_train, y_train, x_test, y_test (see :func:`embryo_bench.data.stages.load_dataset`).
-        preprocessing: the settings the shards were made with.
+        preprocessing: the settings the shards were made with (input kind shards); None
+            for a run on arrays.
         provenance: :func:`embryo_bench.recording.provenance.collect`, taken before training.
         cores: the cores the process is pinned to. replicas_in_sync: devices training.
         backend: the Keras backend loaded. setup_seconds: wall time of the setup (s).
@@ -481,7 +496,7 @@ class Session:
     spec: RunSpec
     model: object
     data: dict
-    preprocessing: Preprocessing
+    preprocessing: Preprocessing | None
     provenance: dict
     cores: list[int]
     replicas_in_sync: int
@@ -544,34 +559,98 @@ def seed_everything(seed: int) -> None:
         del sys.modules["tensorflow"]
 
 
-def setup(
-    spec: RunSpec, shards: list[str], dataset: dict, arrays: str | Path | None = None
-) -> Session:
+@dataclass(frozen=True)
+class InputKind:
+    """How a run of one input kind (:data:`embryo_bench.vocabulary.spec.INPUT_KINDS`) gets
+    its data and its model, and what it records of them: the only place the trainer tells
+    the kinds apart (:data:`KINDS`); each kind's functions live with its data
+    (:mod:`embryo_bench.data.stages` for the shards, :mod:`embryo_bench.data.arrays`) and its
+    models (:mod:`embryo_bench.workloads.paper`, :mod:`embryo_bench.workloads.build`).
+
+    Attributes:
+        load: (spec, input) -> (data: ``x_train``, ``y_train``, ``x_test``, ``y_test``;
+            the preprocessing settings the data was made with, or None).
+        model: (spec, preprocessing, steps per execution) -> the compiled Keras model
+            (Keras is imported by then).
+        settings: (spec, preprocessing) -> what ``settings.json`` records beside the model.
+        classes: spec -> the number of classes its labels count.
+        data: spec -> how messages name its data. setting: spec -> the configuration's
+            prefix of its batch size (``train.``, ``workloads: <name>'s ``).
+    """
+
+    load: Callable[[RunSpec, TrainingInput], tuple[dict, Preprocessing | None]]
+    model: Callable[[RunSpec, Preprocessing | None, int], object]
+    settings: Callable[[RunSpec, Preprocessing | None], dict]
+    classes: Callable[[RunSpec], int]
+    data: Callable[[RunSpec], str]
+    setting: Callable[[RunSpec], str]
+
+
+def _shards_model(spec: RunSpec, pp: Preprocessing, per_call: int):
+    # The paper CNN's module imports Keras: only now, after the backend is chosen.
+    from ..workloads.paper import build_for_run
+
+    return build_for_run(spec, pp.image_size, steps_per_execution=per_call)
+
+
+def _arrays_model(spec: RunSpec, pp: None, per_call: int):
+    # The builders' module imports Keras: only now, after the backend is chosen.
+    from ..workloads.build import build_for_spec
+
+    return build_for_spec(spec.workload, spec.learning_rate, steps_per_execution=per_call)
+
+
+#: Each input kind's :class:`InputKind`.
+KINDS = {
+    INPUT_SHARDS: InputKind(
+        load=lambda spec, inputs: stages.load_run_shards(spec, inputs.paths),
+        model=_shards_model,
+        settings=lambda spec, pp: stages.run_settings(pp),
+        classes=lambda spec: stages.CLASSES,
+        data=lambda spec: "the shards",
+        setting=lambda spec: "train.",
+    ),
+    INPUT_ARRAYS: InputKind(
+        load=lambda spec, inputs: (load_run_arrays(spec, inputs.arrays), None),
+        model=_arrays_model,
+        settings=lambda spec, pp: {"workload": dataclasses.asdict(spec.workload)},
+        classes=lambda spec: spec.workload.classes,
+        data=lambda spec: f"workload {spec.workload.name}'s arrays",
+        setting=lambda spec: f"workloads: {spec.workload.name}'s ",
+    ),
+}
+
+
+def setup(spec: RunSpec, inputs: TrainingInput, dataset: dict) -> Session:
     """Prepare a run: choose the backend, give it the run's GPUs and no others
     (:func:`embryo_bench.training.backend.select_gpus`; none to a CPU run), pin to
     ``spec.cpus`` cores with ``spec.threads`` threads, record provenance and the devices
-    (NVML's identity of each GPU, the framework's view), seed everything, load the shards
-    (checked against ``spec.preprocessing``) or, for a workload other than the paper's, its
-    arrays, build and compile the model under the run's precision (a Keras dtype policy) in
-    the distribution strategy's scope.
+    (NVML's identity of each GPU, the framework's view), seed everything, load the data of
+    the run's input kind (:data:`KINDS`: the shards, checked against ``spec.preprocessing``,
+    or a workload's arrays), build and compile the model under the run's precision (a Keras
+    dtype policy) in the distribution strategy's scope.
 
     Args:
         spec: the run.
-        shards: augmented ``.npz`` shards (see :mod:`embryo_bench.data.stages`); the paper's
-            workload only.
+        inputs: what it trains on (:class:`embryo_bench.vocabulary.spec.TrainingInput`, of
+            the kind its spec names).
         dataset: the index stage's source description, or a workload's data info
             (provenance).
-        arrays: a workload's prepared arrays (:mod:`embryo_bench.data.arrays`); another
-            workload's runs only.
 
     Raises:
         DataError: a shard is missing or malformed, made with other settings than the
             spec's, or a split is empty; a workload's arrays missing, damaged or not its shape.
-        ConfigError: another backend is already loaded, a strategy the backend or the
-            devices cannot give, GPUs the backend does not see, a batch size larger than the
-            training set, a workload's builder that cannot be imported.
+        ConfigError: ``inputs`` of another kind than the spec's, another backend is already
+            loaded, a strategy the backend or the devices cannot give, GPUs the backend does
+            not see, a batch size larger than the training set, a workload's builder that
+            cannot be imported.
     """
     t_setup = time.perf_counter()
+    if inputs.kind != spec.input_kind:
+        raise ConfigError(
+            f"run {spec.target}: trains on {spec.input_kind}, given {inputs.kind} to train on"
+        )
+    kind = KINDS[inputs.kind]
     select_backend(spec.backend)
     run = f"run {spec.target} repeat {spec.repeat}"
     gpu_indices = select_gpus(spec.gpus, spec.backend, run)
@@ -586,10 +665,7 @@ def setup(
     set_precision(spec.precision)
     scope, replicas_in_sync = distribution_scope(spec.strategy, spec.replicas)
     seed_everything(spec.seed)
-    if spec.workload is None:
-        data, pp = _paper_data(spec, shards)
-    else:
-        data, pp = _workload_data(spec, arrays), None
+    data, pp = kind.load(spec, inputs)
     _check_batch(spec, len(data["y_train"]))
     with scope:
         model = run_model(spec, pp, len(data["y_train"]))
@@ -605,6 +681,7 @@ def setup(
         setup_seconds=time.perf_counter() - t_setup,
         gpu_indices=gpu_indices,
         devices=devices,
+        files=Path(inputs.files) if inputs.files else None,
     )
     w = spec.workload
     log.info(
@@ -621,37 +698,17 @@ def setup(
         ", ".join(devices["backend"]["devices"]),
         spec.precision,
         spec.variant,
-        w.input_mode if w else "memory",
+        spec.input_mode,
     )
     return session
 
 
-def _paper_data(spec: RunSpec, shards: list[str]) -> tuple[dict, Preprocessing]:
-    """The paper's workload's data: the shards (checked against ``spec.preprocessing``),
-    less the original variant's holdout, and the settings they were made with.
-
-    Raises:
-        DataError: as :func:`embryo_bench.data.stages.load_dataset`.
-        ConfigError: a holdout of every training image.
-    """
-    data, pp = load_dataset(shards, spec.preprocessing)
-    if spec.holdout:
-        # The original script's validation slice: the first images, never trained on.
-        if spec.holdout >= len(data["y_train"]):
-            raise ConfigError(
-                f"train.original.holdout {spec.holdout}: the data has only "
-                f"{len(data['y_train'])} training images"
-            )
-        data = {**data, "x_train": data["x_train"][spec.holdout :]}
-        data["y_train"] = data["y_train"][spec.holdout :]
-    return data, pp
-
-
 def run_model(spec: RunSpec, pp: Preprocessing | None, n_train: int):
-    """The run's compiled model: the paper CNN at the shards' image size, or a workload's by
-    its builder with its recipe (:mod:`embryo_bench.workloads.build`; Keras is imported by
-    now), running :func:`steps_per_execution_for`'s steps per execution (``n_train``: the
-    training samples, whose batches make an epoch).
+    """The run's compiled model, by its input kind (:data:`KINDS`): the paper CNN at the
+    shards' image size, or a workload's by its builder with its recipe
+    (:mod:`embryo_bench.workloads.build`; Keras is imported by now), running
+    :func:`steps_per_execution_for`'s steps per execution (``n_train``: the training
+    samples, whose batches make an epoch).
 
     Raises:
         ConfigError: a builder that cannot be imported or refuses the shape.
@@ -664,18 +721,7 @@ def run_model(spec: RunSpec, pp: Preprocessing | None, n_train: int):
         spec.steps_per_execution,
         keras.backend.backend(),
     )
-    if spec.workload is None:
-        from ..workloads.paper import build_model, compile_model
-
-        return compile_model(
-            build_model(pp.image_size, classes=4, dropout=spec.dropout, variant=spec.variant),
-            spec.learning_rate,
-            variant=spec.variant,
-            steps_per_execution=per_call,
-        )
-    from ..workloads.build import build_for_spec
-
-    return build_for_spec(spec.workload, spec.learning_rate, steps_per_execution=per_call)
+    return KINDS[spec.input_kind].model(spec, pp, per_call)
 
 
 def _check_batch(spec: RunSpec, n: int) -> None:
@@ -688,15 +734,10 @@ def _check_batch(spec: RunSpec, n: int) -> None:
     """
     if spec.batch_size <= n:
         return
-    if spec.sweep:
-        setting = f"sweeps: point {spec.target}'s "
-    elif spec.workload is not None:
-        setting = f"workloads: {spec.workload.name}'s "
-    else:
-        setting = "train."
+    kind = KINDS[spec.input_kind]
+    setting = f"sweeps: point {spec.target}'s " if spec.sweep else kind.setting(spec)
     if not n:
-        w = spec.workload
-        data = f"workload {w.name}'s arrays" if w is not None else "the shards"
+        data = kind.data(spec)
         raise ConfigError(
             f"run {spec.target} repeat {spec.repeat}: {data} hold no training sample; "
             f"expected at least one batch, {spec.batch_size:,} ({setting}batch_size)"
@@ -708,43 +749,6 @@ def _check_batch(spec: RunSpec, n: int) -> None:
     )
 
 
-def _workload_data(spec: RunSpec, arrays: str | Path | None) -> dict:
-    """A workload's data: its arrays, checked against the spec's input shape, dtype and
-    classes; in files mode without the training images (they are read from files).
-
-    Raises:
-        DataError: the arrays are missing, damaged (an array declaring more than the file
-            holds is refused before it is read: :func:`embryo_bench.data.npzcheck.check_npz`)
-            or not the workload's shape.
-        ConfigError: no arrays given.
-    """
-    w = spec.workload
-    if arrays is None:
-        raise ConfigError(f"run {spec.target}: workload {w.name} needs its arrays (--arrays)")
-    # Headers first: a damaged one would have numpy allocate what it declares.
-    check_npz(arrays)
-    x_train, y_train, x_test, y_test = read_arrays(arrays)
-    for name, x in (("x_train", x_train), ("x_test", x_test)):
-        if x.shape[1:] != w.input_shape or x.dtype != np.dtype(w.input_dtype):
-            raise DataError(
-                f"{arrays}: {name} holds {x.dtype} samples of shape {x.shape[1:]}; workload "
-                f"{w.name} expects {w.input_dtype} samples of shape {w.input_shape}"
-            )
-    for name, y in (("y_train", y_train), ("y_test", y_test)):
-        if len(y) and (int(y.min()) < 0 or int(y.max()) >= w.classes):
-            raise DataError(
-                f"{arrays}: {name} holds labels {int(y.min())}..{int(y.max())}; workload "
-                f"{w.name} has {w.classes} classes (labels 0..{w.classes - 1})"
-            )
-    if w.input_mode == "files":
-        # The training images come from files (:func:`files_feed`): not held in memory as
-        # well (an empty array of their own: a slice ``x_train[:0]`` would keep the whole
-        # array alive); the test set is scored from memory.
-        x_train = np.empty((0, *x_train.shape[1:]), x_train.dtype)
-    data = {"x_train": x_train, "y_train": y_train, "x_test": x_test, "y_test": y_test}
-    return data
-
-
 def files_feed(session: Session) -> TimedFeed | None:
     """The training batches of a workload's ``files`` input mode: its ``train/`` image files
     (``embryo-bench workload-files``) decoded, and augmented as its study's generator did,
@@ -754,9 +758,9 @@ def files_feed(session: Session) -> TimedFeed | None:
     Raises:
         DataError: the folder is missing, or holds other labels than the arrays.
     """
-    w = session.spec.workload
-    if w is None or w.input_mode != "files":
+    if session.spec.input_mode != "files":
         return None
+    w = session.spec.workload
     if session.files is None:
         raise DataError(f"run {session.spec.target}: workload {w.name} reads files: no folder")
     paths, labels, _ = list_image_folder(session.files / "train")
@@ -890,23 +894,18 @@ def write_outputs(
     windows = pd.DataFrame(session.windows, columns=WINDOW_COLUMNS)
     with atomic_path(out / WINDOWS) as tmp:
         windows.to_csv(tmp, index=False)
-    if spec.workload is None:
-        settings = {
-            "preprocessing": session.preprocessing.to_dict(),
-            "classes": {str(k): k + 1 for k in range(4)},
-        }
-    else:
-        settings = {"workload": dataclasses.asdict(spec.workload)}
+    kind = KINDS[spec.input_kind]
+    settings = kind.settings(spec, session.preprocessing)
     write_json(out / SETTINGS, {**settings, "backend": session.backend})
     summary = summarise(history, session.images_per_epoch, spec.accuracy_target)
-    classes = spec.workload.classes if spec.workload else 4
+    classes = kind.classes(spec)
     flops = training_flops_per_image(session.model)
     before, after = calibration
     return {
         "target": spec.target,
         "repeat": spec.repeat,
         "workload": spec.workload_name,
-        "input_mode": spec.workload.input_mode if spec.workload else "memory",
+        "input_mode": spec.input_mode,
         "input_wait": input_wait_summary(history),
         "seed": spec.seed,
         "backend": session.backend,
@@ -951,26 +950,23 @@ def write_outputs(
 
 def run_training(
     spec: RunSpec,
-    shards: list[str],
+    inputs: TrainingInput,
     dataset: dict,
     out_dir: str | Path,
     *,
     measure: bool = True,
-    arrays: str | Path | None = None,
-    files: str | Path | None = None,
 ) -> dict:
     """Train one run and write its outputs (:func:`setup`, :func:`train_epochs`,
     :func:`write_outputs`, :func:`embryo_bench.recording.record.finish_run`).
 
     Args:
         spec: the run's settings (``run.json``).
-        shards: augmented ``.npz`` shards (the paper's workload).
+        inputs: what it trains on, of the kind its spec names
+            (:class:`embryo_bench.vocabulary.spec.TrainingInput`: the augmented shards, or a
+            workload's arrays and, in its ``files`` input mode, its image folder).
         dataset: the index stage's source description, or a workload's data info
             (provenance).
         out_dir: the run folder.
-        arrays: a workload's prepared arrays (another workload than the paper's).
-        files: a workload's image files (``embryo-bench workload-files``), read by its
-            ``files`` input mode.
         measure: sample this process (telemetry.csv, RAPL energy); off inside a container,
             where the docker runner samples the container from outside and finishes the
             metrics itself.
@@ -985,8 +981,7 @@ def run_training(
         Interrupted: the process was tied to its parent (:mod:`embryo_bench.runners.lifeline`) and
             the parent went away before the outputs were written.
     """
-    session = setup(spec, shards, dataset, arrays)
-    session.files = Path(files) if files else None
+    session = setup(spec, inputs, dataset)
     measurement = (
         Measurement(ProcessSampler(float(spec.cpus), session.gpu_indices, session.cores))
         if measure

@@ -4,6 +4,8 @@ share. Paths are relative to a configuration's ``outdir``.
 
 from __future__ import annotations
 
+import re
+
 #: Files of one training run, in ``train/<target>/repeat-<k>/``. ``run.json`` (the run's
 #: resolved settings, :class:`embryo_bench.vocabulary.spec.RunSpec`) is written before training, by
 #: its
@@ -138,6 +140,44 @@ def workload_dir(workload: str = PAPER_WORKLOAD) -> str:
     return "" if workload == PAPER_WORKLOAD else f"workloads/{workload}/"
 
 
+def workload_of_dir(prefix: str) -> str:
+    """The workload whose outputs go under ``prefix`` (:func:`workload_dir`'s inverse: ""
+    is the paper's, ``workloads/<name>/`` that workload's).
+
+    Raises:
+        ValueError: ``prefix`` is neither.
+    """
+    if not prefix:
+        return PAPER_WORKLOAD
+    name = prefix.removeprefix("workloads/").removesuffix("/")
+    if workload_dir(name) != prefix or not name or "/" in name:
+        raise ValueError(f"{prefix!r}: not a workload's folder (expected '' or workloads/<name>/)")
+    return name
+
+
+def workload_dir_pattern(workloads) -> str:
+    """A regular expression that matches :func:`workload_dir` of each of ``workloads`` and
+    nothing else (the empty string among them for the paper's): the constraint of the
+    workflow's ``{wdir}`` wildcard, which puts every workload's runs and figures in one
+    rule each while the paper's stay at the top of ``outdir``."""
+    # A group, so the paper's folder alone ("") is still a pattern, and one that matches "".
+    return "(?:" + "|".join(re.escape(workload_dir(w)) for w in workloads) + ")"
+
+
+def run_path(prefix: str, target: str, repeat: int | str) -> str:
+    """Folder of one run under a workload's folder ``prefix`` (:func:`workload_dir`):
+    ``<prefix>train/<target>/repeat-<k>``. Every run's path is made here: with the
+    workflow's wildcards (``"{wdir}"``, ``"{target}"``, ``"{repeat}"``) it is the rules'
+    pattern."""
+    return f"{prefix}train/{target}/repeat-{repeat}"
+
+
+def figures_dir(prefix: str) -> str:
+    """A workload's figures folder under its folder ``prefix`` (:func:`workload_dir`):
+    ``<prefix>figures``."""
+    return f"{prefix}figures"
+
+
 def dataset_dir(dataset: str) -> str:
     """Where a dataset's downloaded files go: ``data/datasets/<name>``."""
     return f"data/datasets/{dataset}"
@@ -146,13 +186,18 @@ def dataset_dir(dataset: str) -> str:
 def run_dir(target: str, repeat: int, workload: str = PAPER_WORKLOAD) -> str:
     """Folder of one run: ``train/<target>/repeat-<k>`` for the paper's workload,
     ``workloads/<workload>/train/<target>/repeat-<k>`` for another."""
-    return f"{workload_dir(workload)}train/{target}/repeat-{repeat}"
+    return run_path(workload_dir(workload), target, repeat)
+
+
+#: The folder, under a figures folder, of one utilisation figure per run (a folder: a
+#: workload's runs are its own, so the figures job declares the folder, not its files).
+UTILISATION_DIR = "utilisation"
 
 
 def utilisation_name(target: str, repeat: int) -> str:
     """File name (without extension, PNG only) of a run's utilisation figure, under
     ``figures/``."""
-    return f"utilisation/{target}-repeat-{repeat}"
+    return f"{UTILISATION_DIR}/{target}-repeat-{repeat}"
 
 
 #: For the studies, under ``outdir``: every workload's runs as one table

@@ -18,6 +18,7 @@ from __future__ import annotations
 import keras
 from keras import layers
 
+from ..vocabulary.spec import RunSpec
 from .build import make_adam
 
 PAPER_PARAMETERS = 16_834_436
@@ -116,3 +117,20 @@ def build_catalog_model(input_shape: tuple[int, ...], classes: int) -> keras.Mod
     if side != width or channels != 1:
         raise ValueError(f"the paper CNN takes square 1-channel frames, not {input_shape}")
     return build_model(side, classes=classes)
+
+
+def build_for_run(spec: RunSpec, image_size: int, steps_per_execution: int = 1) -> keras.Model:
+    """A run's model where the run trains on the paper's shards (input kind shards,
+    :mod:`embryo_bench.training.train`): the paper CNN at the shards' ``image_size`` (px), 4
+    classes, with the spec's dropout, variant and learning rate, running
+    ``steps_per_execution`` training steps per call (:func:`compile_model`).
+
+    Raises:
+        ValueError: an unknown variant.
+    """
+    return compile_model(
+        build_model(image_size, classes=4, dropout=spec.dropout, variant=spec.variant),
+        spec.learning_rate,
+        variant=spec.variant,
+        steps_per_execution=steps_per_execution,
+    )
