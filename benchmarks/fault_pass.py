@@ -9,8 +9,8 @@ against files served here on 127.0.0.1, connections cut short); a model of one's
 (``workloads[].model``: ``check-config`` must not import it; the trainer's checks of what a
 builder returns); sizes (``planning.bounds``); NaN and infinity in configurations, run.json,
 metrics.json, reference files and options; ``embryo-bench compare`` and ``--reference``;
-the published numbers (``published/*.csv`` and their sha256 in ``studies.yaml``, edited in a
-copy of the package); study configurations and their short forms; the GPU settings
+the published numbers (each study's ``numbers.csv`` and its sha256 in its ``study.yaml``,
+edited in a copy of the package); study configurations and their short forms; the GPU settings
 (``targets[].precision``, ``gpus``, ``strategy``, ``embryo-bench batch-limit``'s options) and
 ``benchmarks/gpu_session.py unpack`` of a hostile archive.
 
@@ -1565,11 +1565,11 @@ def _(d):
 
 
 def package_copy(d: Path) -> Path:
-    """A copy of the package and its configs (src/, config/) in ``d``: its published files
-    are edited there, never in this checkout."""
+    """A copy of the package and its configs (src/, config/) in ``d``: its studies' files are
+    edited there, never in this checkout. Returns the copy's Wu et al. folder."""
     shutil.copytree(SRC, d / "src", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO / "config", d / "config")
-    return d / "src" / "embryo_bench" / "published"
+    return d / "src" / "embryo_bench" / "studies" / "wu"
 
 
 def _study_check(d: Path, *files: str, **run) -> Run:
@@ -1577,56 +1577,56 @@ def _study_check(d: Path, *files: str, **run) -> Run:
     return Run(eb("check-config", *files), cwd=d, env=env, **run)
 
 
-@case("published", "a number edited in wu.csv")
+@case("published", "a number edited in wu's numbers.csv")
 def _(d):
-    pub = package_copy(d)
-    text = (pub / "wu.csv").read_text()
-    (pub / "wu.csv").write_text(text.replace("1114.34", "114.34", 1))
-    return _study_check(d, "config/wu.yaml", mentions=("wu.csv", "sha256"))
+    wu = package_copy(d)
+    text = (wu / "numbers.csv").read_text()
+    (wu / "numbers.csv").write_text(text.replace("1114.34", "114.34", 1))
+    return _study_check(d, "config/wu.yaml", mentions=("numbers.csv", "sha256"))
 
 
-@case("published", "wu.csv deleted")
+@case("published", "wu's numbers.csv deleted")
 def _(d):
-    pub = package_copy(d)
-    (pub / "wu.csv").unlink()
-    return _study_check(d, "config/wu.yaml", mentions=("wu.csv",))
+    wu = package_copy(d)
+    (wu / "numbers.csv").unlink()
+    return _study_check(d, "config/wu.yaml", mentions=("numbers.csv",))
 
 
-@case("published", "wu.csv replaced by a folder")
+@case("published", "wu's numbers.csv replaced by a folder")
 def _(d):
-    pub = package_copy(d)
-    (pub / "wu.csv").unlink()
-    (pub / "wu.csv").mkdir()
-    return _study_check(d, "config/wu.yaml", mentions=("wu.csv",))
+    wu = package_copy(d)
+    (wu / "numbers.csv").unlink()
+    (wu / "numbers.csv").mkdir()
+    return _study_check(d, "config/wu.yaml", mentions=("numbers.csv",))
 
 
-@case("published", "studies.yaml: studies is an empty list")
+@case("published", "wu's study.yaml: an empty list")
 def _(d):
-    pub = package_copy(d)
-    (pub / "studies.yaml").write_text("studies: []\n")
-    return _study_check(d, "config/wu.yaml", mentions=("studies.yaml",))
+    wu = package_copy(d)
+    (wu / "study.yaml").write_text("[]\n")
+    return _study_check(d, "config/wu.yaml", mentions=("study.yaml",))
 
 
-@case("published", "studies.yaml: a sha256 that is not hex")
+@case("published", "wu's study.yaml: a sha256 that is not hex")
 def _(d):
-    pub = package_copy(d)
-    text = (pub / "studies.yaml").read_text()
-    (pub / "studies.yaml").write_text(text.replace("sha256: 2b08", "sha256: zz08", 1))
-    return _study_check(d, "config/wu.yaml", mentions=("studies.yaml", "sha256"))
+    wu = package_copy(d)
+    text = (wu / "study.yaml").read_text()
+    (wu / "study.yaml").write_text(text.replace("sha256: 69cb", "sha256: zz69", 1))
+    return _study_check(d, "config/wu.yaml", mentions=("study.yaml", "sha256"))
 
 
-@case("published", "studies.yaml deleted")
+@case("published", "wu's study.yaml deleted")
 def _(d):
-    pub = package_copy(d)
-    (pub / "studies.yaml").unlink()
-    return _study_check(d, "config/wu.yaml", mentions=("studies.yaml",))
+    wu = package_copy(d)
+    (wu / "study.yaml").unlink()
+    return _study_check(d, "config/wu.yaml", mentions=("study", "wu"))
 
 
 @case("published", "the claims module of the study deleted")
 def _(d):
-    pub = package_copy(d)
-    (pub.parent / "reporting" / "claims" / "wu.py").unlink()
-    return _study_check(d, "config/wu.yaml", mentions=("wu.py",))
+    wu = package_copy(d)
+    (wu / "claims.py").unlink()
+    return _study_check(d, "config/wu.yaml", mentions=("claims.py",))
 
 
 @case("studies", "study: a name that is not a study")

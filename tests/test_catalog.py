@@ -5,7 +5,9 @@ catalog named in one line. Tiny and fast: no training beyond one step on 2 sampl
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import shutil
 import subprocess
 import sys
 
@@ -16,12 +18,13 @@ import tensorflow as tf
 import yaml
 
 from embryo_bench.errors import ConfigError
+from embryo_bench.studies.minimaxir.models import AUX_LOSS_WEIGHT
+from embryo_bench.studies.registry import CATALOG, studies
+from embryo_bench.studies.wu.models import LRN, Cifar10Distortion, LocalResponseNormalization
 from embryo_bench.workloads.build import build_model, compile_model, make_optimizer
 from embryo_bench.workloads.builders import load_checked_builder
-from embryo_bench.workloads.catalog import CATALOG, Recipe, Workload, catalog, get, load_catalog
-from embryo_bench.workloads.minimaxir import AUX_LOSS_WEIGHT
+from embryo_bench.workloads.catalog import Recipe, Workload, catalog, get, load_catalog
 from embryo_bench.workloads.user import load_builder
-from embryo_bench.workloads.wu import LRN, Cifar10Distortion, LocalResponseNormalization
 
 #: The parameter counts as the sources give them, written out by hand from each source's
 #: layers (a conv k x k x in x out + out; a dense in x out + out; an LSTM 4 x (units x
@@ -487,11 +490,13 @@ def test_a_bad_builder_path_is_one_line(user_module, path, message):
     [
         # Importable callables that build no model: each passed check-config and ran.
         ("os:system", "os is a module of Python's standard library, which builds no model; "
-         "expected a Python module of your own (or embryo_bench.workloads') defining the "
-         "function"),
+         "expected a Python module of your own (or embryo_bench.workloads' or a study's "
+         "models) defining the function"),
         ("subprocess:run", "subprocess is a module of Python's standard library"),
         ("embryo_bench.io:atomic_path", "embryo_bench.io is a module of embryo-bench outside "
-         "embryo_bench.workloads"),
+         "embryo_bench.workloads and the studies' models"),
+        ("embryo_bench.studies.wu.claims:claims", "embryo_bench.studies.wu.claims is a module of "
+         "embryo-bench outside embryo_bench.workloads and the studies' models"),
         ("my_models:Subclassed", "'Subclassed' is a type, not a function (def)"),
         ("my_models:loads", "'loads' comes from json, a module of Python's standard library"),
         ("my_models:json", "'json' is a module, not a function"),
@@ -518,8 +523,51 @@ def test_a_function_imported_from_another_module_of_models_is_that_function(user
 # --- the catalog file ------------------------------------------------------------------------
 
 
+def _every_entry() -> dict:
+    """Every study's catalog entries in one catalog file's form (each naming its study)."""
+    entries = {}
+    for study in studies().values():
+        if study.file(CATALOG):
+            own = yaml.safe_load(study.file(CATALOG).read_text())["workloads"]
+            entries |= {name: {**entry, "study": study.number} for name, entry in own.items()}
+    return {"workloads": entries}
+
+
+def test_one_file_of_every_entry_is_the_catalog(tmp_path):
+    path = tmp_path / "catalog.yaml"
+    path.write_text(yaml.safe_dump(_every_entry(), sort_keys=False))
+    assert load_catalog(path) == catalog()
+
+
+def test_a_studys_catalog_gives_its_own_workloads_once(tmp_path, monkeypatch):
+    """A study's entries take its number; one naming another study, or a name two studies
+    give, is refused in one line naming the file."""
+    from embryo_bench.workloads import catalog as catalog_mod
+
+    wu = studies()["wu"]
+    folder = tmp_path / "wu"
+    folder.mkdir()
+    shutil.copy(wu.file(CATALOG), folder / CATALOG)
+    own = dataclasses.replace(wu, folder=folder)
+    twin = dataclasses.replace(wu, name="twin", number="009", folder=tmp_path / "twin")
+    monkeypatch.setattr(catalog_mod, "studies", lambda: {"wu": own})
+    assert {w.study for w in load_catalog().values()} == {"003"}
+    data = yaml.safe_load((folder / CATALOG).read_text())
+    data["workloads"]["tf-cifar10"]["study"] = "002"
+    (folder / CATALOG).write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match=r"workloads\.tf-cifar10\.study: '002'; a study's"):
+        load_catalog()
+    del data["workloads"]["tf-cifar10"]["study"]
+    (folder / CATALOG).write_text(yaml.safe_dump(data))
+    shutil.copytree(folder, twin.folder)
+    monkeypatch.setattr(catalog_mod, "studies", lambda: {"wu": own, "twin": twin})
+    with pytest.raises(ConfigError, match=r"twin/catalog\.yaml: workloads\.tf-[a-z0-9-]+: "
+                       r"study 003's catalog has it too"):  # fmt: skip
+        load_catalog()
+
+
 def _damaged(tmp_path, edit) -> str:
-    data = yaml.safe_load(CATALOG.read_text())
+    data = _every_entry()
     edit(data["workloads"])
     path = tmp_path / "catalog.yaml"
     path.write_text(yaml.safe_dump(data))

@@ -54,3 +54,18 @@ def test_the_check_sees_a_file_left_out():
     text = 'EMBRYO_BENCH_REQUIRE="$EMBRYO_BENCH_REQUIRE trainings" pytest -m ci_step tests/a.py'
     assert _steps(text) == {"trainings": {"tests/a.py"}}
     assert {"tests/b.py"} - _steps(text)["trainings"] == {"tests/b.py"}
+
+
+def test_ci_runs_every_study_the_registry_finds_not_a_list_of_its_own():
+    """.ci/run takes the studies from ``embryo-bench studies`` (the folders of
+    src/embryo_bench/studies/): its lint and per-study loops name no study by hand."""
+    from embryo_bench.studies.docs import configured
+    from embryo_bench.studies.registry import studies
+
+    text = (ROOT / ".ci" / "run").read_text()
+    assert "STUDIES=$(embryo-bench studies --names --with-config)" in text
+    assert "for study in $STUDIES; do" in text
+    assert "$(printf 'config/%s.yaml ' $STUDIES)" in text
+    for study in configured(studies()):
+        assert f"config/{study.name}.yaml" not in text, study.name
+        assert not re.search(rf"\bfor \w+ in [^;]*\b{re.escape(study.name)}\b", text), study.name

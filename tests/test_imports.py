@@ -32,6 +32,7 @@ LAYERS = (
     "errors",
     "io",
     "vocabulary",
+    "studies",
     "workloads",
     "published",
     "data",
@@ -42,6 +43,29 @@ LAYERS = (
     "planning",
     "cli",
 )
+
+#: A study's folder (``studies/<study>/``) is one study's slice through the layers, not a layer:
+#: each of its modules sits in the layer of what it holds, by its name. The ``studies`` layer
+#: itself is the registry, which finds the folders and reads their ``study.yaml`` (the catalog
+#: gathers the studies' workloads through it). A module of another name is in no layer: name
+#: its layer here.
+STUDY_MODULES = {
+    # builders of the study's workloads: the trainer imports them by their path, in a
+    # container too, so they import no more than the workloads layer may
+    "models": "workloads",
+    # the study's numbers read from its own sources (minimaxir's per-epoch logs)
+    "logs": "published",
+    # its headline claims checked on our runs: the claims' shared checks are reporting's
+    "claims": "reporting",
+}
+#: The modules of the package that import a study's own module by name (``import``), and
+#: why; every other import of one is by its dotted name at run time (a builder's path, a
+#: study's claims module), so that adding a study changes no module outside its folder.
+STUDY_IMPORTERS = {
+    name: "the builder paths the catalog and every run spec name, kept where they were"
+    for name in ("workloads.datamadness", "workloads.minimaxir", "workloads.wu",
+                 "workloads.catsdogs")
+}  # fmt: skip
 
 
 def _modules() -> dict[str, ast.Module]:
@@ -114,8 +138,12 @@ def test_package_imports_sit_at_the_top_of_each_module():
 
 def _layer(module: str) -> str:
     """The layer of a module: its first name under the package (``training.train`` ->
-    ``training``, ``cli`` -> ``cli``)."""
-    return module.split(".")[0]
+    ``training``, ``cli`` -> ``cli``); a study's own module, the layer of what it holds
+    (:data:`STUDY_MODULES`: ``studies.wu.claims`` -> ``reporting``)."""
+    parts = module.split(".")
+    if parts[0] == "studies" and len(parts) == 3:
+        return STUDY_MODULES.get(parts[2], module)
+    return parts[0]
 
 
 def _layer_edges(graph: dict[str, set[str]]) -> dict[tuple[str, str], list[str]]:
@@ -191,3 +219,24 @@ def test_the_check_finds_a_circle_through_a_function_level_import():
     assert _circle(_graph(modules)) == ["a", "b", "a"]
     del modules["b"]
     assert _circle(_graph(modules)) is None
+
+
+def test_only_a_studys_own_folder_imports_its_modules():
+    """A study's modules are imported by name at run time (its builders, its claims), by the
+    modules of its own folder and by :data:`STUDY_IMPORTERS`: a new study is its folder."""
+    found = {
+        (name, target)
+        for name, targets in _package_graph().items()
+        for target in targets
+        if target.count(".") == 2
+        and target.startswith("studies.")
+        and not name.startswith(target.rpartition(".")[0] + ".")
+    }
+    assert {name for name, _ in found} == set(STUDY_IMPORTERS), sorted(found)
+
+
+def test_a_studys_modules_sit_in_the_layers_of_what_they_hold():
+    modules = {m for m in _package_graph() if m.startswith("studies.") and m.count(".") == 2}
+    assert {m.rpartition(".")[2] for m in modules} <= set(STUDY_MODULES), sorted(modules)
+    assert _layer("studies.wu.claims") == "reporting" and _layer("studies.registry") == "studies"
+    assert _layer("studies.wu.notes") == "studies.wu.notes"  # in no layer: the check names it

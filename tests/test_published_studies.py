@@ -14,6 +14,7 @@ from study_helpers import study_runs
 from embryo_bench.errors import DataError
 from embryo_bench.published import studies as pub
 from embryo_bench.reporting.claims.common import CANNOT, HOLDS, Claim, paired_workload_ratio
+from embryo_bench.studies import registry
 
 HEAD = ",".join(pub.COLUMNS)
 GOOD = 'K80,mnist-mlp,epoch_seconds,3.5,s,"batch_size=128;threads=8",002 table 1,true,\n'
@@ -23,8 +24,13 @@ REORDERED = GOOD.replace('"batch_size=128;threads=8"', "threads=8;batch_size=128
 
 def test_the_registry_names_the_paper_and_the_four_studies_as_the_docs_cite_them():
     known = pub.studies()
-    assert [s.number for s in known.values()] == ["000", "001", "002", "003", "004"]
-    assert known["paper"].claims == "paper" and known["paper"].numbers == "paper.csv"
+    # The project's own five first, in the order of their numbers (a study added later
+    # follows them: the registry finds it by its folder).
+    numbers = [s.number for s in known.values()]
+    assert numbers[:5] == ["000", "001", "002", "003", "004"] and numbers == sorted(set(numbers))
+    assert list(known)[:5] == ["paper", "datamadness", "minimaxir", "wu", "v100-blog"]
+    assert known["paper"].claims == "embryo_bench.studies.paper.claims"
+    assert known["v100-blog"].path == registry.FOLDER / "v100_blog" / "numbers.csv"
     # Each study's short name is a row of the list of sources, with its number.
     listed = (REPO / "docs" / "studies" / "README.md").read_text()
     for study in known.values():
@@ -129,20 +135,23 @@ def test_a_numbers_file_may_keep_a_second_number_not_used(tmp_path):
 
 
 def test_the_recorded_sha256_is_each_numbers_file_as_it_is():
-    """studies.yaml records every study's numbers file as it is in the repository."""
+    """Each study.yaml records its numbers file as it is in the repository."""
     for study in pub.studies().values():
-        assert study.path == pub.HERE / study.numbers
+        assert study.path == study.folder / "numbers.csv" and study.path.is_file()
         assert study.sha256 == hashlib.sha256(study.path.read_bytes()).hexdigest(), study.name
         pub.check_numbers_file(study)
 
 
 def _copy(tmp_path):
-    """The published folder's registry and numbers files, copied to edit."""
-    folder = tmp_path / "published"
-    folder.mkdir()
+    """Every study's entry, numbers file and claims module, copied to edit: a studies folder
+    of one's own."""
+    folder = tmp_path / "studies"
     for study in pub.studies().values():
-        shutil.copy(study.path, folder / study.numbers)
-    shutil.copy(pub.REGISTRY, folder / pub.REGISTRY.name)
+        own = folder / study.folder.name
+        own.mkdir(parents=True)
+        shutil.copy(study.path, own / study.numbers)
+        shutil.copy(study.registry, own / registry.STUDY_FILE)
+        shutil.copy(study.claims_path, own / registry.CLAIMS)
     return folder
 
 
@@ -165,16 +174,27 @@ def _edit(text: str, how: str) -> str:
 
 
 EDITS = ["edited", "deleted", "duplicated", "negative", "a row added"]
+#: Every study whose numbers hold a used epoch time (the row the edits change): all but the
+#: paper's, whose file holds its systems only.
+TIMED = [
+    name
+    for name, study in registry.studies().items()
+    if any(",epoch_seconds," in line and ",true," in line for line in study.path.open())
+]
+
+
+def test_every_study_with_times_is_edited():
+    assert set(TIMED) == set(registry.studies()) - {"paper"}
 
 
 @pytest.mark.parametrize("how", EDITS)
-@pytest.mark.parametrize("name", ["wu", "minimaxir", "datamadness", "v100-blog"])
+@pytest.mark.parametrize("name", TIMED)
 def test_an_edited_copy_of_a_studys_numbers_is_refused_in_one_line(tmp_path, capsys, name, how):
     """An edited, deleted, duplicated or negated row (or one more) changed or dropped a
     claim without a word; the file's recorded sha256 refuses it, where it is read and when
     a plan names the study."""
     folder = _copy(tmp_path)
-    study = pub.studies(folder / "studies.yaml")[name]
+    study = pub.studies(folder)[name]
     assert pub.load_numbers(study).equals(pub.load_numbers(name))  # the copy reads as is
     study.path.write_text(_edit(study.path.read_text(), how))
     with pytest.raises(pub.DataError) as err:
@@ -182,7 +202,8 @@ def test_an_edited_copy_of_a_studys_numbers_is_refused_in_one_line(tmp_path, cap
     message = str(err.value)
     assert "\n" not in message
     assert message.startswith(f"{study.path}: sha256 {pub.sha256_of(study.path)}, not the ")
-    assert f"{study.sha256} that {folder / 'studies.yaml'} records for it" in message
+    assert f"{study.sha256} that {study.registry} records for it" in message
+    assert study.registry == folder / study.folder.name / "study.yaml"
     # The same edit in a file of one's own, no recorded sum: the rows' own checks.
     if how in ("duplicated", "negative"):
         with pytest.raises(pub.DataError, match="the same row as|expected above 0"):
@@ -193,34 +214,72 @@ def test_a_plan_naming_a_study_whose_numbers_were_changed_is_refused(tmp_path, m
     from embryo_bench.planning import plan
 
     folder = _copy(tmp_path)
-    changed = pub.studies(folder / "studies.yaml")
+    changed = pub.studies(folder)
     monkeypatch.setattr(pub, "studies", lambda path=None: changed)
     plan.check_study("wu")
     changed["wu"].path.write_text(_edit(changed["wu"].path.read_text(), "deleted"))
-    with pytest.raises(pub.DataError, match=r"wu\.csv: sha256 [0-9a-f]{64}, not the "):
+    with pytest.raises(pub.DataError, match=r"wu/numbers\.csv: sha256 [0-9a-f]{64}, not the "):
         plan.check_study("wu")
 
 
 def test_a_registry_without_a_sha256_is_refused(tmp_path):
     folder = _copy(tmp_path)
-    registry = folder / "studies.yaml"
-    data = yaml.safe_load(registry.read_text())
-    del data["studies"]["wu"]["sha256"]
-    registry.write_text(yaml.safe_dump(data))
-    with pytest.raises(pub.DataError, match="study 'wu' has .*; expected .*'sha256'"):
-        pub.studies(registry)
-    data["studies"]["wu"]["sha256"] = "abc"
-    registry.write_text(yaml.safe_dump(data))
-    with pytest.raises(pub.DataError, match="study 'wu': sha256 'abc'; expected the 64 hex"):
-        pub.studies(registry)
+    entry = folder / "wu" / "study.yaml"
+    data = yaml.safe_load(entry.read_text())
+    del data["sha256"]
+    entry.write_text(yaml.safe_dump(data))
+    with pytest.raises(pub.DataError, match=r"wu/study\.yaml: no sha256; expected the fields"):
+        pub.studies(folder)
+    data["sha256"] = "abc"
+    entry.write_text(yaml.safe_dump(data))
+    with pytest.raises(pub.DataError, match="sha256 'abc'; expected the 64 hex"):
+        pub.studies(folder)
 
 
-@pytest.mark.parametrize("text", ["studies: []\n", "studies:\n", "studies: 3\n"])
-def test_a_registry_whose_studies_are_no_mapping_is_one_line(tmp_path, text):
-    """An empty list or nothing under studies: ended in an AttributeError's traceback."""
-    registry = tmp_path / "studies.yaml"
-    registry.write_text(text)
+@pytest.mark.parametrize("text", ["[]\n", "", "3\n"])
+def test_a_study_entry_that_is_no_mapping_is_one_line(tmp_path, text):
+    """An empty list, nothing or a number for an entry: one line naming the file."""
+    folder = _copy(tmp_path)
+    entry = folder / "wu" / "study.yaml"
+    entry.write_text(text)
     with pytest.raises(pub.DataError) as err:
-        pub.studies(registry)
-    assert str(err.value).startswith(f"{registry}: studies is ") and "\n" not in str(err.value)
-    assert "expected a mapping of study entries" in str(err.value)
+        pub.studies(folder)
+    assert str(err.value).startswith(f"{entry}: ") and "\n" not in str(err.value)
+    assert "expected a mapping of number, seed" in str(err.value)
+
+
+def test_the_registry_finds_a_new_study_by_its_folder_and_refuses_a_bad_one(tmp_path):
+    """A folder with a study.yaml is a study: no list names it. Two studies of one number, a
+    folder named otherwise than its study, a field unknown or a study with a configuration
+    but no summary are refused in one line; a folder without studies is one line too."""
+    folder = _copy(tmp_path)
+    new = folder / "a_new_one"
+    new.mkdir()
+    entry = yaml.safe_load((folder / "wu" / "study.yaml").read_text())
+    last = max(int(s.number) for s in pub.studies().values())
+    number, other = f"{last + 1:03d}", f"{last + 2:03d}"
+    (new / "study.yaml").write_text(yaml.safe_dump({**entry, "number": number}))
+    found = registry.studies(folder)
+    assert list(found)[-1] == "a-new-one" and found["a-new-one"].number == number
+    assert found["a-new-one"].claims == "embryo_bench.studies.a_new_one.claims"
+    assert found["a-new-one"].path == new / "numbers.csv"
+
+    def refused(data: dict, match: str, name: str = "a_new_one") -> None:
+        shutil.rmtree(new, ignore_errors=True)
+        (folder / name).mkdir()
+        (folder / name / "study.yaml").write_text(yaml.safe_dump(data))
+        (folder / name / "config.yaml").write_text("outdir: results/x\n")
+        with pytest.raises(pub.DataError, match=match) as err:
+            registry.studies(folder)
+        assert "\n" not in str(err.value)
+        shutil.rmtree(folder / name)
+
+    refused(entry, r"number 003 is (wu|a-new-one)'s too")
+    refused({**entry, "number": other, "rank": "1"}, r"study\.yaml: unknown rank")
+    refused({**entry, "number": other, "number_of": "x"}, r"unknown number_of")
+    refused({k: v for k, v in entry.items() if k != "summary"} | {"number": other}, "no summary")
+    refused({**entry, "number": "6"}, r"number '6'; expected three digits")
+    refused({**entry, "number": 6}, r"number not text")
+    refused({**entry, "number": other}, r"a study's folder is named by the study", "New")
+    with pytest.raises(pub.DataError, match="no study .* found"):
+        registry.studies(tmp_path / "empty")

@@ -12,7 +12,6 @@ from scipy import stats
 from study_helpers import NO_RUNS, rounds, study_runs
 
 from embryo_bench.published import studies as pub
-from embryo_bench.reporting.claims import datamadness, v100_blog
 from embryo_bench.reporting.claims.common import (
     CANNOT,
     DOES_NOT_HOLD,
@@ -30,6 +29,8 @@ from embryo_bench.reporting.claims.gpu import (
     NO_UTILISATION,
 )
 from embryo_bench.reporting.study import OURS_COLUMNS, read_ours
+from embryo_bench.studies.datamadness import claims as datamadness
+from embryo_bench.studies.v100_blog import claims as v100_blog
 
 
 def ours_row(**values):

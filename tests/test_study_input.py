@@ -1,5 +1,5 @@
 """Studies 001 (DATAmadness 2019) and 004 (the V100 blog): their published numbers
-(``published/datamadness.csv``, ``published/v100-blog.csv``) load, name catalog workloads and
+(the datamadness and v100-blog studies' ``numbers.csv``) load, name catalog workloads and
 were printed in the studies' own texts (the developers' copies beside the repository, where
 present: docs/studies/README.md); their claim checks give each verdict on hand-made rows of
 our runs."""
@@ -15,11 +15,12 @@ from study_helpers import NO_RUNS, seed_copy, study_runs
 
 from embryo_bench.planning.plan import Plan
 from embryo_bench.published import studies as pub
-from embryo_bench.reporting.claims import datamadness, v100_blog
 from embryo_bench.reporting.claims.common import CANNOT, DOES_NOT_HOLD, HOLDS
 from embryo_bench.reporting.claims.gpu import NO_GPU
 from embryo_bench.reporting.claims.input_bound import input_bound_claims, more_cores_claim
 from embryo_bench.reporting.study import OURS_COLUMNS, our_settings
+from embryo_bench.studies.datamadness import claims as datamadness
+from embryo_bench.studies.v100_blog import claims as v100_blog
 from embryo_bench.training.inputs import INPUT_BOUND_SHARE
 from embryo_bench.vocabulary.config import read_config_files
 from embryo_bench.workloads.catalog import catalog
@@ -34,7 +35,7 @@ QUOTE = re.compile(r"(?:^|(?<=[\s(]))'(.+?)'(?=$|[\s),;.:])")
 
 def _raw(study):
     """The CSV's cells as written (strings), to compare with the text as printed."""
-    return pd.read_csv(pub.HERE / pub.studies()[study].numbers, dtype=str, keep_default_na=False)
+    return pd.read_csv(pub.studies()[study].path, dtype=str, keep_default_na=False)
 
 
 def _seed_text(study):

@@ -1,5 +1,5 @@
-"""minimaxir's study (Woolf 2017, study 002): his numbers in published/minimaxir.csv are
-the ones his own logs (copied into published/minimaxir/) give, every row loads, and the
+"""minimaxir's study (Woolf 2017, study 002): his numbers (the study's numbers.csv) are
+the ones his own logs (copied into its sources/) give, every row loads, and the
 claims module's verdicts on hand-made runs of ours."""
 
 import csv
@@ -11,11 +11,11 @@ import pytest
 from study_helpers import NO_RUNS, study_runs
 
 from embryo_bench.errors import DataError
-from embryo_bench.published import minimaxir_logs as mm
 from embryo_bench.published import studies as pub
-from embryo_bench.reporting.claims import minimaxir as claims_mod
 from embryo_bench.reporting.claims.common import CANNOT, DOES_NOT_HOLD, HOLDS
 from embryo_bench.reporting.study import OURS_COLUMNS, read_ours
+from embryo_bench.studies.minimaxir import claims as claims_mod
+from embryo_bench.studies.minimaxir import logs as mm
 from embryo_bench.workloads.catalog import catalog
 
 

@@ -1,5 +1,5 @@
 """The paper's own GPU conclusions as a study (``study: paper``): its systems' file
-(published/paper.csv) loads and quotes the paper as printed, and its claims
+(the paper study's numbers.csv) loads and quotes the paper as printed, and its claims
 module judges hand-made rows of our runs of the paper's workload, with and without GPU
 targets."""
 
@@ -17,10 +17,10 @@ from study_helpers import NO_RUNS, rounds, seed_copy, study_runs
 from embryo_bench.planning.plan import check_study
 from embryo_bench.published import paper as paper_numbers
 from embryo_bench.published import studies as pub
-from embryo_bench.reporting.claims import paper
 from embryo_bench.reporting.claims.common import CANNOT, DOES_NOT_HOLD, HOLDS
 from embryo_bench.reporting.claims.gpu import NO_GPU
 from embryo_bench.reporting.study import OURS_COLUMNS, run_claims, write_study
+from embryo_bench.studies.paper import claims as paper
 from embryo_bench.vocabulary.layout import PAPER_WORKLOAD
 
 STUDY = pub.studies()["paper"]

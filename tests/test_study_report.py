@@ -43,11 +43,12 @@ ROUND_SPEED = (1.00, 1.10, 0.90)
 OWN_NOISE = (1.05, 0.95, 1.00)
 #: host-2cpu is this much faster than host-1cpu, before its own noise.
 FASTER = 2.0
+CLAIMS_MODULE = "embryo_bench.studies.fake.fake_claims"
+#: A study made in code: no folder of its own (its files are each test's).
 FAKE = studies.Study(
-    name="fake", number="000", seed="none.txt", title="A made-up study",
-    numbers="fake.csv", claims="fake_claims", base_system="",
+    name="fake", number="000", seed="none.txt", title="A made-up study", base_system="",
+    claims=CLAIMS_MODULE, folder=REPO / "tests" / "no-such-study", numbers="fake.csv",
 )  # fmt: skip
-CLAIMS_MODULE = "embryo_bench.reporting.claims.fake_claims"
 
 
 def write_outdir(root: Path, workloads=("mnist-mlp", "mnist-mlp-files")) -> list[dict]:
@@ -252,13 +253,13 @@ def test_a_missing_or_failing_claims_module_or_numbers_file_is_one_line(
 ):
     _, ours_csv = study_ours(tmp_path, capsys)
     numbers = write_numbers(tmp_path / "fake.csv")
-    missing = studies.Study(**{**FAKE.__dict__, "claims": "no_such_claims"})
+    missing = studies.Study(**{**FAKE.__dict__, "claims": "embryo_bench.studies.fake.nothing"})
     monkeypatch.setattr(studies, "studies", lambda path=None: {"fake": missing})
     out = tmp_path / "out/study"
     args = ["study", "--study", "fake", "--numbers", numbers, "--ours", ours_csv,
             "--runs", out / "runs.csv", "--out-dir", out]  # fmt: skip
     err = _one_line_error(capsys, *args)
-    assert "reporting/claims/no_such_claims.py does not exist" in err
+    assert "no-such-study/nothing.py does not exist" in err
 
     def broken(published, ours, runs):
         raise KeyError("throughput_per_cor")
@@ -278,7 +279,7 @@ def test_an_unknown_study_is_refused_in_one_line_naming_the_known_ones():
     with pytest.raises(ConfigError) as caught:
         check_study("minimax")
     message = str(caught.value)
-    assert message.startswith("study: 'minimax' is not a study of studies.yaml")
+    assert message.startswith("study: 'minimax' is not a study of src/embryo_bench/studies/")
     assert all(name in message for name in studies.studies()) and "\n" not in message
     check_study("")  # none: nothing to check
     config = yaml.safe_load((REPO / "config" / "offline.yaml").read_text())

@@ -1,6 +1,6 @@
-"""Wu et al.'s study (Wu et al. 2018, study 003): its published numbers (published/wu.csv) load,
-name catalog workloads and are printed in the study's text where the file says; its claims module
-gives each verdict on hand-made runs of ours."""
+"""Wu et al.'s study (Wu et al. 2018, study 003): its published numbers (its folder's
+numbers.csv) load, name catalog workloads and are printed in the study's text where the file
+says; its claims module gives each verdict on hand-made runs of ours."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from study_helpers import NO_RUNS, seed_copy, study_runs
 
 from embryo_bench.planning.plan import Plan
 from embryo_bench.published import studies as pub
-from embryo_bench.reporting.claims import wu
 from embryo_bench.reporting.claims.common import CANNOT, DOES_NOT_HOLD, HOLDS, Claim
 from embryo_bench.reporting.study import OURS_COLUMNS
+from embryo_bench.studies.wu import claims as wu
 from embryo_bench.vocabulary.config import read_config_file, read_config_files
 from embryo_bench.workloads.catalog import catalog
 
@@ -43,7 +43,7 @@ def test_every_row_loads_and_names_the_seed(numbers):
 
 
 def STUDY_ROWS() -> list[str]:  # noqa: N802 - the file's data lines, read apart from pandas
-    return [line for line in (pub.HERE / STUDY.numbers).read_text().splitlines()[1:] if line]
+    return [line for line in STUDY.path.read_text().splitlines()[1:] if line]
 
 
 def test_every_workload_is_a_catalog_workload_or_another_frameworks_network(numbers):
@@ -109,7 +109,7 @@ def _printed(row) -> list[str]:
 @pytest.mark.skipif(not SEED.is_file(), reason=f"the study's text {SEED} is not beside the repo")
 def test_every_number_is_printed_where_its_source_says(numbers):
     regions = _regions(SEED.read_text())
-    raw = pd.read_csv(pub.HERE / STUDY.numbers, dtype=str, keep_default_na=False)["value"]
+    raw = pd.read_csv(STUDY.path, dtype=str, keep_default_na=False)["value"]
     checked = 0
     for (_, row), text in zip(numbers.iterrows(), raw, strict=True):
         row = {**row, "raw": text}
@@ -370,7 +370,7 @@ def test_the_gpu_claim_takes_the_workload_at_the_studys_batch(numbers):
 
 def test_the_gpu_threshold_follows_the_file(numbers, tmp_path):
     path = tmp_path / "wu.csv"
-    text = (pub.HERE / STUDY.numbers).read_text()
+    text = STUDY.path.read_text()
     path.write_text(text.replace(",148.39,", ",331.00,"))  # Table VII(a)'s M60 on MNIST
     changed = pub.load_numbers("wu", path)
     least = wu.smallest_gpu_speedup(changed)
@@ -384,7 +384,7 @@ def test_the_gpu_threshold_follows_the_file(numbers, tmp_path):
 def test_the_study_side_comes_from_the_file(numbers, tmp_path):
     """A changed number in the file changes the claim's text: nothing is typed in the module."""
     path = tmp_path / "wu.csv"
-    text = (pub.HERE / STUDY.numbers).read_text()
+    text = STUDY.path.read_text()
     path.write_text(text.replace(",986.52,", ",990.00,").replace(",6100.86,", ",6000.00,"))
     changed = pub.load_numbers("wu", path)
     assert "1,114.34 / 990.00 / 937.37 s" in wu.batch_time_claim(changed, frame(), NO_RUNS).theirs

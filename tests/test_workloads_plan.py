@@ -305,11 +305,14 @@ def _own(model: str) -> dict:
 #: check-config (os:system and subprocess:run then ran with a shape and a class count).
 REFUSED_MODELS = {
     "os:system": "os is a module of Python's standard library, which builds no model; "
-    "expected a Python module of your own (or embryo_bench.workloads') defining the function",
+    "expected a Python module of your own (or embryo_bench.workloads' or a study's models) "
+    "defining the function",
     "subprocess:run": "subprocess is a module of Python's standard library",
     "json:loads": "json is a module of Python's standard library",
     "embryo_bench.io:atomic_path": "embryo_bench.io is a module of embryo-bench outside "
-    "embryo_bench.workloads, which builds no model",
+    "embryo_bench.workloads and the studies' models, which builds no model",
+    "embryo_bench.studies.wu.claims:claims": "embryo_bench.studies.wu.claims is a module of "
+    "embryo-bench outside embryo_bench.workloads and the studies' models, which builds no model",
     "mymodels:loads": "loads of {own}/mymodels.py is imported from json, where it is no such "
     "function; expected a function (def) returning a Keras model for (input_shape, classes)",
     "mymodels:os": "os of {own}/mymodels.py is an imported module; expected a function (def)",
@@ -332,7 +335,8 @@ def test_a_model_path_that_builds_no_model_is_refused_at_plan_time(own_modules, 
 
 @pytest.mark.parametrize(
     "model", ["mymodels:small", "mymodels:reexported", "mymodels:guarded", "mypackage:build",
-              "mypackage.inner:build", "embryo_bench.workloads.wu:tf_mnist_deep"],
+              "mypackage.inner:build", "embryo_bench.workloads.wu:tf_mnist_deep",
+              "embryo_bench.studies.wu.models:tf_mnist_deep"],
 )  # fmt: skip
 def test_a_function_of_ones_own_is_accepted_without_importing_it(own_modules, model):
     """A function defined with def, or imported from a module where it is; found without

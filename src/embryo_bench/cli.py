@@ -257,6 +257,41 @@ def cmd_workloads(p):
     return run
 
 
+def cmd_studies(p):
+    """list the studies (each a folder of src/embryo_bench/studies/), their workloads and
+    configurations"""
+    p.add_argument("--names", action="store_true", help="only the names, one a line")
+    p.add_argument(
+        "--with-config",
+        action="store_true",
+        help="only the studies that ship a configuration (config/<name>.yaml, its short form)",
+    )
+
+    def run(a):
+        from .studies.docs import configured
+        from .studies.registry import studies
+        from .workloads.catalog import catalog
+
+        known = studies()
+        chosen = configured(known) if a.with_config else list(known.values())
+        workloads = catalog().values()
+        for s in chosen:
+            if a.names:
+                print(s.name)
+                continue
+            own = ", ".join(w.name for w in workloads if w.study == s.number) or "none"
+            config = (
+                f"config/{s.name}.yaml, config/{s.name}-short.yaml" if s in configured(known)
+                else "none of its own"
+            )  # fmt: skip
+            print(
+                f"{s.number} {s.name:<12} {s.seed}: {s.headline or s.title}\n"
+                f"    folder {s.folder}\n    workloads: {own}\n    configuration: {config}"
+            )
+
+    return run
+
+
 def cmd_dataset_file(p):
     """download one file of a workload's dataset, checked against the registry"""
     p.add_argument("--dataset", required=True, help="a dataset of data/datasets.yaml")
@@ -582,7 +617,7 @@ def cmd_study_ours(p):
 
 def cmd_study(p):
     """a study's published numbers beside ours, and its claims checked on our runs"""
-    p.add_argument("--study", required=True, help="a study of published/studies.yaml")
+    p.add_argument("--study", required=True, help="a study's name (embryo-bench studies)")
     p.add_argument("--numbers", required=True, help="the study's numbers file (CSV)")
     p.add_argument("--ours", required=True, help="study/ours.csv (embryo-bench study-ours)")
     p.add_argument(

@@ -2,10 +2,10 @@
 # workload x target view. study_ours reads every workload's finished runs (each workload's
 # figures-spec.json names them, in the rounds that run) into study/runs.csv and
 # study/ours.csv (embryo_bench.reporting.study); study puts the study's numbers file
-# (src/embryo_bench/published/<numbers>) beside ours and runs its claims module, so an edit
+# (src/embryo_bench/studies/<study>/numbers.csv) beside ours and runs its claims module, so an edit
 # to that file or module reruns that rule alone; workload_view draws time and cost relative
 # to the base target per workload. Logic in embryo_bench.reporting.study.
-from embryo_bench.published.studies import HERE as STUDIES_DIR, studies as _studies
+from embryo_bench.published.studies import studies as _studies
 
 STUDY = _studies()[CONFIG["study"]] if CONFIG["study"] else None
 # The view of every workload against the base, when there is more than one workload.
@@ -69,7 +69,7 @@ rule study:
         ours=rules.study_ours.output.ours,
         runs=rules.study_ours.output.runs,
         # The study's numbers file: an edit to it reruns this rule only.
-        numbers=str(STUDIES_DIR / STUDY.numbers) if STUDY else [],
+        numbers=str(STUDY.path) if STUDY else [],
     output:
         numbers_csv=study_report(f"{STUDY_DIR}/numbers.csv", "numbers", "table"),
         numbers_md=f"{STUDY_DIR}/numbers.md",
@@ -85,10 +85,8 @@ rule study:
     params:
         study=CONFIG["study"],
         code=code("study"),
-        # The claims module is imported by name (studies.yaml): its own code, hashed here.
-        claims_code=(
-            code_hash(f"embryo_bench.reporting.claims.{STUDY.claims}") if STUDY else ""
-        ),
+        # The claims module is imported by name (the study's claims.py): its code, hashed here.
+        claims_code=code_hash(STUDY.claims) if STUDY else "",
         out_dir=lambda wc, output: os.path.dirname(output.numbers_csv),
     shell:
         "python3 -m embryo_bench.cli study --study {params.study:q} "

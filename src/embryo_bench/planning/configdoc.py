@@ -13,8 +13,12 @@ import json
 import re
 import sys
 
+from ..studies.docs import config_list
+from ..studies.registry import studies
 from ..vocabulary.config import load_schema
 
+#: Where :data:`INTRO` lists the studies' configurations (rendered from their folders).
+STUDIES = "{studies}"
 INTRO = """\
 # Configuration reference
 
@@ -44,10 +48,10 @@ The shipped configurations:
 - [`minimal.yaml`](minimal.yaml) and [`my-model.yaml`](my-model.yaml): the least a
   configuration needs (outdir, targets, workloads): a catalog workload on SYNTHETIC arrays,
   and a model of your own (`examples/my_model.py`) on MNIST, each on two host targets.
-- [`minimaxir.yaml`](minimaxir.yaml): minimaxir's study (Woolf 2017, study 002): his seven Keras
-  scripts with his batch sizes and epochs, his GCE CPU and K80/P100 systems as targets with
-  his prices, cost relative to his K80; [`minimaxir-short.yaml`](minimaxir-short.yaml), its
-  short form, layered on it.
+
+The studies' configurations, each a link to its study's folder (docs/studies/README.md):
+
+{studies}
 
 A `--configfile` replaces `config.yaml` rather than being merged into it; a second file after
 it (`--configfile config/paper-synthetic.yaml short.yaml`) is merged over the first, key by key
@@ -156,7 +160,7 @@ def render(schema: dict) -> str:
     """The reference as Markdown: the introduction, then one table per object of the schema
     (top level, then each section, depth first) with each key's dotted path (``[]`` for list
     entries), type, whether it is required, default, range and meaning."""
-    parts = [INTRO]
+    parts = [INTRO.replace(STUDIES, config_list(studies()))]
     header = "| key | type | required | default | range | meaning |\n|---|---|---|---|---|---|"
     for title, description, rows in _sections(schema, "", "Top level"):
         parts.append(f"## {title}\n")

@@ -510,8 +510,8 @@ Probe = Callable[[Target], "str | None"]
 
 
 def check_study(name: str, sources: list[Source] = ()) -> None:
-    """``study:`` names a study of ``published/studies.yaml`` whose numbers file and claims
-    module exist; "" (no study) passes. With ``sources`` (the files the
+    """``study:`` names a study (a folder of ``src/embryo_bench/studies/``) whose numbers file
+    and claims module exist; "" (no study) passes. With ``sources`` (the files the
     configuration was merged from, in order), the files that name a study name the same one:
     a study's short form (``config/<study>-short.yaml``) names the study it shortens, so
     layered over another study's configuration it is refused here, where it would otherwise
@@ -539,12 +539,11 @@ def check_study(name: str, sources: list[Source] = ()) -> None:
     known = studies.studies()
     if name not in known:
         raise ConfigError(
-            f"study: {name!r} is not a study of {studies.REGISTRY.name}; expected one of "
+            f"study: {name!r} is not a study of src/embryo_bench/studies/; expected one of "
             f'{", ".join(sorted(known))} (or "" for none)'
         )
     study = known[name]
-    claims = Path(studies.HERE).parent / "reporting" / "claims" / f"{study.claims}.py"
-    for what, path in (("numbers file", study.path), ("claims module", claims)):
+    for what, path in (("numbers file", study.path), ("claims module", study.claims_path)):
         if not path.is_file():
             raise ConfigError(f"study: {name}: its {what} {path} does not exist")
     studies.check_numbers_file(study)

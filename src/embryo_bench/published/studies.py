@@ -1,29 +1,30 @@
 """The numbers the four studies around the paper published, and the paper's systems, read
-from one CSV file per study beside this module and always drawn labelled as the study's. The
-studies are listed in ``studies.yaml`` (numbered 001-004; docs/studies/README.md gives their
-authors, titles and addresses; the paper, 000, is listed too so that its GPU claims run as a
+from each study's ``numbers.csv`` (in its folder, ``src/embryo_bench/studies/<study>/``) and
+always drawn labelled as the study's. The studies are found by
+:mod:`embryo_bench.studies.registry` (numbered 001-004; docs/studies/README.md gives their
+authors, titles and addresses; the paper, 000, is one too so that its GPU claims run as a
 study's: ``study: paper``); the paper's own training times and data counts are
 :mod:`embryo_bench.published.paper`.
 
 A numbers file has one row per published number, with the columns of :data:`COLUMNS`:
 
 - ``system``: the study's machine as it names it ("Ryzen 2700X", "GCE 16 vCPU", "K80").
-- ``workload``: the catalog name of the workload (``workloads/catalog.yaml``) the number is
+- ``workload``: the catalog name of the workload (its study's ``catalog.yaml``) the number is
   about; "" for a number about the system alone (its price, its vCPUs).
 - ``metric`` and ``unit``: one of :data:`METRICS`, in the unit given there.
 - ``value``: the number as the study printed it (a float).
 - ``settings``: what else the number depends on, ``key=value`` pairs joined by ``;``
   (``batch_size=500;threads=8``; keys in :data:`SETTING_KEYS`; ``gpus=0`` marks a CPU
   measurement, ``gpus=1`` one on a GPU); "" for none.
-- ``source``: where it was printed: the study's short name (:attr:`Study.seed`) and table,
+- ``source``: where it was printed: the study's short name (its ``seed``) and table,
   figure or section, or the file of a public repository it was read from
   (``minimaxir/keras-cntk-benchmark:v2/logs/...``).
 - ``used``: ``true`` for the number our tables use; ``false`` for a number kept because the
   study printed two that disagree (its text and its table), the note saying which.
 - ``note``: free text ("" for none).
 
-Each file's sha256 is recorded beside its name in ``studies.yaml`` and checked whenever the
-file is read (:func:`check_numbers_file`; the plan checks it before any job): an edited,
+Each file's sha256 is recorded in its study's ``study.yaml`` and checked whenever the file is
+read (:func:`check_numbers_file`; the plan checks it before any job): an edited,
 added or deleted row would otherwise change or drop a claim without a word. A correction is
 made with its source and its new sha256 recorded in the same commit.
 """
@@ -32,17 +33,12 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from ..errors import DataError
-
-HERE = Path(__file__).parent
-REGISTRY = HERE / "studies.yaml"
+from ..studies.registry import Study, studies
 
 COLUMNS = ["system", "workload", "metric", "value", "unit", "settings", "source", "used", "note"]
 
@@ -81,7 +77,6 @@ RANGES = {
 #: What one published number is about: two rows that our tables use (``used`` true) may not
 #: share it.
 KEY = ("system", "workload", "metric", "settings")
-SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 #: Keys a ``settings`` cell may hold.
 SETTING_KEYS = {
@@ -99,62 +94,6 @@ SETTING_KEYS = {
 }
 
 
-@dataclass(frozen=True)
-class Study:
-    """One ``studies.yaml`` entry: name (the config's ``study:``), number (000-004),
-    seed (the short name the study is cited by, docs/studies/README.md), title, numbers (its
-    CSV file, beside the registry), claims (the module
-    ``embryo_bench.reporting.claims.<claims>``), base_system ("" for none),
-    sha256 (the numbers file's, hex; "" in a study made in code, whose file is not checked)
-    and registry (the ``studies.yaml`` it was read from)."""
-
-    name: str
-    number: str
-    seed: str
-    title: str
-    numbers: str
-    claims: str
-    base_system: str
-    sha256: str = ""
-    registry: Path = field(default=REGISTRY, compare=False)
-
-    @property
-    def path(self) -> Path:
-        """The study's numbers file: :attr:`numbers` beside :attr:`registry`."""
-        return Path(self.registry).parent / self.numbers
-
-
-def studies(path: Path = REGISTRY) -> dict[str, Study]:
-    """Every study of ``studies.yaml``, by name.
-
-    Raises:
-        DataError: the file is missing, not YAML, its studies no mapping, an entry lacks a
-            field or its sha256 is not 64 hex digits (one line naming the file and the entry).
-    """
-    path = Path(path)
-    try:
-        entries = yaml.safe_load(path.read_text())["studies"]
-    except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
-        raise DataError(f"{path}: expected a mapping 'studies' of study entries ({exc})") from exc
-    if not isinstance(entries, dict):  # a list or nothing had no .items(): a traceback
-        raise DataError(
-            f"{path}: studies is {type(entries).__name__}; expected a mapping of study entries"
-        )
-    out = {}
-    fields = set(Study.__dataclass_fields__) - {"name", "registry"}
-    for name, entry in entries.items():
-        if not isinstance(entry, dict) or set(entry) != fields:
-            got = sorted(entry) if isinstance(entry, dict) else type(entry).__name__
-            raise DataError(f"{path}: study {name!r} has {got}; expected {sorted(fields)}")
-        if not SHA256.match(str(entry["sha256"])):
-            raise DataError(
-                f"{path}: study {name!r}: sha256 {entry['sha256']!r}; expected the 64 hex "
-                f"digits of {entry['numbers']}'s sha256"
-            )
-        out[name] = Study(name=name, registry=path, **{k: str(v) for k, v in entry.items()})
-    return out
-
-
 def sha256_of(path: Path) -> str:
     """The sha256 of a file's bytes, hex.
 
@@ -168,12 +107,12 @@ def sha256_of(path: Path) -> str:
 
 
 def check_numbers_file(study: Study) -> None:
-    """The study's numbers file (:attr:`Study.path`) is the one its registry records: its
-    sha256 is :attr:`Study.sha256`. A study made in code, without one, is not checked.
+    """The study's numbers file (:attr:`Study.path`) is the one its ``study.yaml`` records:
+    its sha256 is :attr:`Study.sha256`. A study made in code, without one, is not checked.
 
     Raises:
         DataError: the file is missing or unreadable, or its sha256 differs: one line naming
-            the file, both sums and the registry.
+            the file, both sums and the study's ``study.yaml``.
     """
     if not study.sha256:
         return
@@ -209,7 +148,7 @@ def load_numbers(study: str | Study, path: Path | None = None) -> pd.DataFrame:
     bool, the rest str), one row per number, in the file's order.
 
     Args:
-        study: a study name of ``studies.yaml`` (or its :class:`Study`).
+        study: a study's name (or its :class:`Study`).
         path: the CSV file (default: the study's own, :attr:`Study.path`). The study's own
             file is checked against its recorded sha256 (:func:`check_numbers_file`); another
             file (numbers of one's own, a test's variant) is only validated.

@@ -11,7 +11,7 @@
   (:func:`embryo_bench.published.studies.load_numbers`) and ours on the same workloads, in
   one table with a ``side`` column ("theirs" / "ours") and both machines named, and
   :func:`fig_study`, their throughput on one log axis per workload.
-* :func:`run_claims`: the study's claims module (``studies.yaml``'s ``claims``) run on
+* :func:`run_claims`: the study's claims module (its folder's ``claims.py``) run on
   ``published`` and ``ours``.
 * the workload x target view (time and cost relative to the base target, per workload) is
   :mod:`embryo_bench.reporting.workload_view`, which reads ``study/runs.csv``
@@ -481,7 +481,7 @@ def side_by_side(
     Args:
         published: :func:`embryo_bench.published.studies.load_numbers` of ``study``.
         ours: :data:`OURS_COLUMNS` (:func:`ours_tables`).
-        study: its ``studies.yaml`` entry (``base_system`` for their relative time and cost).
+        study: its entry (``base_system`` for their relative time and cost).
         cost_base: the config's ``cost.base_target`` (as the tables name it), or per our
             workload; "" for none (our relative time and cost then NaN).
     """
@@ -526,36 +526,29 @@ def readable_side(table: pd.DataFrame) -> pd.DataFrame:
 # --- the study's claims --------------------------------------------------------------------
 
 CLAIM_COLUMNS = ["claim", "verdict", "theirs", "ours", "source"]
-CLAIMS_PACKAGE = "embryo_bench.reporting.claims"
-
-
-def claims_module_path(study: Study) -> Path:
-    """Where the study's claims module's source should be:
-    ``src/embryo_bench/reporting/claims/<claims>.py``."""
-    return Path(__file__).parent / "claims" / f"{study.claims}.py"
 
 
 def run_claims(
     study: Study, published: pd.DataFrame, ours: pd.DataFrame, runs: pd.DataFrame
 ) -> pd.DataFrame:
-    """The study's headline claims checked on ``ours``: its module
-    ``embryo_bench.reporting.claims.<study.claims>``'s ``claims(published, ours, runs)``
-    (``runs``: ``study/runs.csv``, :func:`read_runs`: ratios between two workloads paired
-    within the rounds), as a table of :data:`CLAIM_COLUMNS` (verdict as printed, e.g. "cannot
-    be checked here (no GPU)"), one row per claim in the module's order.
+    """The study's headline claims checked on ``ours``: its claims module's
+    (:attr:`Study.claims`, ``embryo_bench.studies.<study>.claims``) ``claims(published, ours,
+    runs)`` (``runs``: ``study/runs.csv``, :func:`read_runs`: ratios between two workloads
+    paired within the rounds), as a table of :data:`CLAIM_COLUMNS` (verdict as printed, e.g.
+    "cannot be checked here (no GPU)"), one row per claim in the module's order.
 
     Raises:
         DataError: one line naming the module's file: it does not exist, cannot be imported,
             has no ``claims`` function, raised, or returned something other than a list of
             :class:`embryo_bench.reporting.claims.common.Claim`.
     """
-    name = f"{CLAIMS_PACKAGE}.{study.claims}"
+    name = study.claims
     where = f"study {study.name}: claims module {name}"
     try:
         path = module_path(name)
     except FileNotFoundError:
         raise DataError(
-            f"{where}: {claims_module_path(study)} does not exist; expected a module "
+            f"{where}: {study.claims_path} does not exist; expected a module "
             "defining claims(published, ours, runs) -> list[Claim]"
         ) from None
     where = f"{where} ({path})"

@@ -2,9 +2,10 @@
 package.module:function``), and a builder loaded under that rule. No Keras here.
 
 The rule: a function defined with ``def`` in a module of Python source of the user's own
-(or imported there from such a module), or in one of the package's model modules
-(:data:`PACKAGE_BUILDERS`, the catalog's). Python's standard library (``os:system``,
-``subprocess:run``) and the package's other modules build no model: naming one is a mistake
+(or imported there from such a module), or in one of the package's model modules (the
+catalog's: :data:`PACKAGE_BUILDERS` and each study's ``models.py``, :data:`STUDY_MODELS`).
+Python's standard library (``os:system``, ``subprocess:run``) and the package's other modules
+build no model: naming one is a mistake
 that would otherwise run whatever that function does with a shape and a class count. Classes,
 builtins and other callables are refused too: the trainer calls the builder as a function and
 checks what it returns (:func:`embryo_bench.workloads.build.check_model`).
@@ -19,17 +20,22 @@ applies it again before it imports the module (:func:`load_checked_builder`). Ke
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 from collections.abc import Callable
 
 from ..errors import ConfigError
 from .user import load_builder
 
-#: The package's modules that hold builders (the catalog's models, one module per study).
+#: The package's modules that hold builders (the paper's model, and the paths of the
+#: studies' models before each study had its folder).
 PACKAGE_BUILDERS = "embryo_bench.workloads."
+#: A study's models (``src/embryo_bench/studies/<study>/models.py``): builders too.
+STUDY_MODELS = re.compile(r"^embryo_bench\.studies\.[a-z][a-z0-9_]*\.models$")
 #: What a module holding a builder must be, for messages.
 EXPECTED_MODULE = (
-    "expected a Python module of your own (or embryo_bench.workloads') defining the function"
+    "expected a Python module of your own (or embryo_bench.workloads' or a study's models) "
+    "defining the function"
 )
 _STDLIB = "a module of Python's standard library, which builds no model"
 
@@ -45,7 +51,7 @@ def first_line(exc: BaseException) -> str:
 def refused_name(module: str) -> str | None:
     """Why a module of this name cannot hold a model builder, judged by its name alone (so
     before it is found or imported), or None: Python's standard library, and the package's
-    modules outside :data:`PACKAGE_BUILDERS`.
+    modules outside :data:`PACKAGE_BUILDERS` and :data:`STUDY_MODELS`.
 
     Returns:
         what it is, for a message (e.g. "a module of Python's standard library, ..."), or
@@ -54,9 +60,13 @@ def refused_name(module: str) -> str | None:
     top = module.split(".")[0]
     if top in sys.stdlib_module_names:
         return _STDLIB
-    if top == PACKAGE_BUILDERS.split(".")[0] and not module.startswith(PACKAGE_BUILDERS):
+    package = PACKAGE_BUILDERS.split(".")[0]
+    if top == package and not (module.startswith(PACKAGE_BUILDERS) or STUDY_MODELS.match(module)):
         where = PACKAGE_BUILDERS.rstrip(".")
-        return f"a module of embryo-bench outside {where}, which builds no model"
+        return (
+            f"a module of embryo-bench outside {where} and the studies' models, which builds "
+            "no model"
+        )
     return None
 
 
@@ -69,7 +79,8 @@ def refused_module(module: str, origin: str | None) -> str | None:
 
     Returns:
         None for a module of Python source (a ``.py`` file) outside the standard library
-        and, of the package's modules, only those under :data:`PACKAGE_BUILDERS`; else what
+        and, of the package's modules, only those under :data:`PACKAGE_BUILDERS` and
+        :data:`STUDY_MODELS`; else what
         it is, for a message (:func:`refused_name`; a built-in, frozen or compiled module, a
         namespace package).
     """
@@ -134,8 +145,8 @@ def load_checked_builder(path: str, setting: str) -> Callable:
     Raises:
         ConfigError: one line, "<setting> '<path>': <what>": as
             :func:`.user.load_builder`; a module of the standard library, of the package
-            outside :data:`PACKAGE_BUILDERS`, or not of Python source; a name that is not a
-            function, or a function imported from such a module.
+            outside :data:`PACKAGE_BUILDERS` and :data:`STUDY_MODELS`, or not of Python
+            source; a name that is not a function, or a function imported from such a module.
     """
     where = f"{setting} {path!r}"
     module_name = path.partition(":")[0] if isinstance(path, str) else ""

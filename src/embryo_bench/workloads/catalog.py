@@ -1,11 +1,14 @@
-"""The catalog of the studies' workloads: ``catalog.yaml`` read into
-:class:`Workload` and :class:`Recipe`.
+"""The catalog of the studies' workloads: every study's ``catalog.yaml`` (in its folder,
+``src/embryo_bench/studies/<study>/``, found by :mod:`embryo_bench.studies.registry`) read into
+:class:`Workload` and :class:`Recipe`, in the order of the studies' numbers.
 
-``catalog.yaml`` is data: every published fact (shapes, classes, parameter counts, batch
-sizes, epochs, optimizers) with the study, script or table it comes from, and what the source
-leaves open written under ``assumed``. It is validated against :data:`SCHEMA` on load. The
-models themselves are Python (one module per study: ``datamadness`` 001, ``minimaxir`` 002,
-``wu`` 003, ``catsdogs`` 004; the paper's CNN 000), built by :mod:`.build`.
+A study's ``catalog.yaml`` is data: every published fact (shapes, classes, parameter counts,
+batch sizes, epochs, optimizers) with the study, script or table it comes from, and what the
+source leaves open written under ``assumed``; each entry's ``study`` is its folder's number. It
+is validated against :data:`SCHEMA` on load. The models themselves are Python, each study's in
+its folder's ``models.py`` (named by the entries' ``model``; the four studies' older builder
+paths ``embryo_bench.workloads.<module>:<function>`` re-export them; the paper's CNN is
+:mod:`embryo_bench.workloads.paper`), built by :mod:`.build`.
 
 No Keras here: the plan reads the catalog in every Snakemake parse.
 """
@@ -17,11 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..studies.registry import CATALOG, studies
 from ..vocabulary.config import apply_defaults, read_config_file
 from ..vocabulary.spec import BUILDER_PATTERN
-
-#: The catalog file, shipped with the package (pyproject's package-data).
-CATALOG = Path(__file__).with_name("catalog.yaml")
 
 #: Losses a recipe may name (keras.losses names). Sparse categorical cross-entropy takes int
 #: class indices; binary cross-entropy a sigmoid output of shape (batch, 1) and labels 0/1.
@@ -113,7 +114,8 @@ WORKLOAD_SCHEMA = {
     },
 }
 
-#: ``catalog.yaml``: a mapping ``workloads`` of name -> workload.
+#: A ``catalog.yaml``: a mapping ``workloads`` of name -> workload (a study's own file gives
+#: each entry its folder's number as ``study``; another file names it in each entry).
 SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -262,32 +264,60 @@ def _workload(name: str, entry: dict, where: str) -> Workload:
     )
 
 
-def load_catalog(path: str | Path = CATALOG) -> dict[str, Workload]:
-    """Read and validate a catalog file.
-
-    Args:
-        path: the YAML file (``catalog.yaml`` beside this module by default).
-
-    Returns:
-        name -> :class:`Workload`, in the file's order.
-
-    Raises:
-        ConfigError: one line naming the file and the entry: unreadable or not YAML, a
-            field missing or of the wrong type or range (:data:`SCHEMA`), or facts that
-            contradict each other (an image shape that is not H x W x C, binary
-            cross-entropy with other than 2 classes, a parameter count of 0 where the model
-            is fixed).
-    """
+def _load_file(path: Path, study: str | None = None) -> dict[str, Workload]:
+    """The workloads of one catalog file, validated; ``study``: the number each entry is
+    given (a study's own file, whose entries do not name it)."""
     where = str(path)
     raw = read_config_file(path)
+    entries = raw.get("workloads") if isinstance(raw, dict) else None
+    if study is not None and isinstance(entries, dict):
+        for name, entry in entries.items():
+            if isinstance(entry, dict) and entry.setdefault("study", study) != study:
+                raise ConfigError(
+                    f"{where}: workloads.{name}.study: {entry['study']!r}; a study's "
+                    f"catalog holds its own workloads ({study}): leave study out"
+                )
     data = apply_defaults(raw, SCHEMA, sources=[(where, raw)])
     return {name: _workload(name, entry, where) for name, entry in data["workloads"].items()}
 
 
+def load_catalog(path: str | Path | None = None) -> dict[str, Workload]:
+    """Read and validate the catalog.
+
+    Args:
+        path: one catalog file, whose entries each name their study; None (the default):
+            every study's ``catalog.yaml``, in the order of the studies' numbers.
+
+    Returns:
+        name -> :class:`Workload`, in the files' order.
+
+    Raises:
+        ConfigError: one line naming the file and the entry: unreadable or not YAML, a
+            field missing or of the wrong type or range (:data:`SCHEMA`), facts that
+            contradict each other (an image shape that is not H x W x C, binary
+            cross-entropy with other than 2 classes, a parameter count of 0 where the model
+            is fixed), a study's entry naming another study, or a name two studies give.
+        DataError: a study's ``study.yaml`` is bad (:func:`embryo_bench.studies.registry.studies`).
+    """
+    if path is not None:
+        return _load_file(Path(path))
+    out: dict[str, Workload] = {}
+    for study in studies().values():
+        file = study.file(CATALOG)
+        for name, workload in (_load_file(file, study.number) if file else {}).items():
+            if name in out:
+                raise ConfigError(
+                    f"{file}: workloads.{name}: study {out[name].study}'s catalog has it too; "
+                    "expected a name of one study"
+                )
+            out[name] = workload
+    return out
+
+
 @functools.cache
 def catalog() -> dict[str, Workload]:
-    """The package's catalog (:data:`CATALOG`), read once. See :func:`load_catalog`."""
-    return load_catalog(CATALOG)
+    """The package's catalog (every study's), read once. See :func:`load_catalog`."""
+    return load_catalog()
 
 
 def get(name: str) -> Workload:

@@ -1,6 +1,6 @@
 """What every study's claim check returns.
 
-A study's module (``embryo_bench.reporting.claims.<name>``, named by ``studies.yaml``) has
+A study's module (``embryo_bench.studies.<study>.claims``, its folder's ``claims.py``) has
 
     def claims(
         published: pandas.DataFrame, ours: pandas.DataFrame, runs: pandas.DataFrame

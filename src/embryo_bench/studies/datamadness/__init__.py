@@ -1,0 +1,1 @@
+"""One study's folder: see its README.md and study.yaml."""
