@@ -200,3 +200,21 @@ def test_the_study_rule_runs_the_papers_claims(numbers, tmp_path):
     write_study(STUDY, numbers, ours, runs, tmp_path)
     assert "holds here" in (tmp_path / "claims.md").read_text()
     assert (tmp_path / "study.png").stat().st_size > 0
+
+
+def test_only_the_feeding_cores_differ_between_the_pair(numbers):
+    """A bfloat16 target fed by 8 cores is not the float32 one fed by 1 with more cores (the
+    H100 session of 2026-11-27 ran gpu-jax, gpu-jax-bf16 and gpu-jax-1cpu): the claim pairs
+    targets of the same backend and precision, and prints images/s for people."""
+    h100 = [
+        dict(target="gpu-jax-bf16", cpus=8, threads=8, gpus=1, backend="jax",
+             precision="mixed_bfloat16", throughput=146643.5),
+        dict(target="gpu-jax", cpus=8, threads=8, gpus=1, backend="jax", throughput=101116.6),
+        dict(target="gpu-jax-1cpu", cpus=1, threads=1, gpus=1, backend="jax",
+             throughput=100840.9),
+        dict(target="gpu-torch", cpus=8, threads=8, gpus=1, backend="torch", throughput=27603.1),
+    ]  # fmt: skip
+    claim = paper.vcpus_claim(numbers, frame(*CPUS, *h100), NO_RUNS)
+    assert claim.ours.startswith(
+        "paper: gpu-jax (8 cpus) 101,117 images/s vs gpu-jax-1cpu (1 cpu) 100,841 images/s"
+    )

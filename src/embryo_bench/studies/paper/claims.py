@@ -110,10 +110,20 @@ def _count(value, column: str) -> str:
     return f"{n} {column[:-1] if n == 1 else column}"
 
 
+def _speed(images_per_s: float) -> str:
+    """images/s for people: "146,643", "117.3", "0.52" (four significant digits below 1,000,
+    whole numbers with thousands separators above)."""
+    return f"{images_per_s:,.0f}" if abs(images_per_s) >= 1000 else f"{images_per_s:.4g}"
+
+
 def _feeding(rows: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
-    """The first group of GPU rows (same workload, GPUs and batch size; one GPU first) whose
-    cores differ, else whose threads differ, with the column that differs; None without."""
-    groups = rows.groupby(["workload", "gpus", "batch_size"], sort=False)
+    """The first group of GPU rows (same workload, GPUs, batch size, backend and precision; one
+    GPU first) whose cores differ, else whose threads differ, with the column that differs;
+    None without. Backend and precision are held equal so that only the feeding cores
+    differ (a bfloat16 run fed by 8 cores against a float32 run fed by 1 measures bfloat16)."""
+    keys = ["workload", "gpus", "batch_size", "backend", "precision"]
+    groups = rows.fillna({"precision": "float32"}).replace({"precision": {"": "float32"}})
+    groups = groups.groupby(keys, sort=False)
     for _, group in sorted(groups, key=lambda kv: kv[0][1] != 1):
         for column in ("cpus", "threads"):
             if pd.to_numeric(group[column], errors="coerce").nunique() >= 2:
@@ -158,8 +168,8 @@ def vcpus_claim(published: pd.DataFrame, ours: pd.DataFrame, runs: pd.DataFrame)
     words = ratio.compare_verdict(0.0 if math.isnan(noise) else noise)
     text = (
         f"{workload}: {hi['target']} ({_count(hi[column], column)}) "
-        f"{hi['throughput']:,.4g} images/s vs {lo['target']} ({_count(lo[column], column)}) "
-        f"{lo['throughput']:,.4g} images/s, {int(lo['gpus'])} GPU each (medians); "
+        f"{_speed(hi['throughput'])} images/s vs {lo['target']} ({_count(lo[column], column)}) "
+        f"{_speed(lo['throughput'])} images/s, {int(lo['gpus'])} GPU each (medians); "
         f"{ratio.text}; compare: {words}"
         + ("" if math.isnan(noise) else f" (the machine's noise {noise:.0%})")
         + synthetic(lo)
