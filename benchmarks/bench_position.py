@@ -73,7 +73,7 @@ from scipy import stats
 
 from embryo_bench.errors import EmbryoBenchError
 from embryo_bench.io import read_json, write_json
-from embryo_bench.planning.plan import ROUND_ORDERS
+from embryo_bench.planning.schedule import ROUND_ORDERS
 from embryo_bench.recording.hardware import cpu_flags, cpu_model
 from embryo_bench.vocabulary.config import load_config, read_config_file
 from embryo_bench.vocabulary.layout import METRICS, run_dir
