@@ -2,7 +2,7 @@
 
 On 2026-11-24 the A/A copy of config/offline-rounds.yaml, always in the middle of ABC CBA,
 was faster in 4 of 5 rounds (+2.9 %). This measures the effect with N identical copies of one
-target under each round order of ``compare.order`` (:func:`embryo_bench.planning.plan.
+target under each round order of ``compare.order`` (:func:`embryo_bench.planning.schedule.
 round_order`): ``alternate`` (ABC CBA: position and copy are confounded, the middle is always
 B), ``shuffle`` (a new order each round) and ``balanced`` (a Williams Latin square).
 
