@@ -26,7 +26,7 @@ DATASET_LABELS = {
 }
 
 
-# --- configuration -------------------------------------------------------------------------
+# --- how figures name the data ----------------------------------------------------------
 
 
 def dataset_label(dataset: dict) -> str:

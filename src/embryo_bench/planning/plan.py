@@ -25,9 +25,8 @@ from ..vocabulary.config import Source, load_config, load_schema
 from ..vocabulary.figspec import FiguresSpec
 from ..vocabulary.layout import PAPER_WORKLOAD
 from ..vocabulary.spec import Preprocessing, RunSpec
-from . import bounds, figures, machine_baseline, paths
+from . import bounds, daemons, figures, machine_baseline, paths
 from .bases import check_base_repeats, compare_base, cost_base
-from .daemons import check_daemons, daemon_record, image_record
 from .rounds import Decision
 from .schedule import Schedule, check_round_checks, check_rounds
 from .study import check_study, study_workloads
@@ -127,9 +126,9 @@ class Plan:
                 (:func:`check_base_repeats`), ``compare.max_rounds`` below the first rounds
                 (:func:`check_rounds`), a ``merge:`` folder that is missing or holds no
                 finished run, two ``docker_host`` values with the same file key
-                (:func:`check_daemons`), a size or resource bound broken
-                (:func:`embryo_bench.planning.bounds.check_plan`), a ``stability.baseline``
-                that cannot be used
+                (:func:`embryo_bench.planning.daemons.check_daemons`), a size or resource
+                bound broken (:func:`embryo_bench.planning.bounds.check_plan`), a
+                ``stability.baseline`` that cannot be used
                 (:func:`embryo_bench.planning.machine_baseline.check_baseline`), a file the
                 figures job would fail on
                 (:func:`embryo_bench.planning.figures.check_figures_inputs`, only
@@ -171,7 +170,7 @@ class Plan:
         plan.merged_run_dirs = check_folders(
             config["merge"], plan.outdir, plan.preprocessing.to_dict()
         )
-        plan.remote_daemons = check_daemons(targets)
+        plan.remote_daemons = daemons.check_daemons(targets)
         bounds.check_plan(plan)  # sizes, memory, disk, generator, split
         plan.baseline = machine_baseline.check_baseline(config, targets, on_this_machine)
         if on_this_machine:  # a cluster job's parse: the workflow that submitted it checked
@@ -435,9 +434,9 @@ class Plan:
     def image_record(self, target: str) -> list[str]:
         """The image record a docker target's runs need
         (:func:`embryo_bench.planning.daemons.image_record`); [] for host targets."""
-        return image_record(self.outdir, self.targets[target])
+        return daemons.image_record(self.outdir, self.targets[target])
 
     def daemon_record(self, target: str) -> list[str]:
         """The daemon record a docker target with a ``docker_host`` needs
         (:func:`embryo_bench.planning.daemons.daemon_record`); [] for other targets."""
-        return daemon_record(self.outdir, self.targets[target])
+        return daemons.daemon_record(self.outdir, self.targets[target])
