@@ -57,7 +57,7 @@ def make_shards(work: Path, embryos: int) -> tuple[list[str], str]:
 
 def train(runner: str, cpus: int, shards, source, out: Path, epochs: int, image: str) -> dict:
     """One training run through the CLI; returns its metrics.json."""
-    from embryo_bench.planning.plan import target_from_entry
+    from embryo_bench.planning.targets import target_from_entry
     from embryo_bench.vocabulary.spec import Preprocessing
 
     entry = {"name": f"{runner}-{cpus}cpu", "runner": runner, "cpus": cpus}

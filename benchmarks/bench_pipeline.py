@@ -296,7 +296,7 @@ def bench_preprocessing(
 def _pipeline_ips(work: Path, shard_files: list[str], threads: int, epochs: int, i: int):
     """Steady-state images/s of run_training (the train rule's code) on the shards."""
     from embryo_bench.data.stages import shard_settings
-    from embryo_bench.planning.plan import target_from_entry
+    from embryo_bench.planning.targets import target_from_entry
     from embryo_bench.training.train import run_training
     from embryo_bench.vocabulary.spec import INPUT_SHARDS, Preprocessing, TrainingInput
 

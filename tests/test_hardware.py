@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from embryo_bench.errors import ConfigError
-from embryo_bench.planning.plan import target_from_entry
+from embryo_bench.planning.targets import target_from_entry
 from embryo_bench.recording.hardware import (
     ClusterError,
     LocalProbe,

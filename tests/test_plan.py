@@ -15,7 +15,8 @@ import yaml
 from workflow_helpers import layered_base
 
 from embryo_bench.errors import ConfigError, DataError
-from embryo_bench.planning.plan import Plan, williams_rows
+from embryo_bench.planning.plan import Plan
+from embryo_bench.planning.schedule import williams_rows
 from embryo_bench.runners.docker_api import Daemon
 from embryo_bench.vocabulary.config import load_config, load_schema
 from embryo_bench.vocabulary.spec import Preprocessing, RunSpec

@@ -13,7 +13,7 @@ import pytest
 from test_workload_train import _arrays, _metrics, _spec, _train
 
 from embryo_bench.errors import ConfigError
-from embryo_bench.planning.plan import expand_sweeps, target_from_entry
+from embryo_bench.planning.targets import expand_sweeps, target_from_entry
 from embryo_bench.reporting import summary
 from embryo_bench.vocabulary.spec import PRECISIONS, RunSpec
 

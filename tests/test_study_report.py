@@ -26,7 +26,8 @@ from test_machine_identity import MONDAY, write_run  # noqa: E402
 
 from embryo_bench.cli import main  # noqa: E402
 from embryo_bench.errors import ConfigError, DataError  # noqa: E402
-from embryo_bench.planning.plan import Plan, check_study  # noqa: E402
+from embryo_bench.planning.plan import Plan  # noqa: E402
+from embryo_bench.planning.study import check_study  # noqa: E402
 from embryo_bench.published import studies  # noqa: E402
 from embryo_bench.reporting import study as study_mod  # noqa: E402
 from embryo_bench.reporting import workload_view as view_mod  # noqa: E402

@@ -91,7 +91,7 @@ def test_nvml_absent_gives_no_readings(monkeypatch):
 
 
 def _spec(**entry):
-    from embryo_bench.planning.plan import target_from_entry
+    from embryo_bench.planning.targets import target_from_entry
     from embryo_bench.vocabulary.spec import Preprocessing
 
     train = {"epochs": 1, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0, "accuracy_target": 0.8,

@@ -134,7 +134,7 @@ def code(command):
 
 
 def target(wildcards):
-    """The resolved target (embryo_bench.planning.plan.Target) of a job's {target}."""
+    """The resolved target (embryo_bench.planning.targets.Target) of a job's {target}."""
     return PLAN.targets[wildcards.target]
 
 

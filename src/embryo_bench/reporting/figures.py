@@ -770,7 +770,7 @@ def make_all(
             then say they are the paper's workload's).
         selection: ``selected.csv`` (figure 1's frame); None with ``preprocessing``.
         out_dir: the figures folder.
-        cost_base, cost_note: as :func:`embryo_bench.planning.plan.cost_base`.
+        cost_base, cost_note: as :func:`embryo_bench.planning.bases.cost_base`.
         stability: the config's stability thresholds (default: the schema's).
         counts: the select stage's ``summary.json`` (data counts beside the paper's).
         merged: runs made elsewhere (:func:`embryo_bench.reporting.merge.merge_runs`): in every

@@ -87,7 +87,7 @@ def run_table(
     the CPU), device_memory_peak_mib (the framework's peak on its GPUs, MiB; empty on the CPU),
     images_per_joule, parameters, cpu_model, started_unix_s and ended_unix_s (when the timed
     part ran, s since 1970; empty for runs made before it was recorded). ``repeat`` is also
-    the run's round (:func:`embryo_bench.planning.plan.round_order`).
+    the run's round (:func:`embryo_bench.planning.schedule.round_order`).
     """
     limits = limits or thresholds()
     machines = Machines(runs)

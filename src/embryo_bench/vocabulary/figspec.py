@@ -46,9 +46,9 @@ class FiguresSpec:
         runs: this workflow's run folders, in the planned order (:attr:`Plan.runs`).
         merge: other machines' result folders (``merge:``).
         targets: target name -> report fields
-        (:meth:`embryo_bench.planning.plan.Target.report_fields`:
+        (:meth:`embryo_bench.planning.targets.Target.report_fields`:
             hourly_usd in USD/h, price_source, paper_system, description, sweep).
-        cost_base, cost_note: :func:`embryo_bench.planning.plan.cost_base`.
+        cost_base, cost_note: :func:`embryo_bench.planning.bases.cost_base`.
         compare_base: :attr:`embryo_bench.planning.plan.Plan.compare_base`.
         min_difference: ``compare.min_difference`` (a fraction).
         stability: the ``stability`` section with every default (its ``baseline``: a machine

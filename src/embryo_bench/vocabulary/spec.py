@@ -306,7 +306,7 @@ class RunSpec:
 
     @property
     def name(self) -> str:
-        """The target's name (as :class:`embryo_bench.planning.plan.Target` has it)."""
+        """The target's name (as :class:`embryo_bench.planning.targets.Target` has it)."""
         return self.target
 
     @property
