@@ -463,9 +463,9 @@ def test_a_shape_the_real_data_cannot_give_is_refused_at_plan_time(tmp_path, cas
         plan(workloads=[entry])
     assert str(err.value) == f"workloads[0] ({entry['name']}): {expected}"
     # synthetic data is made at any shape (a model of one's own decides what it takes)
-    from embryo_bench.data import imagefolder, registry
+    from embryo_bench.data import formats, imagefolder
 
-    assert tuple(imagefolder.MODES) == registry.FOLDER_CHANNELS  # the folder reader's modes
+    assert tuple(imagefolder.MODES) == formats.FOLDER_CHANNELS  # the folder reader's modes
     synthetic = {k: v for k, v in entry.items() if k != "path"}
     plan(workloads=[{**synthetic, "data": "synthetic", "train_samples": 64, "test_samples": 8,
                      "batch_size": 8}])  # fmt: skip

@@ -331,6 +331,7 @@ def cmd_workload_data(p):
 
     def run(a):
         from .data import datasets
+        from .data.formats import FOLDER
         from .data.registry import check_file
         from .io import parse_json, write_json
 
@@ -361,7 +362,7 @@ def cmd_workload_data(p):
                             ds, f, files[f.name], sha256=accepted.get(f.name), accept=offline
                         )
             else:  # an image folder: read in place
-                files = {datasets.FOLDER: Path(d["path"])}
+                files = {FOLDER: Path(d["path"])}
             info = datasets.prepare(
                 ds.name,
                 files,
