@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..data import registry
+from ..data.formats import FORMATS
 from ..data.synthetic import existing_folder
 from ..errors import ConfigError
 from ..vocabulary import layout
@@ -99,7 +100,9 @@ def workload_size(index: int, workload) -> WorkloadSize:
         and ds.train is not None
         and ds.files
         and all(f.sha256 for f in ds.files)
-        and (ds.format != "text-chars" or data.input_shape[0] <= ds.shape[0])
+        # A corpus cut into sequences every `step` characters holds the registry's counts
+        # only at its sequence length or shorter.
+        and (not FORMATS[ds.format].needs_step or data.input_shape[0] <= ds.shape[0])
     ):
         n_train = min(data.train_samples or ds.train, ds.train)
         n_test = min(data.test_samples or ds.test or 0, ds.test or 0)
