@@ -102,7 +102,11 @@ def workload_size(index: int, workload) -> WorkloadSize:
         and all(f.sha256 for f in ds.files)
         # A corpus cut into sequences every `step` characters holds the registry's counts
         # only at its sequence length or shorter.
-        and (not FORMATS[ds.format].needs_step or data.input_shape[0] <= ds.shape[0])
+        and (
+            ds.format not in FORMATS
+            or not FORMATS[ds.format].needs_step
+            or data.input_shape[0] <= ds.shape[0]
+        )
     ):
         n_train = min(data.train_samples or ds.train, ds.train)
         n_test = min(data.test_samples or ds.test or 0, ds.test or 0)
