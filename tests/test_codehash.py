@@ -147,6 +147,8 @@ def test_the_train_commands_hash_leaves_out_image_building_and_the_figures():
         # studies that gathers them: no study's own module
         "studies", "studies.registry",
         "training", "training.backend", "training.inputs", "training.train",
+        # every runner the command may run: the plug-ins, imported by their registry
+        "launch", "launch.docker", "launch.host", "launch.job", "launch.registry",
         "workloads", "workloads.build", "workloads.builders", "workloads.catalog",
         "workloads.fused_adam", "workloads.paper", "workloads.user",
     }  # fmt: skip

@@ -40,6 +40,7 @@ LAYERS = (
     "recording",
     "runners",
     "training",
+    "launch",
     "reporting",
     "planning",
     "commands",

@@ -11,13 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
-import os
-
-from ..errors import ConfigError, EmbryoBenchError
-from ..runners import lifeline
-
-log = logging.getLogger("embryo_bench")
 
 
 def cmd_train(p):
@@ -45,45 +38,26 @@ def cmd_train(p):
     p.add_argument("--in-container", action="store_true", help=argparse.SUPPRESS)
 
     def run(a):
-        from ..io import read_json
+        from ..launch.job import TrainJob
+        from ..launch.registry import train
         from ..vocabulary.spec import RunSpec, TrainingInput
 
         spec = RunSpec.read(a.spec)
         # The data options as one input, of the kind the run trains on.
         inputs = TrainingInput.for_run(spec, a.spec, a.shards, a.arrays, a.files)
-        if spec.runner == "docker" and not a.in_container:
-            from ..runners import docker_runner
-            from ..runners.docker_api import Daemon
-
-            if not a.image_record:
-                raise EmbryoBenchError(f"{a.spec}: a docker run needs --image-record")
-            daemon = Daemon.read(a.daemon) if a.daemon else None
-            if daemon is not None and daemon.address != spec.docker_host:
-                raise ConfigError(
-                    f"--daemon {a.daemon} is for {daemon.address or 'the environment'}, "
-                    f"{a.spec} trains on {spec.docker_host or 'the environment'}"
-                )
-            docker_runner.run(
+        # The run's runner trains it (one plug-in a runner kind, by its name).
+        train(
+            TrainJob(
                 spec,
                 spec_file=a.spec,
-                image=read_json(a.image_record),
-                daemon=daemon,
                 inputs=inputs,
                 source_info=a.source_info,
                 out_dir=a.out_dir,
+                image_record=a.image_record,
+                daemon=a.daemon,
+                in_container=a.in_container,
             )
-            return
-        from ..training.train import run_training
-
-        if not a.in_container and os.environ.get(lifeline.TIE_ENV):
-            # A workflow job ends with Snakemake: an orphaned trainer went on and wrote its
-            # outputs, and a rerun then trained beside it. Not by hand:
-            # `nohup embryo-bench train ... &` must survive its shell.
-            lifeline.tie_to_workflow()
-        elif os.environ.get(lifeline.LIFELINE_ENV) == "stdin":
-            lifeline.watch_stdin()  # ends when the docker runner's attached stdin closes
-        dataset = read_json(a.source_info)
-        run_training(spec, inputs, dataset, a.out_dir, measure=not a.in_container)
+        )
 
     return run
 
