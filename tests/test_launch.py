@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from embryo_bench.errors import ConfigError
+from embryo_bench.errors import ConfigError, EmbryoBenchError
 from embryo_bench.launch import registry
 from embryo_bench.launch.job import TrainJob
 from embryo_bench.vocabulary.config import load_schema
@@ -52,7 +54,19 @@ def test_a_run_goes_to_its_runner_and_inside_a_container_to_the_host_runner(monk
 
 
 def test_a_docker_run_without_an_image_record_is_refused_before_any_daemon():
-    from embryo_bench.errors import EmbryoBenchError
-
     with pytest.raises(EmbryoBenchError, match="run.json: a docker run needs --image-record"):
         registry.train(_job("docker"))
+
+
+def test_a_daemon_record_for_another_address_is_refused_before_any_daemon(tmp_path):
+    record = tmp_path / "daemon.json"
+    fields = {"address": "tcp://10.0.0.2:2376", "ca_cert": "", "client_cert": "",
+              "client_key": "", "tls_from": "", "accept_unauthenticated": False}  # fmt: skip
+    record.write_text(json.dumps(fields))
+    spec = _Spec("docker")
+    spec.docker_host = "tcp://10.0.0.1:2376"
+    job = TrainJob(spec, "run.json", None, "s.json", "out", "image.json", str(record))
+    with pytest.raises(
+        ConfigError, match="is for tcp://10.0.0.2:2376, run.json trains on tcp://10.0.0.1:2376"
+    ):
+        registry.train(job)
