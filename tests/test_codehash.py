@@ -109,7 +109,8 @@ def test_the_train_commands_hash_leaves_out_image_building_and_the_figures():
         # the catalog's records (workloads.build reads them) come with the registry of the
         # studies that gathers them: no study's own module
         "studies", "studies.registry",
-        "training", "training.backend", "training.inputs", "training.train",
+        "training", "training.backend", "training.epochs", "training.history",
+        "training.inputs", "training.train",
         "workloads", "workloads.build", "workloads.builders", "workloads.catalog",
         "workloads.fused_adam", "workloads.paper", "workloads.user",
     }  # fmt: skip
@@ -148,7 +149,7 @@ def test_image_hash_follows_its_build_files_and_code_not_comments(tmp_path):
         ctx / "src/embryo_bench/training/train.py", "import logging\n", "import logging  # note\n"
     )
     assert image_content_hash(ctx, "cpu") == original
-    _edit(ctx / "src/embryo_bench/training/train.py", "verbose=0", "verbose=2")
+    _edit(ctx / "src/embryo_bench/training/epochs.py", "verbose=0", "verbose=2")
     changed = image_content_hash(ctx, "cpu")
     assert changed != original
     dockerfile = ctx / "containers/Dockerfile"

@@ -19,7 +19,7 @@ from embryo_bench.reporting import summary
 from embryo_bench.reporting.compare import comparison_table
 from embryo_bench.reporting.runs import Run
 from embryo_bench.reporting.stability import FLAGS
-from embryo_bench.training.train import summarise
+from embryo_bench.training.history import summarise
 from embryo_bench.vocabulary.spec import Preprocessing, RunSpec
 
 PP = Preprocessing(48, 2 / 3, 128, 90, 16)

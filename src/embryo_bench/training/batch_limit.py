@@ -73,19 +73,22 @@ from ..errors import ConfigError
 from ..io import atomic_path, read_json, write_json
 from ..recording.hardware import gpu_identity, memory_mib, this_machine
 from ..vocabulary.spec import INPUT_SHARDS, RunSpec
+
+# The trainer's own model builder, private to train.py: imported as it is, because any edit
+# to train.py (a rename included) changes the train command's code hash and reruns every
+# cached training.
 from .backend import (
     backend_devices,
     device_memory_peak_mib,
     distribution_scope,
     limit_threads,
+    seed_everything,
+    select_backend,
     select_gpus,
     set_precision,
 )
-
-# The trainer's own model builder, private to train.py: imported as it is, because any edit
-# to train.py (a rename included) changes the train command's code hash and reruns every
-# cached training.
-from .train import fit_epochs, run_model, seed_everything, select_backend
+from .epochs import fit_epochs
+from .train import run_model
 
 #: Midpoints of the bisection are multiples of this many images where the interval allows
 #: (GPU kernels favour multiples of 8), and the search never resolves finer than this.

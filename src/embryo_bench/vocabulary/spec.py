@@ -242,7 +242,7 @@ class RunSpec:
             workload's run has none).
         steps_per_execution: at most this many training steps per call into the backend
             (``train.steps_per_execution``); 0: the trainer's choice
-            (:func:`embryo_bench.training.train.steps_per_execution_for`). Left out of
+            (:func:`embryo_bench.training.epochs.steps_per_execution_for`). Left out of
             ``run.json`` at 0.
         precision: the Keras dtype policy the model is built under (:data:`PRECISIONS`).
             Left out of ``run.json`` at float32, so runs made before it existed keep their
