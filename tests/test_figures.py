@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from embryo_bench.recording.telemetry import COLUMNS
-from embryo_bench.reporting import figures, summary
+from embryo_bench.reporting import comparison_figures, figures, plotting, summary, utilisation
 from embryo_bench.reporting.runs import Run
 from embryo_bench.vocabulary import layout
 
@@ -21,7 +21,9 @@ def drawn(monkeypatch):
     def keep(fig, out_dir, name, footer, exts=layout.FIGURE_FORMATS):
         saved[name] = fig
 
-    monkeypatch.setattr(figures, "_save", keep)
+    # Each module that draws saves through its own name of the function.
+    for module in (figures, comparison_figures, utilisation):
+        monkeypatch.setattr(module, "save_named_figure", keep)
     yield saved
     for fig in saved.values():
         figures.plt.close(fig)
@@ -56,7 +58,7 @@ def _summary(runs):
 
 def test_no_min_max_bar_when_one_run_is_summarised():
     summ = _summary([_run("one", 1, 60.0), *(_run("three", k, 60.0 + k) for k in (1, 2, 3))])
-    med, err = figures._errorbars(summ, "training_s")
+    med, err = plotting.error_bars(summ, "training_s")
     assert np.isnan(err[:, 0]).all()  # one run: no spread drawn
     assert err[:, 1] == pytest.approx([1.0, 1.0])  # 62 s median, 61..63 s
 
@@ -111,7 +113,7 @@ def test_utilisation_marks_epoch_ends_and_drops_gpu_panels(drawn):
         for t in np.arange(0.0, 22.0, 1.0)
     ]  # fmt: skip
     run.telemetry = pd.DataFrame(rows, columns=COLUMNS)
-    figures.fig_utilisation(run, None, "utilisation/a-repeat-1", "")
+    utilisation.fig_utilisation(run, None, "utilisation/a-repeat-1", "")
     axes = drawn["utilisation/a-repeat-1"].axes
     titles = ["CPU % (100 = one core)", "memory (MiB)", "training throughput (images/s per window)"]
     assert [ax.get_title() for ax in axes] == titles
@@ -140,7 +142,7 @@ def test_utilisation_shows_the_windows_and_long_traces_as_rolling_medians(drawn)
     )
     run.metrics["throughput_windows"] = {
         "window_steps": 10, "windows": 3, "cv": 0.05, "median_images_per_s": 95.0}  # fmt: skip
-    figures.fig_utilisation(run, None, "utilisation/a-repeat-1", "")
+    utilisation.fig_utilisation(run, None, "utilisation/a-repeat-1", "")
     cpu_ax, _, windows_ax = drawn["utilisation/a-repeat-1"].axes
     (median,) = [line for line in cpu_ax.get_lines() if line.get_ls() == "-"]
     assert median.get_label() == "this run (rolling median of 10, band min-max)"
@@ -180,7 +182,7 @@ def _interfered(run):
     return _set(run, telemetry={"interference": {"other_cpu_share_mean": 0.5}})
 
 
-def _bars(ax, label=None):
+def draw_bars(ax, label=None):
     """(x centres, heights) of the bars in ``ax`` (only the series called ``label`` if
     given), in drawing order."""
     from matplotlib.container import BarContainer
@@ -217,7 +219,7 @@ def _ticks(ax, axis="x"):
     return [t.get_text() for t in get()]
 
 
-def _legend(ax):
+def add_legend(ax):
     """The legend's entries as written."""
     return [t.get_text() for t in ax.get_legend().get_texts()]
 
@@ -304,15 +306,15 @@ def test_epoch_times_shows_first_and_steady_epochs_of_every_run(drawn):
     ]  # fmt: skip
     figures.fig_epoch_times(_summary(runs), None, "")
     (ax,) = drawn["epoch_times"].axes
-    x, first = _bars(ax, "first epoch")
+    x, first = draw_bars(ax, "first epoch")
     # medians of all four runs of a, the flagged one (100 s) counted: (12 + 14) / 2
     assert (x, first) == (pytest.approx([-0.2, 0.8]), [13.0, 5.0])
-    x, steady = _bars(ax, "steady-state epoch")
+    x, steady = draw_bars(ax, "steady-state epoch")
     assert (x, steady) == (pytest.approx([0.2, 1.2]), [3.5, 1.0])
     assert _spreads(ax) == [(-0.2, 10.0, 100.0), (0.2, 2.0, 50.0)]  # b: one run
     assert _ticks(ax) == ["a", "b"]
     assert ax.get_ylabel() == "epoch time (s)"
-    assert _legend(ax) == ["first epoch", "steady-state epoch"]
+    assert add_legend(ax) == ["first epoch", "steady-state epoch"]
     assert "1 of 5 runs flagged, all counted" in ax.get_title()
 
 
@@ -324,13 +326,13 @@ def test_efficiency_shows_percent_of_the_probe_per_target(drawn):
     ]  # fmt: skip
     figures.fig_efficiency(_summary(runs), None, "")
     (ax,) = drawn["efficiency"].axes
-    assert _bars(ax)[1] == pytest.approx([30.0, 50.0])  # a fraction drawn in %
+    assert draw_bars(ax)[1] == pytest.approx([30.0, 50.0])  # a fraction drawn in %
     assert _spreads(ax) == [(0.0, 25.0, 35.0)]
     assert _texts(ax) == ["30 %", "50 %"]
     assert _ticks(ax) == ["a", "b"]
     assert ax.get_ylabel() == "achieved / probe GFLOP/s (%)"
     assert "matmul probe" in ax.get_title()
-    assert _legend(ax) == ["Keras on tensorflow", "Keras on jax"]
+    assert add_legend(ax) == ["Keras on tensorflow", "Keras on jax"]
 
 
 def test_efficiency_says_not_measured_without_any_probe(drawn):
@@ -359,11 +361,11 @@ def test_cost_shows_time_and_cost_relative_to_the_base(drawn):
     norm, why = summary.cost_summary(main, "a")
     figures.fig_cost(norm, "a", why, None, "")
     (ax,) = drawn["cost"].axes
-    assert _bars(ax, "training time") == (pytest.approx([-0.2, 0.8]), pytest.approx([1.0, 0.5]))
-    assert _bars(ax, "cost") == (pytest.approx([0.2, 1.2]), pytest.approx([1.0, 2.0]))
+    assert draw_bars(ax, "training time") == (pytest.approx([-0.2, 0.8]), pytest.approx([1.0, 0.5]))
+    assert draw_bars(ax, "cost") == (pytest.approx([0.2, 1.2]), pytest.approx([1.0, 2.0]))
     assert _ticks(ax) == ["a", "b"]
     assert ax.get_ylabel() == "relative to a (= 1)"
-    assert _legend(ax) == ["training time", "cost"]
+    assert add_legend(ax) == ["training time", "cost"]
     (base,) = ax.get_lines()
     assert list(base.get_ydata()) == [1.0, 1.0]  # the base's level
     assert "config prices" in ax.get_title()
@@ -384,10 +386,10 @@ def test_backends_shows_throughput_and_time_to_accuracy_per_backend(drawn):
     ]  # fmt: skip
     figures.fig_backends(_summary(runs), None, "")
     ax_t, ax_a = drawn["backends"].axes
-    assert _bars(ax_t)[1] == [110.0, 70.0]
+    assert draw_bars(ax_t)[1] == [110.0, 70.0]
     assert _spreads(ax_t) == [(0.0, 100.0, 120.0)]
     assert ax_t.get_ylabel() == "training throughput (images/s)"
-    assert _bars(ax_a)[1] == [40.0, 0.0]  # b never reached the target: no bar
+    assert draw_bars(ax_a)[1] == [40.0, 0.0]  # b never reached the target: no bar
     assert _texts(ax_a) == ["40 s (3/3 reached)", "not reached\n(final accuracy 0.612)"]
     assert ax_a.get_ylabel() == "time to accuracy target (s)"
     assert _ticks(ax_t) == _ticks(ax_a) == ["a\ntensorflow", "b\njax"]
@@ -395,7 +397,7 @@ def test_backends_shows_throughput_and_time_to_accuracy_per_backend(drawn):
         "Throughput per backend",
         "Time to accuracy per backend",
     ]
-    assert _legend(ax_a) == ["Keras on tensorflow", "Keras on jax"]
+    assert add_legend(ax_a) == ["Keras on tensorflow", "Keras on jax"]
     colours = [p.get_facecolor() for p in ax_a.patches]
     assert colours[0] != colours[1]  # one colour per backend
 
@@ -408,7 +410,7 @@ def test_backends_time_to_accuracy_is_the_median_of_the_repeats_that_reached_it(
     figures.fig_backends(_summary(runs), None, "")
     _, ax_a = drawn["backends"].axes
     assert _texts(ax_a) == ["35 s (2/3 reached)"]
-    assert _bars(ax_a)[1] == [35.0]
+    assert draw_bars(ax_a)[1] == [35.0]
 
 
 def test_backends_counts_every_run_that_reached_the_target(drawn):
@@ -443,7 +445,7 @@ def test_sweeps_draws_one_line_per_thread_count_over_batch_size(drawn):
         lines = [c.lines[0] for c in ax.containers]
         assert [list(line.get_xdata()) for line in lines] == [[32, 64, 128], [32, 128]]
         assert [list(line.get_ydata()) for line in lines] == [pytest.approx(y) for y in ys]
-        assert _legend(ax) == ["h, 1 thread", "h, 2 threads"]
+        assert add_legend(ax) == ["h, 1 thread", "h, 2 threads"]
         assert ax.get_xlabel() == "batch size"
         assert ax.get_xscale() == "log"
         assert _ticks(ax) == ["32", "64", "128"]
@@ -471,7 +473,7 @@ def test_paper_vs_ours_draws_each_ratio_and_names_what_was_not_compared(drawn):
             "note": ["", "", ""],
         }
     )
-    figures.fig_paper_vs_ours(comparison, None, "")
+    comparison_figures.fig_paper_vs_ours(comparison, None, "")
     (ax,) = drawn["paper_vs_ours"].axes
     bars = ax.patches
     assert [(b.get_y() + b.get_height() / 2, b.get_width()) for b in bars] == [(0, 0.5), (1, 2.0)]
@@ -542,7 +544,9 @@ def _comparison(rounds: int, seed: int = 0) -> pd.DataFrame:
 
 def _draw_comparison(drawn, table):
     """The comparison figure of ``table``, drawn (its text boxes laid out)."""
-    figures.fig_comparison(table, "6 runs ran one after another in the planned order", None, "")
+    comparison_figures.fig_comparison(
+        table, "6 runs ran one after another in the planned order", None, ""
+    )
     fig = drawn["comparison"]
     fig.canvas.draw()
     return fig

@@ -55,13 +55,7 @@ from jsonschema import Draft202012Validator
 from ..errors import ConfigError, DataError
 from ..vocabulary.config import read_config_file
 from ..vocabulary.figspec import FiguresSpec
-from ..vocabulary.layout import (
-    FIGURES_SPEC,
-    METRICS,
-    PAPER_WORKLOAD,
-    workload_dir,
-    workload_of_dir,
-)
+from ..vocabulary.layout import FIGURES_SPEC, METRICS, PAPER_WORKLOAD, workload_dir, workload_of_dir
 from . import compare
 from .merge import (
     difference,
