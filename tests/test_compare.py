@@ -12,7 +12,12 @@ import pytest
 from scipy import stats
 from test_figures import _run as made_up_run
 
-from embryo_bench.reporting import comparison_figures, figures, summary, utilisation
+from embryo_bench.reporting import (
+    comparison_figures,
+    figures,
+    readable_tables,
+    utilisation,
+)
 from embryo_bench.reporting.compare import (
     MIN_PAIRS,
     compare,
@@ -338,7 +343,7 @@ def test_targets_with_no_round_of_the_base_are_unpaired_and_a_clear_difference_i
     assert b["throughput_verdict"] == "slower"
     assert table.loc["C", "throughput_verdict"] == (
         f"2 runs on a side: too few for a verdict ({MIN_PAIRS} needed)")  # fmt: skip
-    readable = summary.readable_comparison(table.reset_index()).set_index("target")
+    readable = readable_tables.readable_comparison(table.reset_index()).set_index("target")
     assert readable.loc["B@other", "pairing"] == "unpaired"
 
 

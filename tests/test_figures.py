@@ -8,7 +8,14 @@ import pandas as pd
 import pytest
 
 from embryo_bench.recording.telemetry import COLUMNS
-from embryo_bench.reporting import comparison_figures, figures, plotting, summary, utilisation
+from embryo_bench.reporting import (
+    comparison_figures,
+    figures,
+    plotting,
+    readable_tables,
+    summary,
+    utilisation,
+)
 from embryo_bench.reporting.runs import Run
 from embryo_bench.vocabulary import layout
 
@@ -589,16 +596,16 @@ def test_one_round_draws_plain_points_and_says_once_that_intervals_need_rounds(d
         "host-1cpu never reached the accuracy target: no ratio to draw"
     ]
     # The tables: the ratio alone, no verdict per row; the note says why, once.
-    readable = summary.readable_comparison(table).set_index("target")
+    readable = readable_tables.readable_comparison(table).set_index("target")
     assert readable.loc["host-1cpu-jax", "throughput ratio [95 % interval]"] == jax
     assert readable.loc["host-1cpu-jax", "throughput"] == ""
     # A target that reached it says when (compare.comparison_table); no row says "no pair".
     tta = readable["time to accuracy"]
     assert tta.iloc[0] == "base: not reached"
     assert all(v == "" or v.startswith("base never reached (this target: ") for v in tta[1:])
-    per_target = summary.readable_summary(_summary([_run("host-1cpu-jax", 1, 60.0)]), table)
+    per_target = readable_tables.readable_summary(_summary([_run("host-1cpu-jax", 1, 60.0)]), table)
     assert per_target["throughput vs base [95 % interval]"].tolist() == [jax]
-    assert summary.comparison_note(table) == (
+    assert readable_tables.comparison_note(table) == (
         "A 95 % interval and a verdict need at least 3 rounds; ratios from 1 round are shown "
         "alone, as plain points (train.repeats sets the rounds). The base, host-1cpu, never "
         "reached the accuracy target: no time-to-accuracy ratio."
@@ -659,7 +666,7 @@ def test_intervals_are_drawn_from_3_rounds_on(drawn, rounds, intervals):
             f"{jax['throughput_ratio']:.3f} [{jax['throughput_low']:.3f}, "
             f"{jax['throughput_high']:.3f}], slower, {rounds} pairs"
         ]
-        assert summary.comparison_note(table) == ""
+        assert readable_tables.comparison_note(table) == ""
         assert not [t for t in _all_texts(fig) if "need at least" in t.get_text()]
     else:
         assert not _interval_bars(throughput) and not _interval_bars(accuracy)
@@ -682,9 +689,9 @@ def test_unpaired_rows_are_hollow_and_say_unpaired(drawn, rounds):
         labels = [x.get_text() for x in throughput.texts if "unpaired" in x.get_text()]
         if with_column:
             assert hollow_y == [len(t) - 2.0]  # the second row from the top
-            assert labels == [summary.ratio_text(t.iloc[1], "throughput") + (
+            assert labels == [readable_tables.ratio_text(t.iloc[1], "throughput") + (
                 ", slower, unpaired" if rounds >= 3 else ", unpaired")]  # fmt: skip
-            readable = summary.readable_comparison(t)
+            readable = readable_tables.readable_comparison(t)
             assert readable["pairing"].tolist() == pairing
         else:
             assert hollow_y == [] and labels == []

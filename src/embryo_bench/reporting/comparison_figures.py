@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from . import summary
+from . import readable_tables
 from .plotting import empty_panel, save_named_figure
 
 VERDICT_COLORS = {"faster": "tab:green", "slower": "tab:red"}
@@ -23,29 +23,32 @@ VERDICT_COLORS = {"faster": "tab:green", "slower": "tab:red"}
 def _comparison_label(row, measure: str, paired: pd.DataFrame) -> str:
     """The text beside one row of the comparison figure: "base: N run(s) measured", the
     ratio (geometric mean) with its interval and verdict and how many pairs, the ratio alone below
-    :data:`embryo_bench.reporting.summary.INTERVAL_MIN_PAIRS` pairs, or the verdict where
+    :data:`embryo_bench.reporting.readable_tables.INTERVAL_MIN_PAIRS` pairs, or the verdict where
     there is no ratio; "unpaired" on a row compared without pairs."""
     verdict = row[f"{measure}_verdict"]
     if verdict == "base":
-        return f"base: {summary.pair_count(row, measure)} run(s) measured"
-    words = [summary.ratio_text(row, measure), summary.verdict_text(row, measure, paired)]
-    if summary.shows_interval(row, measure) and not summary.is_unpaired(row):
-        words.append(f"{summary.pair_count(row, measure)} pairs")
-    if summary.is_unpaired(row):
+        return f"base: {readable_tables.pair_count(row, measure)} run(s) measured"
+    words = [
+        readable_tables.ratio_text(row, measure),
+        readable_tables.verdict_text(row, measure, paired),
+    ]
+    if readable_tables.shows_interval(row, measure) and not readable_tables.is_unpaired(row):
+        words.append(f"{readable_tables.pair_count(row, measure)} pairs")
+    if readable_tables.is_unpaired(row):
         words.append("unpaired")
     return ", ".join(w for w in words if w)
 
 
 def _comparison_row(ax, row, measure: str, med: float, yi: float, paired: pd.DataFrame) -> None:
     """One row of a comparison panel at height ``yi``: its point (with the interval where
-    :func:`embryo_bench.reporting.summary.shows_interval`; hollow when unpaired) and its
+    :func:`embryo_bench.reporting.readable_tables.shows_interval`; hollow when unpaired) and its
     text in a column right of the panel (:func:`_comparison_label`)."""
     if np.isfinite(med):
-        interval = summary.shows_interval(row, measure)
+        interval = readable_tables.shows_interval(row, measure)
         color = VERDICT_COLORS.get(row[f"{measure}_verdict"], "dimgray") if interval else "dimgray"
         style = {
             "color": color,
-            **({"mfc": "white", "mew": 1.5} if summary.is_unpaired(row) else {}),
+            **({"mfc": "white", "mew": 1.5} if readable_tables.is_unpaired(row) else {}),
         }
         if interval:
             lo, hi = float(row[f"{measure}_low"]), float(row[f"{measure}_high"])
@@ -71,11 +74,12 @@ def fig_comparison(comparison: pd.DataFrame, order_note: str, out_dir: Path, foo
     to the base target, one row per target, a line at 1.0: the ratio (geometric mean) with its 95 %
     interval, green / red where the difference is measured
     (:func:`embryo_bench.reporting.compare.comparison_table`), grey where it is not. A ratio
-    from fewer than :data:`embryo_bench.reporting.summary.INTERVAL_MIN_PAIRS` rounds is a plain
-    point, and the title says once why (:func:`embryo_bench.reporting.summary.interval_note`);
-    a row compared without pairs (``pairing`` "unpaired") is a hollow point. Each row's
-    numbers are written in a column right of its panel, so no text lies over a point, a bar
-    or the line at 1; a panel with no ratio at all says why in one line."""
+    from fewer than :data:`embryo_bench.reporting.readable_tables.INTERVAL_MIN_PAIRS` rounds is
+    a plain point, and the title says once why
+    (:func:`embryo_bench.reporting.readable_tables.interval_note`); a row compared without pairs
+    (``pairing`` "unpaired") is a hollow point. Each row's numbers are written in a column right
+    of its panel, so no text lies over a point, a bar or the line at 1; a panel with no ratio at
+    all says why in one line."""
     fig, axes = plt.subplots(
         1,
         2,
@@ -94,7 +98,7 @@ def fig_comparison(comparison: pd.DataFrame, order_note: str, out_dir: Path, foo
         ratios = pd.to_numeric(comparison[f"{measure}_ratio"], errors="coerce")
         if not np.isfinite(ratios).any():  # one line for the panel, not one per row
             why = "no ratio to draw"
-            if summary.base_unreached(comparison, measure):
+            if readable_tables.base_unreached(comparison, measure):
                 why = f"{base} never reached the accuracy target: {why}"
             ax.text(0.5, 0.5, why, transform=ax.transAxes, ha="center", va="center", fontsize=8,
                     color="dimgray")  # fmt: skip
@@ -107,7 +111,7 @@ def fig_comparison(comparison: pd.DataFrame, order_note: str, out_dir: Path, foo
         ax.set_title(f"{title}, relative to {base}", fontsize=9)
         ax.margins(x=0.15, y=0.3)
     axes[0][0].set_yticks(y, comparison["target"], fontsize=8)
-    note = summary.interval_note(comparison)
+    note = readable_tables.interval_note(comparison)
     fig.suptitle(
         f"Comparison with {base}: ratio (geometric mean) with its 95 % interval; "
         f"{int(comparison['flagged_runs'].sum())} run(s) flagged, all counted\n{order_note}"

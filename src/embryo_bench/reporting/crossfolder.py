@@ -66,8 +66,9 @@ from .merge import (
     split_by_machine,
     unfinished_runs,
 )
+from .readable_tables import comparison_note, number_text, readable_comparison
 from .runs import Machines, Run
-from .summary import comparison_note, number_text, readable_comparison, run_table
+from .summary import run_table
 
 #: The sections of a comparison, as its CSV's ``section`` column names them: another folder
 #: against the first, a folder's own rounds against its base, a folder against the

@@ -43,7 +43,7 @@ from ..io import atomic_path
 from ..published import paper
 from ..vocabulary.layout import TABLE_NAMES, utilisation_name
 from ..vocabulary.spec import Preprocessing
-from . import compare, summary
+from . import compare, readable_tables, summary
 from .comparison_figures import fig_comparison, fig_paper_vs_ours
 from .plotting import (
     COLORS,
@@ -484,7 +484,7 @@ def make_all(
         f"that excludes 1 and a ratio further from 1 than {min_difference:.0%} on the log "
         f"scale (above {1 + min_difference:.3g} or below {1 / (1 + min_difference):.3g}; "
         f"compare.min_difference). {order_note}. "
-        + summary.comparison_note(paired)  # once here, not on every row
+        + readable_tables.comparison_note(paired)  # once here, not on every row
     ).strip()
     if rounds_note:  # compare.until: why the rounds stopped
         paired_note += f" Rounds: {rounds_note}."
@@ -493,12 +493,17 @@ def make_all(
         out_dir,
         "comparison_table",
         label,
-        summary.readable_comparison(paired),
+        readable_tables.readable_comparison(paired),
         paired_note,
     )
-    _write_table(table, out_dir, "results_table", label, summary.readable_runs(table))
+    _write_table(table, out_dir, "results_table", label, readable_tables.readable_runs(table))
     _write_table(
-        summ, out_dir, "summary_table", label, summary.readable_summary(summ, paired), paired_note
+        summ,
+        out_dir,
+        "summary_table",
+        label,
+        readable_tables.readable_summary(summ, paired),
+        paired_note,
     )
     _write_table(
         norm if norm is not None else pd.DataFrame({"cost": [why]}), out_dir, "cost_table", label

@@ -41,7 +41,7 @@ from ..io import atomic_path, read_json  # noqa: E402
 from ..published.studies import Study, parse_settings  # noqa: E402
 from ..vocabulary.codehash import module_path  # noqa: E402
 from ..vocabulary.figspec import FiguresSpec  # noqa: E402
-from . import compare, summary  # noqa: E402
+from . import compare, readable_tables, summary  # noqa: E402
 from .claims.common import Claim  # noqa: E402
 from .merge import merge_runs, split_by_machine  # noqa: E402
 from .runs import as_number, load_runs  # noqa: E402
@@ -509,13 +509,17 @@ def readable_side(table: pd.DataFrame) -> pd.DataFrame:
             "system / target": table["system"],
             "machine": table["machine"],
             "settings": table["settings"],
-            "s/epoch": table["epoch_seconds"].map(summary.number_text),
-            "images/s": table["throughput"].map(summary.number_text),
-            "images/s per core": table["throughput_per_core"].map(summary.number_text),
-            "time vs base": table["time_relative"].map(lambda v: summary.number_text(v, ".3g")),
-            "cost vs base": table["cost_relative"].map(lambda v: summary.number_text(v, ".3g")),
+            "s/epoch": table["epoch_seconds"].map(readable_tables.number_text),
+            "images/s": table["throughput"].map(readable_tables.number_text),
+            "images/s per core": table["throughput_per_core"].map(readable_tables.number_text),
+            "time vs base": table["time_relative"].map(
+                lambda v: readable_tables.number_text(v, ".3g")
+            ),
+            "cost vs base": table["cost_relative"].map(
+                lambda v: readable_tables.number_text(v, ".3g")
+            ),
             "test accuracy": [
-                MEANINGLESS if d == "SYNTHETIC" else summary.number_text(a, ".3f")
+                MEANINGLESS if d == "SYNTHETIC" else readable_tables.number_text(a, ".3f")
                 for a, d in zip(table["test_accuracy"], table["data"], strict=True)
             ],
             "source": table["source"],
