@@ -298,7 +298,8 @@ def _pipeline_ips(work: Path, shard_files: list[str], threads: int, epochs: int,
     from embryo_bench.data.stages import shard_settings
     from embryo_bench.planning.plan import target_from_entry
     from embryo_bench.training.train import run_training
-    from embryo_bench.vocabulary.spec import INPUT_SHARDS, Preprocessing, TrainingInput
+    from embryo_bench.vocabulary.spec import INPUT_SHARDS, Preprocessing
+    from embryo_bench.vocabulary.training_input import TrainingInput
 
     train = {"epochs": epochs, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0,
              "accuracy_target": 0.85, "batch_size": 480, "repeats": 1,

@@ -103,6 +103,7 @@ def test_the_train_commands_hash_leaves_out_image_building_and_the_figures():
         "data", "data.arrays", "data.frames", "data.imagefolder", "data.npzcheck",
         "data.preprocess", "data.stages",
         "vocabulary", "vocabulary.config", "vocabulary.layout", "vocabulary.spec",
+        "vocabulary.training_input",
         "recording", "recording.calibrate", "recording.evidence", "recording.hardware",
         "recording.provenance", "recording.record", "recording.telemetry",
         "runners", "runners.docker_api", "runners.docker_runner", "runners.lifeline",

@@ -4,7 +4,7 @@ on its augmented shards, or a workload's model on its prepared arrays (from memo
 
 A run is described by two things: its :class:`embryo_bench.vocabulary.spec.RunSpec`
 (``run.json``: every setting, resolved by the plan) and what it trains on, one
-:class:`embryo_bench.vocabulary.spec.TrainingInput` of the kind its spec names
+:class:`embryo_bench.vocabulary.training_input.TrainingInput` of the kind its spec names
 (:attr:`RunSpec.input_kind`: ``shards`` for the paper's, ``arrays`` for every other). The
 kinds differ only in how the data is loaded, which model is built and what is recorded of
 them (:class:`InputKind`, :data:`KINDS`: the paper's shards by :mod:`embryo_bench.data.stages`
@@ -62,7 +62,8 @@ from ..recording.record import finish_run
 from ..recording.telemetry import Measurement, NvmlGpus, ProcessSampler
 from ..runners.lifeline import check_parent
 from ..vocabulary.layout import HISTORY, MODEL, PROGRESS, SETTINGS, WINDOWS
-from ..vocabulary.spec import INPUT_ARRAYS, INPUT_SHARDS, Preprocessing, RunSpec, TrainingInput
+from ..vocabulary.spec import INPUT_ARRAYS, INPUT_SHARDS, Preprocessing, RunSpec
+from ..vocabulary.training_input import TrainingInput
 from .backend import (
     backend_devices,
     backend_name,
@@ -210,7 +211,7 @@ def setup(spec: RunSpec, inputs: TrainingInput, dataset: dict) -> Session:
 
     Args:
         spec: the run.
-        inputs: what it trains on (:class:`embryo_bench.vocabulary.spec.TrainingInput`, of
+        inputs: what it trains on (:class:`embryo_bench.vocabulary.training_input.TrainingInput`, of
             the kind its spec names).
         dataset: the index stage's source description, or a workload's data info
             (provenance).
@@ -523,8 +524,8 @@ def run_training(
     Args:
         spec: the run's settings (``run.json``).
         inputs: what it trains on, of the kind its spec names
-            (:class:`embryo_bench.vocabulary.spec.TrainingInput`: the augmented shards, or a
-            workload's arrays and, in its ``files`` input mode, its image folder).
+            (:class:`embryo_bench.vocabulary.training_input.TrainingInput`: the augmented shards, or
+            a workload's arrays and, in its ``files`` input mode, its image folder).
         dataset: the index stage's source description, or a workload's data info
             (provenance).
         out_dir: the run folder.
