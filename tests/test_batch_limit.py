@@ -14,6 +14,7 @@ from test_workload_train import _spec
 
 from embryo_bench import cli
 from embryo_bench.training import batch_limit as bl
+from embryo_bench.training import batch_trial
 
 MLP = {"name": "mnist-mlp", "data": "synthetic", "epochs": 1, "batch_size": 32}
 
@@ -121,7 +122,7 @@ def test_an_error_is_reported_as_such_and_not_counted_as_not_fitting():
     ],
 )  # fmt: skip
 def test_each_frameworks_out_of_memory_error_is_recognised(text, on_gpu, where):
-    found = bl.out_of_memory(text, on_gpu)
+    found = batch_trial.out_of_memory(text, on_gpu)
     assert found is not None and found[1] == where
 
 
@@ -131,7 +132,7 @@ def test_other_errors_are_not_taken_for_out_of_memory():
         "embryo_bench.errors.ConfigError: gpus 1, but Keras on jax sees 0 GPU(s) (cpu)",
         "builtins.RuntimeError: CUDA error: an illegal memory access was encountered",
     ):
-        assert bl.out_of_memory(text, True) is None
+        assert batch_trial.out_of_memory(text, True) is None
 
 
 def _run_cli(capsys, *argv) -> tuple[int, str]:

@@ -140,13 +140,15 @@ def test_the_train_commands_hash_leaves_out_image_building_and_the_figures():
         "data", "data.arrays", "data.frames", "data.imagefolder", "data.npzcheck",
         "data.preprocess", "data.stages",
         "vocabulary", "vocabulary.config", "vocabulary.layout", "vocabulary.spec",
+        "vocabulary.training_input",
         "recording", "recording.calibrate", "recording.evidence", "recording.hardware",
         "recording.provenance", "recording.record", "recording.telemetry",
         "runners", "runners.docker_api", "runners.docker_runner", "runners.lifeline",
         # the catalog's records (workloads.build reads them) come with the registry of the
         # studies that gathers them: no study's own module
         "studies", "studies.registry",
-        "training", "training.backend", "training.inputs", "training.train",
+        "training", "training.backend", "training.epochs", "training.history",
+        "training.inputs", "training.train",
         # every runner the command may run: the plug-ins, imported by their registry
         "launch", "launch.docker", "launch.host", "launch.job", "launch.registry",
         "workloads", "workloads.build", "workloads.builders", "workloads.catalog",
@@ -187,7 +189,7 @@ def test_image_hash_follows_its_build_files_and_code_not_comments(tmp_path):
         ctx / "src/embryo_bench/training/train.py", "import logging\n", "import logging  # note\n"
     )
     assert image_content_hash(ctx, "cpu") == original
-    _edit(ctx / "src/embryo_bench/training/train.py", "verbose=0", "verbose=2")
+    _edit(ctx / "src/embryo_bench/training/epochs.py", "verbose=0", "verbose=2")
     changed = image_content_hash(ctx, "cpu")
     assert changed != original
     dockerfile = ctx / "containers/Dockerfile"

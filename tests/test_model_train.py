@@ -9,7 +9,7 @@ import pytest
 from conftest import require_or_skip
 
 from embryo_bench.errors import ConfigError
-from embryo_bench.training.train import summarise, time_to_accuracy, window_summary
+from embryo_bench.training.history import summarise, time_to_accuracy, window_summary
 from embryo_bench.vocabulary.spec import VARIANTS
 
 
@@ -139,7 +139,8 @@ def test_every_keras_backend_trains_the_same_model_and_times_it(backend):
         "limit_threads(1)\n"
         "import keras\n"
         "from embryo_bench.workloads.paper import build_model, compile_model\n"
-        "from embryo_bench.training.train import fit_epochs, seed_everything\n"
+        "from embryo_bench.training.backend import seed_everything\n"
+        "from embryo_bench.training.epochs import fit_epochs\n"
         "seed_everything(0)\n"
         "m = compile_model(build_model(64))\n"
         "x = np.random.default_rng(0).integers(0, 129, (64, 64, 64, 1), dtype=np.uint8)\n"
@@ -210,7 +211,7 @@ def test_original_variant_trains_fixed_step_epochs_without_the_holdout(tmp_path)
 
     import keras
 
-    from embryo_bench.training.train import fit_epochs
+    from embryo_bench.training.epochs import fit_epochs
     from embryo_bench.vocabulary.spec import Preprocessing, RunSpec
 
     pp = Preprocessing(

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import require_or_skip
 
-from embryo_bench.training.train import (
+from embryo_bench.training.epochs import (
     MAX_STEPS_PER_EXECUTION,
     steps_per_execution_for,
     window_steps_for,
@@ -80,7 +80,8 @@ from embryo_bench.training.backend import limit_threads
 limit_threads(1)
 import keras
 from embryo_bench.training.inputs import ArrayImages, TimedFeed
-from embryo_bench.training.train import fit_epochs, seed_everything
+from embryo_bench.training.backend import seed_everything
+from embryo_bench.training.epochs import fit_epochs
 from embryo_bench.workloads.paper import build_model, compile_model
 
 per_call, mode, batch, epoch_steps = int(sys.argv[1]), sys.argv[2], *map(int, sys.argv[3:5])
@@ -185,7 +186,7 @@ def test_several_steps_a_call_train_the_same_history_on_jax():
 def test_fit_refuses_steps_per_execution_that_do_not_divide_the_window():
     import numpy as np
 
-    from embryo_bench.training.train import fit_epochs
+    from embryo_bench.training.epochs import fit_epochs
     from embryo_bench.workloads.paper import build_model, compile_model
 
     model = compile_model(build_model(16), steps_per_execution=3)

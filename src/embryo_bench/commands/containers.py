@@ -48,7 +48,8 @@ def cmd_wheelhouse(p):
 
     def run(a):
         from ..io import write_json
-        from ..runners.containers import make_wheelhouse, requirements_file, wheelhouse_dir
+        from ..runners.containers import requirements_file, wheelhouse_dir
+        from ..runners.wheelhouse import make_wheelhouse
 
         out = a.out or wheelhouse_dir(a.image)
         record = make_wheelhouse(a.requirements or requirements_file(a.image), out)

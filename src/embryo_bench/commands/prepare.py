@@ -130,7 +130,8 @@ def cmd_index(p):
 
     def run(a):
         from ..data.select import CLASSES
-        from ..data.sources import TrajectoryRules, check_split, index_source, skipped_lines
+        from ..data.sources import check_split, index_source, skipped_lines
+        from ..data.trajectories import TrajectoryRules
         from ..io import atomic_path, write_json
 
         manifest, source = index_source(

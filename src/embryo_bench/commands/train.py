@@ -40,7 +40,8 @@ def cmd_train(p):
     def run(a):
         from ..launch.job import TrainJob
         from ..launch.registry import train
-        from ..vocabulary.spec import RunSpec, TrainingInput
+        from ..vocabulary.spec import RunSpec
+        from ..vocabulary.training_input import TrainingInput
 
         spec = RunSpec.read(a.spec)
         # The data options as one input, of the kind the run trains on.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..vocabulary.spec import RunSpec, TrainingInput
+from ..vocabulary.spec import RunSpec
+from ..vocabulary.training_input import TrainingInput
 
 
 @dataclass(frozen=True)
