@@ -64,7 +64,13 @@ def train(runner: str, cpus: int, shards, source, out: Path, epochs: int, image:
     if runner == "docker":
         entry["memory"] = "6g"
     train = {**TRAIN, "epochs": epochs}
-    spec = target_from_entry(entry, train).spec(1, train, Preprocessing(96, 2 / 3, 128, 18.0, 64))
+    spec = target_from_entry(entry, train).spec(
+        1,
+        train,
+        Preprocessing(
+            frame_size=96, crop_fraction=2 / 3, invert_centre=128, rotation_step=18.0, image_size=64
+        ),
+    )
     spec.write(out.parent / f"{out.name}.run.json")
     cmd = [
         sys.executable,

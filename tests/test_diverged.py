@@ -22,7 +22,9 @@ from embryo_bench.reporting.stability import FLAGS
 from embryo_bench.training.history import summarise
 from embryo_bench.vocabulary.spec import Preprocessing, RunSpec
 
-PP = Preprocessing(48, 2 / 3, 128, 90, 16)
+PP = Preprocessing(
+    frame_size=48, crop_fraction=2 / 3, invert_centre=128, rotation_step=90, image_size=16
+)
 
 
 def _history(train_loss, test_accuracy=None, test_loss=None) -> pd.DataFrame:
@@ -54,7 +56,7 @@ def test_float_settings_given_as_integers_are_floats_in_the_spec_and_its_run_jso
         k: (float(v), float) for k, v in whole.items()
     }
     assert '"learning_rate":1.0' in spec.to_json()
-    assert type(Preprocessing(48, 1, 128, 90, 16).crop_fraction) is float
+    assert type(PP.replace(crop_fraction=1).crop_fraction) is float
     # From a configuration, through the plan (YAML reads `1` as an int).
     config = offline_config(Path("out"), tiny=True)
     config["train"]["learning_rate"] = 10

@@ -207,7 +207,6 @@ def test_both_variants_build_the_paper_model_with_their_own_initial_weights():
 def test_original_variant_trains_fixed_step_epochs_without_the_holdout(tmp_path):
     """epoch_steps batches per epoch from reshuffled passes (leftover dropped), the first
     `holdout` training images never used, a random test subset scored after each epoch."""
-    import dataclasses
 
     import keras
 
@@ -240,7 +239,7 @@ def test_original_variant_trains_fixed_step_epochs_without_the_holdout(tmp_path)
         RunSpec(**{**base, "backend": "jax"}, variant="original")
     spec = RunSpec(**base, variant="original", epoch_steps=5, holdout=3, test_subset=12)
     assert RunSpec.from_dict(json.loads(spec.to_json())) == spec
-    assert dataclasses.replace(spec, variant="keras").epoch_steps == 5
+    assert spec.replace(variant="keras").epoch_steps == 5
 
     from embryo_bench.workloads.paper import build_model, compile_model
 

@@ -58,7 +58,9 @@ def test_steps_per_execution_divides_the_window_and_a_fixed_epoch(
 def test_run_json_holds_steps_per_execution_only_where_set():
     """Left out at 0 (the trainer's choice): the run.json of every run planned before the
     setting existed stays as it was, and reads back the same."""
-    pp = Preprocessing(480, 2 / 3, 128, 18, 64)
+    pp = Preprocessing(
+        frame_size=480, crop_fraction=2 / 3, invert_centre=128, rotation_step=18, image_size=64
+    )
     base = dict(target="t", repeat=1, runner="host", cpus=1, threads=1, gpus=0,
                 backend="tensorflow", strategy="none", replicas=1, epochs=1, batch_size=8,
                 learning_rate=1e-3, dropout=0.5, seed=0, accuracy_target=0.9,

@@ -96,7 +96,9 @@ def _spec(**entry):
 
     train = {"epochs": 1, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0, "accuracy_target": 0.8,
              "probe_seconds": 0.2, "variant": "keras"}  # fmt: skip
-    pp = Preprocessing(96, 2 / 3, 128, 18.0, 64)
+    pp = Preprocessing(
+        frame_size=96, crop_fraction=2 / 3, invert_centre=128, rotation_step=18.0, image_size=64
+    )
     return target_from_entry({"runner": "docker", **entry}).spec(1, train, pp)
 
 

@@ -14,7 +14,6 @@ are given is :mod:`.paths`', handed on by the plan.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -307,8 +306,7 @@ class Plan:
         base = self.targets[target].spec(repeat, train, self.preprocessing)
         if not w.own_recipe:  # trained by the train section, on the shards' preprocessing
             return base
-        return dataclasses.replace(
-            base,
+        return base.replace(
             epochs=w.epochs,
             batch_size=w.batch_size,
             learning_rate=w.learning_rate,

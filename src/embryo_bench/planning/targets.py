@@ -74,7 +74,12 @@ class Target:
             ValueError: repeat < 1.
         """
         container = (
-            Container(self.image, self.memory, self.shm_size, self.docker_host)
+            Container(
+                image=self.image,
+                memory=self.memory,
+                shm_size=self.shm_size,
+                docker_host=self.docker_host,
+            )
             if self.runner == "docker"
             else None
         )

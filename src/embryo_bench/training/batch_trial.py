@@ -36,7 +36,6 @@ Memory the trials may use:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -138,7 +137,7 @@ def train_trial(
     report = {} if report is None else report
     # One pass over the synthetic batches an epoch, as the Keras variant feeds a run (the
     # original variant's fixed-step epochs, holdout and test subset concern its data only).
-    spec = dataclasses.replace(spec, batch_size=batch_size, epoch_steps=0, holdout=0, test_subset=0)
+    spec = spec.replace(batch_size=batch_size, epoch_steps=0, holdout=0, test_subset=0)
     run = f"batch-limit trial at batch {batch_size}"
     select_backend(spec.backend)
     gpu_indices = select_gpus(spec.gpus, spec.backend, run)

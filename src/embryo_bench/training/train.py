@@ -40,7 +40,6 @@ calibration probes, :mod:`embryo_bench.recording.calibrate`; a files input throu
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -192,7 +191,7 @@ KINDS = {
     INPUT_ARRAYS: InputKind(
         load=lambda spec, inputs: (load_run_arrays(spec, inputs.arrays), None),
         model=_arrays_model,
-        settings=lambda spec, pp: {"workload": dataclasses.asdict(spec.workload)},
+        settings=lambda spec, pp: {"workload": spec.workload.model_dump()},
         classes=lambda spec: spec.workload.classes,
         data=lambda spec: f"workload {spec.workload.name}'s arrays",
         setting=lambda spec: f"workloads: {spec.workload.name}'s ",
