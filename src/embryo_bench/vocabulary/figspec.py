@@ -22,7 +22,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import ConfigError, DataError
-from ..io import check_format, read_json, write_json
+from ..io import check_format, non_finite, read_json, write_json
 from .config import apply_defaults, load_schema
 from .layout import FIGURES_SPEC_FORMAT
 from .records import Record, first_error, key_errors, subschema
@@ -179,6 +179,8 @@ def _wrong(exc: ValidationError, body: dict) -> str:
         return f"{kind} keys {names}"
     path, value = first_error(exc, body)
     key = path[0]
+    if non_finite(value) is not None:  # as the configuration's reader words it
+        return f"{key}: {value!r}: expected a finite number, not NaN or infinity"
     if len(path) > 1:  # an item of runs or merge
         return f"{key} must list folders (strings), got {body[key]!r}"
     schema = FiguresSpec.model_json_schema()

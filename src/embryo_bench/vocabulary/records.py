@@ -57,10 +57,14 @@ def key_errors(exc: ValidationError) -> tuple[str, list[str], str] | None:
 
 
 def first_error(exc: ValidationError, data) -> tuple[tuple, object]:
-    """The first of ``exc``'s errors by where it is (its keys sorted as text), as its path in
+    """The first of ``exc``'s errors by where it is (its keys sorted as text, the innermost
+    first), as its path in
     ``data`` (the keys and list indices that lead to the value: pydantic's path also names the
     branch of a union tried, which ``data`` does not hold) and the value there."""
-    paths = sorted((at(data, e["loc"]) for e in exc.errors()), key=lambda p: list(map(str, p)))
+    # A value inside another before it: a list's wrong item, not the list's length.
+    paths = sorted(
+        (at(data, e["loc"]) for e in exc.errors()), key=lambda p: [*map(str, p), "\uffff"]
+    )
     path = paths[0]
     value = data
     for key in path:
