@@ -119,6 +119,14 @@ def build_context(context: str | Path, image: str, pip_source: str):
     return archive
 
 
+#: Seconds the Docker SDK waits for the daemon's next word while an image is built or a base
+#: image imported (the SDK's default is 120 s). A build step can be silent for minutes:
+#: copying the gpu image's 6.5 GiB virtual environment from its install stage outlasted
+#: 120 s on the loaded 2-core VM (2026-11-27), and the client's read timeout then ended a
+#: build the daemon was still doing.
+BUILD_READ_TIMEOUT = 3600
+
+
 def tensorflow_build_info(tag: str, client=None, log=sys.stderr) -> dict:
     """TensorFlow's build information inside the image ``tag``
     (``tf.sysconfig.get_build_info()``: for a CUDA build, ``cuda_version``, ``cudnn_version``,
@@ -254,7 +262,7 @@ def build_base_image(
         DockerError: debootstrap missing or failing (with its output's tail), or the import
             failed.
     """
-    client = client or docker_client()
+    client = client or docker_client(timeout=BUILD_READ_TIMEOUT)
     if reuse:
         try:
             image = client.images.get(tag)
@@ -331,7 +339,7 @@ def build_image(
             :func:`wheelhouse_dir` fails pip), or a gpu image whose TensorFlow is not a CUDA
             build.
     """
-    client = client or docker_client()
+    client = client or docker_client(timeout=BUILD_READ_TIMEOUT)
     requirements = requirements_file(image)
     base = resolve_base_image(client, base_image, log=log)
     content = image_content_hash(context, image)
