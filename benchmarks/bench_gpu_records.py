@@ -15,7 +15,8 @@ workloads), ``batch-limit/*/batch_limit.json`` and ``peers/peers.json``. Prints:
   feeding the GPU;
 * every workload on the GPU: batch, steady images/s, epoch s, energy per epoch, GPU
   utilisation, the share of training time spent waiting for input (files input);
-* the batch-size sweep: the largest batch that fits, its images/s, the best images/s;
+* the batch-size sweep: the largest batch that fits (the largest tried, where no limit was
+  found), its images/s, the best images/s;
 * the peers (bench_peers on the GPU): each entry's median images/s, ours over the best plain
   loop;
 * the goals the GPU measurement set, as measured whichever way they fall: our trainer >= 0.9x
@@ -40,6 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from embryo_bench.published import paper  # noqa: E402 (the checkout's package, put first above)
+from embryo_bench.reporting.batch_limit import limit_words  # noqa: E402
 
 MEASUREMENTS = REPO / "benchmarks" / "gpu_measurements"
 #: The goals the GPU measurement set (reported as measured, whichever way they fall).
@@ -222,10 +224,10 @@ def batch_limit_text(b: dict) -> str:
     largest = b.get("largest_batch_size")
     best = max(speed, key=speed.get) if speed else None
     at_largest = _f(speed.get(largest, math.nan), "{:,.0f}")
-    text = f"largest batch that fits {largest} ({at_largest} images/s)"
+    stopped = b.get("stopped") or {}
+    text = f"{limit_words(b)} {largest} ({at_largest} images/s)"
     if best is not None:
         text += f"; best {speed[best]:,.0f} images/s at batch {best}"
-    stopped = b.get("stopped") or {}
     return f"{text}; stopped: {stopped.get('text') or stopped.get('reason')}"
 
 

@@ -107,3 +107,47 @@ def test_no_measurement_yet_says_so(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(records, "MEASUREMENTS", tmp_path / "none")
     assert records.main([]) == 1
     assert "no GPU measurement under" in capsys.readouterr().out
+
+
+COMMITTED = sorted(p for p in records.MEASUREMENTS.glob("*") if p.is_dir())
+
+
+@pytest.mark.parametrize("folder", COMMITTED, ids=[p.name for p in COMMITTED])
+def test_each_committed_gpu_session_reads_and_its_runs_ran_on_its_gpu(folder):
+    """The records brought back from the lent machine: each run's device record names the GPU
+    its session file names, every run of the paper CNN is read as a row, and its run spec
+    reads as one (config/gpu-here.yaml merges them)."""
+    from embryo_bench.vocabulary.spec import RunSpec
+
+    sessions = [json.loads(p.read_text()) for p in folder.glob("session-*.json")]
+    assert sessions, f"{folder}: no session-*.json"
+    gpus = {g["name"] for s in sessions for g in s["devices"]["nvml"]}
+    metrics = records.metrics_under(folder / "gpu")
+    assert metrics, f"{folder}/gpu: no finished run"
+    for m in metrics:
+        assert m["gpus"] >= 1 and m["parameter_count"] == 16_834_436  # the paper CNN's
+        used = m["provenance"]["devices"]
+        assert {g["name"] for g in used["gpus"]} <= gpus and used["backend"]["platform"] == "gpu"
+        assert 0.0 <= m["final_test_accuracy"] <= 1.0 and m["mean_images_per_s"] > 0
+    rows = records.paper_rows(metrics)
+    assert {r["target"] for r in rows} == {m["target"] for m in metrics}
+    text = records.report(folder, None)
+    for name in gpus:
+        assert name in text
+    for run_json in (folder / "gpu/train").glob("*/repeat-*/run.json"):
+        if (run_json.parent / "metrics.json").is_file():
+            assert RunSpec.read(run_json).gpus >= 1
+
+
+def test_a_sweep_stopped_by_its_budget_says_it_found_no_limit():
+    """Only a search that ran out of memory has found the largest batch that fits; one that
+    spent its time budget has found a batch that fitted (the H100 sweeps of 2026-11-27)."""
+    trials = [{"batch_size": 480, "fits": True, "images_per_s": 100.0},
+              {"batch_size": 960, "fits": True, "images_per_s": 150.0},
+              {"batch_size": 1920, "fits": False, "images_per_s": None}]  # fmt: skip
+    stopped = {"reason": "budget", "text": "the time budget (150 s) was spent"}
+    budget = {"largest_batch_size": 960, "trials": trials, "stopped": stopped}
+    text = records.batch_limit_text(budget)
+    assert text.startswith("largest tried that fitted (no limit found) 960 (150 images/s)")
+    oom = budget | {"stopped": {"reason": "out_of_memory", "text": "batch 1920 ran out"}}
+    assert records.batch_limit_text(oom).startswith("largest that fits 960 (150 images/s)")

@@ -106,7 +106,7 @@ def cmd_batch_limit(p):
 
     def run(a):
         from ..recording.hardware import size_mib
-        from ..reporting.batch_limit import draw
+        from ..reporting.batch_limit import draw, limit_words
         from ..training import batch_limit as bl
         from ..vocabulary.spec import RunSpec
 
@@ -155,7 +155,7 @@ def cmd_batch_limit(p):
         draw(bl.trials_frame(result), result, out / bl.PNG_NAME)
         bl.write_result(result, out / bl.JSON_NAME)
         print(
-            f"largest batch that fits: {result['largest_batch_size']} "
+            f"{limit_words(result)}: {result['largest_batch_size']} "
             f"({result['stopped']['text']}); {len(result['trials'])} trials in "
             f"{result['seconds']:.0f} s; written {out / bl.JSON_NAME}"
         )

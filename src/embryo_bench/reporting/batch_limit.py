@@ -35,6 +35,19 @@ def _batch_ticks(axis, batches: np.ndarray) -> None:
     axis.set_xlim(2 ** (low - 0.3), 2 ** (high + 0.3))
 
 
+def limit_words(result: dict) -> str:
+    """What a search's ``largest_batch_size`` is, in words: "largest that fits" only where the
+    search ran out of memory above it (so the limit was found); a search stopped by its time
+    budget, its cap or an error has found a batch that fits and no limit.
+
+    Args:
+        result: the search's result (``batch_limit.json``; its ``stopped.reason``).
+    """
+    if (result.get("stopped") or {}).get("reason") == "out_of_memory":
+        return "largest that fits"
+    return "largest tried that fitted (no limit found)"
+
+
 def draw(trials: pd.DataFrame, result: dict, path: str | os.PathLike) -> None:
     """Draw the search as a PNG at ``path`` (atomically): throughput (images/s) against batch
     size (images, log2 axis) with the largest fitting batch marked and the batches that ran
@@ -69,7 +82,7 @@ def draw(trials: pd.DataFrame, result: dict, path: str | os.PathLike) -> None:
     largest = result.get("largest_batch_size")
     if largest:
         top.axvline(largest, color="tab:green", linestyle="--", linewidth=1.5,
-                    label=f"largest that fits: {largest:,}")  # fmt: skip
+                    label=f"{limit_words(result)}: {largest:,}")  # fmt: skip
     top.set_ylabel("training throughput (images/s, steady)")
     top.legend(loc="best", fontsize=8)
     top.grid(alpha=0.3)
