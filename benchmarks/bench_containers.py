@@ -57,14 +57,20 @@ def make_shards(work: Path, embryos: int) -> tuple[list[str], str]:
 
 def train(runner: str, cpus: int, shards, source, out: Path, epochs: int, image: str) -> dict:
     """One training run through the CLI; returns its metrics.json."""
-    from embryo_bench.planning.plan import target_from_entry
+    from embryo_bench.planning.targets import target_from_entry
     from embryo_bench.vocabulary.spec import Preprocessing
 
     entry = {"name": f"{runner}-{cpus}cpu", "runner": runner, "cpus": cpus}
     if runner == "docker":
         entry["memory"] = "6g"
     train = {**TRAIN, "epochs": epochs}
-    spec = target_from_entry(entry, train).spec(1, train, Preprocessing(96, 2 / 3, 128, 18.0, 64))
+    spec = target_from_entry(entry, train).spec(
+        1,
+        train,
+        Preprocessing(
+            frame_size=96, crop_fraction=2 / 3, invert_centre=128, rotation_step=18.0, image_size=64
+        ),
+    )
     spec.write(out.parent / f"{out.name}.run.json")
     cmd = [
         sys.executable,

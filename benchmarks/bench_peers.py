@@ -10,7 +10,7 @@ sparse softmax cross-entropy on the logits), on the same in-memory data, with th
   :func:`embryo_bench.training.backend.limit_threads`,
   :func:`embryo_bench.workloads.paper.build_model` /
   :func:`~embryo_bench.workloads.paper.compile_model` and
-  :func:`embryo_bench.training.train.fit_epochs` (the
+  :func:`embryo_bench.training.epochs.fit_epochs` (the
   code a run executes: the ``tf.data`` feed of :func:`embryo_bench.training.backend.input_pipeline`,
   Keras validation after each epoch, the epoch clock);
 * ``embryo-bench-xla``: the same with ``jit_compile=True`` (XLA); Keras leaves it off on a
@@ -78,7 +78,7 @@ Clock: each entry trains ``1 + epochs`` epochs of ``steps`` steps (one reshuffle
 training images per epoch). The first epoch is excluded (tracing, XLA compilation, cuDNN
 autotuning, first allocations); an entry's steady-state images/s is ``epochs * steps * batch``
 divided by the training seconds of epochs 2 to ``1 + epochs``. The Keras entries' clock is
-:func:`embryo_bench.training.train.fit_epochs`' (each epoch's test scoring excluded, the last step
+:func:`embryo_bench.training.epochs.fit_epochs`' (each epoch's test scoring excluded, the last step
 waited for); the raw loops read the loss back to the host at the end of each epoch, which waits
 for every step queued by an asynchronous backend (JAX, CUDA).
 
@@ -378,7 +378,8 @@ def run_keras(entry: str, data, args) -> dict:
     import keras
 
     from embryo_bench.recording.calibrate import training_flops_per_image
-    from embryo_bench.training.train import fit_epochs, seed_everything
+    from embryo_bench.training.backend import seed_everything
+    from embryo_bench.training.epochs import fit_epochs
     from embryo_bench.workloads.paper import build_model, compile_model
 
     seed_everything(args.seed)

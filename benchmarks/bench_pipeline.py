@@ -14,7 +14,7 @@
 shards
    loaded by :func:`embryo_bench.data.stages.load_dataset`, one ``fit`` with the test split scored
    after each epoch, training and scoring timed apart) on some of those shards, vs the same
-   model fitted by :func:`embryo_bench.training.train.fit_epochs` on in-memory random arrays of the
+   model fitted by :func:`embryo_bench.training.epochs.fit_epochs` on in-memory random arrays of the
    same shape and dtype in the same process. Both sides drop their first epoch (tracing) and
    compare steady-state images/s; ``--repeats`` pairs run in alternating order. Each side
    carries the evidence a run carries (calibration probes before and after, the machine
@@ -296,9 +296,10 @@ def bench_preprocessing(
 def _pipeline_ips(work: Path, shard_files: list[str], threads: int, epochs: int, i: int):
     """Steady-state images/s of run_training (the train rule's code) on the shards."""
     from embryo_bench.data.stages import shard_settings
-    from embryo_bench.planning.plan import target_from_entry
+    from embryo_bench.planning.targets import target_from_entry
     from embryo_bench.training.train import run_training
-    from embryo_bench.vocabulary.spec import INPUT_SHARDS, Preprocessing, TrainingInput
+    from embryo_bench.vocabulary.spec import INPUT_SHARDS, Preprocessing
+    from embryo_bench.vocabulary.training_input import TrainingInput
 
     train = {"epochs": epochs, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0,
              "accuracy_target": 0.85, "batch_size": 480, "repeats": 1,
@@ -330,7 +331,7 @@ def _random_ips(n: int, epochs: int, threads: int, probe_seconds: float):
 
     from embryo_bench.recording.calibrate import efficiency, matmul_probe
     from embryo_bench.recording.telemetry import Measurement, ProcessSampler, interference
-    from embryo_bench.training.train import fit_epochs
+    from embryo_bench.training.epochs import fit_epochs
     from embryo_bench.workloads.paper import build_model, compile_model
 
     rng = np.random.default_rng(0)

@@ -2,7 +2,7 @@
 
 On 2026-11-24 the A/A copy of config/offline-rounds.yaml, always in the middle of ABC CBA,
 was faster in 4 of 5 rounds (+2.9 %). This measures the effect with N identical copies of one
-target under each round order of ``compare.order`` (:func:`embryo_bench.planning.plan.
+target under each round order of ``compare.order`` (:func:`embryo_bench.planning.schedule.
 round_order`): ``alternate`` (ABC CBA: position and copy are confounded, the middle is always
 B), ``shuffle`` (a new order each round) and ``balanced`` (a Williams Latin square).
 
@@ -73,7 +73,7 @@ from scipy import stats
 
 from embryo_bench.errors import EmbryoBenchError
 from embryo_bench.io import read_json, write_json
-from embryo_bench.planning.plan import ROUND_ORDERS
+from embryo_bench.planning.schedule import ROUND_ORDERS
 from embryo_bench.recording.hardware import cpu_flags, cpu_model
 from embryo_bench.vocabulary.config import load_config, read_config_file
 from embryo_bench.vocabulary.layout import METRICS, run_dir

@@ -312,7 +312,8 @@ def run_ours(args) -> dict:
     from :func:`epoch_clock`."""
     from embryo_bench.data.arrays import read_info
     from embryo_bench.training.train import setup, train_epochs
-    from embryo_bench.vocabulary.spec import RunSpec, TrainingInput
+    from embryo_bench.vocabulary.spec import RunSpec
+    from embryo_bench.vocabulary.training_input import TrainingInput
 
     w = workload(args.workload, args.input, args.seed)
     spec = RunSpec(

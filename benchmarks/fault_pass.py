@@ -1388,7 +1388,7 @@ MACHINE = {"hostname": "vm", "cpu_model": "Xeon", "cpu_id": "GenuineIntel 6/143/
 def result_folder(root: Path, speed: float, rounds: int = 3) -> Path:
     """A made-up outdir: host-1cpu at ``speed`` images/s (times a small noise) and host-2cpu
     at 1.5 x, ``rounds`` rounds."""
-    from embryo_bench.planning.plan import target_from_entry
+    from embryo_bench.planning.targets import target_from_entry
     from embryo_bench.vocabulary.layout import METRICS_FORMAT
     from embryo_bench.vocabulary.spec import Preprocessing
 

@@ -5,7 +5,6 @@ refused in one line before anything is written."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import pandas as pd
@@ -14,6 +13,7 @@ from test_workload_train import _spec
 
 from embryo_bench import cli
 from embryo_bench.training import batch_limit as bl
+from embryo_bench.training import batch_trial
 
 MLP = {"name": "mnist-mlp", "data": "synthetic", "epochs": 1, "batch_size": 32}
 
@@ -121,7 +121,7 @@ def test_an_error_is_reported_as_such_and_not_counted_as_not_fitting():
     ],
 )  # fmt: skip
 def test_each_frameworks_out_of_memory_error_is_recognised(text, on_gpu, where):
-    found = bl.out_of_memory(text, on_gpu)
+    found = batch_trial.out_of_memory(text, on_gpu)
     assert found is not None and found[1] == where
 
 
@@ -131,7 +131,7 @@ def test_other_errors_are_not_taken_for_out_of_memory():
         "embryo_bench.errors.ConfigError: gpus 1, but Keras on jax sees 0 GPU(s) (cpu)",
         "builtins.RuntimeError: CUDA error: an illegal memory access was encountered",
     ):
-        assert bl.out_of_memory(text, True) is None
+        assert batch_trial.out_of_memory(text, True) is None
 
 
 def _run_cli(capsys, *argv) -> tuple[int, str]:
@@ -140,7 +140,7 @@ def _run_cli(capsys, *argv) -> tuple[int, str]:
 
 
 def test_bad_settings_are_refused_in_one_line_before_anything_is_written(tmp_path, capsys):
-    spec = dataclasses.replace(_spec(MLP), backend="jax")
+    spec = _spec(MLP).replace(backend="jax")
     run_json = tmp_path / "run.json"
     spec.write(run_json)
     out = tmp_path / "out"
@@ -182,7 +182,7 @@ def test_bad_settings_are_refused_in_one_line_before_anything_is_written(tmp_pat
 def test_an_out_that_is_a_file_is_refused_before_any_trial(tmp_path, capsys):
     """A file at --out (a FileExistsError's traceback, after the settings were read) is
     refused before the first trial and kept."""
-    spec = dataclasses.replace(_spec(MLP), backend="jax")
+    spec = _spec(MLP).replace(backend="jax")
     spec.write(tmp_path / "run.json")
     (tmp_path / "out").write_text("mine")
     code, err = _run_cli(capsys, "--spec", str(tmp_path / "run.json"), "--out",
@@ -198,7 +198,7 @@ def test_a_run_whose_every_trial_fails_is_refused_and_no_result_is_written(tmp_p
     """A GPU run where the framework sees no GPU (this machine's JAX): its first trial fails
     with the trainer's own line, and the search halves down to batch 1 failing alike; a
     setting to fix, not a limit measured, so no batch_limit.json says "largest: None"."""
-    spec = dataclasses.replace(_spec(MLP), backend="jax", gpus=1)
+    spec = _spec(MLP).replace(backend="jax", gpus=1)
     spec.write(tmp_path / "run.json")
     out = tmp_path / "out"
     code, err = _run_cli(capsys, "--spec", str(tmp_path / "run.json"), "--out", str(out),
@@ -214,7 +214,7 @@ def test_a_search_on_the_cpu_finds_where_a_memory_limit_stops_it(tmp_path, capsy
     """mnist-mlp on JAX under RLIMIT_DATA 1050 MiB: batch 16,384 trains (about 850 MiB
     resident), 32,768 asks XLA for 675 MiB more and fails with JAX's RESOURCE_EXHAUSTED;
     one step an epoch, two epochs, the search resolved at once (resolution 1)."""
-    spec = dataclasses.replace(_spec(MLP), backend="jax")
+    spec = _spec(MLP).replace(backend="jax")
     run_json = tmp_path / "run.json"
     spec.write(run_json)
     out = tmp_path / "out"

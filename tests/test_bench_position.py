@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from workflow_helpers import REPO, load_benchmark  # noqa: E402
 
 from embryo_bench.errors import EmbryoBenchError  # noqa: E402
-from embryo_bench.planning.plan import williams_rows  # noqa: E402
+from embryo_bench.planning.schedule import williams_rows  # noqa: E402
 from embryo_bench.vocabulary.config import load_config  # noqa: E402
 
 NAMES = ["t-a", "t-b", "t-c"]

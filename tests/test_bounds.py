@@ -22,7 +22,7 @@ from embryo_bench.data import stages, synthetic
 from embryo_bench.data.select import select_frames
 from embryo_bench.data.sources import index_source
 from embryo_bench.errors import ConfigError
-from embryo_bench.planning import bounds
+from embryo_bench.planning import bounds, memory, workload_bounds
 from embryo_bench.planning.plan import Plan
 from embryo_bench.recording import hardware
 from embryo_bench.vocabulary.config import load_config, read_config_files
@@ -402,7 +402,7 @@ def test_the_trainer_memory_is_a_lower_bound_of_a_real_run(tiny_run):
         plan.targets["host-1cpu"], plan.config, bounds.plan_data(plan.config)
     )
     peak_mib = metrics["telemetry"]["memory_mib_peak"]
-    assert bounds.TRAINER_BASE_MIB * 2**20 < need.bytes <= peak_mib * 2**20
+    assert memory.TRAINER_BASE_MIB * 2**20 < need.bytes <= peak_mib * 2**20
 
 
 def test_a_workloads_data_estimates_are_lower_bounds_of_its_jobs(tmp_path):
@@ -415,8 +415,8 @@ def test_a_workloads_data_estimates_are_lower_bounds_of_its_jobs(tmp_path):
                        test_samples=500)  # fmt: skip
     plan = Plan.from_config(config, probe=_no_probe)
     workload = plan.workloads["cifar10-cnn"]
-    size = bounds.workload_size(0, workload)
-    (job, _), (trainer, _) = bounds.workload_needs(size, workload, plan.targets)[:2]
+    size = workload_bounds.workload_size(0, workload)
+    (job, _), (trainer, _) = workload_bounds.workload_needs(size, workload, plan.targets)[:2]
     data = workload.data
     path = tmp_path / "arrays.npz"
     tracemalloc.start()
@@ -431,7 +431,7 @@ def test_a_workloads_data_estimates_are_lower_bounds_of_its_jobs(tmp_path):
         tracemalloc.stop()
     assert size.arrays_bytes <= path.stat().st_size < 1.01 * size.arrays_bytes
     assert job.bytes <= peak and size.arrays_bytes <= read_peak
-    assert trainer.bytes == bounds.TRAINER_BASE_MIB * 2**20 + size.arrays_bytes
+    assert trainer.bytes == memory.TRAINER_BASE_MIB * 2**20 + size.arrays_bytes
 
 
 def test_a_workloads_data_larger_than_the_free_space_is_refused_at_plan_time(
@@ -470,7 +470,7 @@ def test_the_smallest_jpeg_is_a_lower_bound_of_the_files_mode(tmp_path):
     for channels in (1, 3):
         x = np.zeros((2, 1, 1, channels), np.uint8)
         paths = write_image_folder(x, np.zeros(2, np.int32), tmp_path / str(channels), ["a"])
-        assert min(p.stat().st_size for p in paths) >= bounds.JPEG_MIN_BYTES[channels]
+        assert min(p.stat().st_size for p in paths) >= workload_bounds.JPEG_MIN_BYTES[channels]
 
 
 # --- the disk: at plan time, before writing, and a full disk while writing -----------------

@@ -68,12 +68,49 @@ def test_hardware_is_part_of_training_and_of_nothing_upstream(pkg):
     assert after["train"] != before["train"] and after["augment"] == before["augment"]
 
 
-def test_another_commands_code_in_cli_does_not_count(pkg):
+def test_another_commands_code_in_its_stage_module_does_not_count(pkg):
     before = _hashes(pkg)
-    _edit(pkg / "cli.py", 'log.info("augmented to %d samples", n)', 'log.info("%d samples", n)')
+    _edit(
+        pkg / "commands/prepare.py",
+        'log.info("augmented to %d samples", n)',
+        'log.info("%d samples", n)',
+    )
     after = _hashes(pkg)
     assert after["augment"] != before["augment"]
     assert after["crop"] == before["crop"] and after["train"] == before["train"]
+
+
+def test_a_commands_hash_follows_its_own_stage_module_and_no_other(pkg):
+    """A command's hash takes its stage module's shared code (all but the ``cmd_``
+    functions): an edit there reruns that stage's commands and no other stage's; an edit to
+    cli.py, which every command runs through, reruns them all."""
+    before = _hashes(pkg)
+    stage = pkg / "commands/prepare.py"
+    _edit(stage, 'log = logging.getLogger("embryo_bench")', 'log = logging.getLogger("prepare")')
+    after = _hashes(pkg)
+    assert after["crop"] != before["crop"] and after["augment"] != before["augment"]
+    assert after["train"] == before["train"] and after["figures"] == before["figures"]
+    _edit(pkg / "commands/train.py", "return run\n", "return run  # why\n\n\nX = 1\n")
+    again = _hashes(pkg)
+    assert again["train"] != after["train"]
+    assert {c: again[c] for c in ("crop", "augment", "figures")} == {
+        c: after[c] for c in ("crop", "augment", "figures")
+    }
+    _edit(pkg / "cli.py", 'SELF_TIED = ("train",)', 'SELF_TIED = ("train", "nothing")')
+    last = _hashes(pkg)
+    assert all(last[c] != again[c] for c in last)
+
+
+def test_every_command_of_the_parser_is_found_in_one_stage_module(pkg):
+    """The hashes find a command where the parser does: each ``cli.commands()`` entry in the
+    stage module that defines it, and a command defined by two stages is refused."""
+    from embryo_bench import cli
+
+    for name, fn in cli.commands().items():
+        assert codehash.command_module(name) == fn.__module__, name
+    (pkg / "commands/extra.py").write_text("def cmd_crop(p):\n    return None\n")
+    with pytest.raises(ValueError, match="'crop' defined in each of"):
+        code_hash("cli:crop", root=pkg)
 
 
 def test_closures_are_the_real_imports():
@@ -99,17 +136,21 @@ def test_the_train_commands_hash_leaves_out_image_building_and_the_figures():
     training; Docker API access (docker_api) is apart from image building."""
     train = {m.removeprefix("embryo_bench.") for m in module_closure("cli:train")}
     assert train == {
-        "embryo_bench", "cli", "errors", "io",
+        "embryo_bench", "cli", "commands", "commands.train", "errors", "io",
         "data", "data.arrays", "data.frames", "data.imagefolder", "data.npzcheck",
         "data.preprocess", "data.stages",
-        "vocabulary", "vocabulary.config", "vocabulary.layout", "vocabulary.spec",
+        "vocabulary", "vocabulary.config", "vocabulary.layout", "vocabulary.records",
+        "vocabulary.spec", "vocabulary.training_input",
         "recording", "recording.calibrate", "recording.evidence", "recording.hardware",
         "recording.provenance", "recording.record", "recording.telemetry",
         "runners", "runners.docker_api", "runners.docker_runner", "runners.lifeline",
         # the catalog's records (workloads.build reads them) come with the registry of the
         # studies that gathers them: no study's own module
         "studies", "studies.registry",
-        "training", "training.backend", "training.inputs", "training.train",
+        "training", "training.backend", "training.epochs", "training.history",
+        "training.inputs", "training.train",
+        # every runner the command may run: the plug-ins, imported by their registry
+        "launch", "launch.docker", "launch.host", "launch.job", "launch.registry",
         "workloads", "workloads.build", "workloads.builders", "workloads.catalog",
         "workloads.fused_adam", "workloads.paper", "workloads.user",
     }  # fmt: skip
@@ -148,7 +189,7 @@ def test_image_hash_follows_its_build_files_and_code_not_comments(tmp_path):
         ctx / "src/embryo_bench/training/train.py", "import logging\n", "import logging  # note\n"
     )
     assert image_content_hash(ctx, "cpu") == original
-    _edit(ctx / "src/embryo_bench/training/train.py", "verbose=0", "verbose=2")
+    _edit(ctx / "src/embryo_bench/training/epochs.py", "verbose=0", "verbose=2")
     changed = image_content_hash(ctx, "cpu")
     assert changed != original
     dockerfile = ctx / "containers/Dockerfile"
@@ -247,8 +288,8 @@ def test_the_statement_walk_reaches_every_import_and_docstring():
 def _forget(monkeypatch):
     """A new process: no hash, parse or dump kept in memory."""
     monkeypatch.setattr(codehash, "_HASHES", {})
-    for f in (codehash._parse, codehash._dump, codehash._module_imports, codehash._cli_code,
-              codehash._cli_shared):  # fmt: skip
+    for f in (codehash._parse, codehash._dump, codehash._module_imports, codehash._stage_code,
+              codehash._cli_shared, codehash._defined_commands):  # fmt: skip
         f.cache_clear()
 
 

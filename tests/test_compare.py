@@ -12,7 +12,12 @@ import pytest
 from scipy import stats
 from test_figures import _run as made_up_run
 
-from embryo_bench.reporting import figures, summary
+from embryo_bench.reporting import (
+    comparison_figures,
+    figures,
+    readable_tables,
+    utilisation,
+)
 from embryo_bench.reporting.compare import (
     MIN_PAIRS,
     compare,
@@ -338,7 +343,7 @@ def test_targets_with_no_round_of_the_base_are_unpaired_and_a_clear_difference_i
     assert b["throughput_verdict"] == "slower"
     assert table.loc["C", "throughput_verdict"] == (
         f"2 runs on a side: too few for a verdict ({MIN_PAIRS} needed)")  # fmt: skip
-    readable = summary.readable_comparison(table.reset_index()).set_index("target")
+    readable = readable_tables.readable_comparison(table.reset_index()).set_index("target")
     assert readable.loc["B@other", "pairing"] == "unpaired"
 
 
@@ -364,7 +369,10 @@ def test_the_order_check_finds_another_order_overlaps_and_missing_times():
 def test_merged_runs_are_compared_unpaired_in_the_tables(tmp_path, monkeypatch):
     # The figures job (figures.make_all): an A/A pair of ours over 3 rounds, and a folder
     # merged from a machine 40 % slower whose repeat numbers are also 1, 2, 3 (not our rounds).
-    monkeypatch.setattr(figures, "_save", lambda fig, *args, **kwargs: figures.plt.close(fig))
+    for module in (figures, comparison_figures, utilisation):
+        monkeypatch.setattr(
+            module, "save_named_figure", lambda fig, *args, **kwargs: figures.plt.close(fig)
+        )
     jitter = np.exp(np.random.default_rng(0).normal(0, 0.03, 9))
     own = [made_up_run(t, k, 60.0 * jitter[2 * k + i - 2]) for k in (1, 2, 3)
            for i, t in enumerate(("A", "A2"))]  # fmt: skip

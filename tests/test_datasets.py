@@ -1059,3 +1059,64 @@ def test_the_registry_holds_the_published_checksums():
     }  # fmt: skip
     files = {f.name: f for ds in registry.registry().values() for f in ds.files}
     assert {name: files[name].sha256 for name in published} == published
+
+
+# --- formats as records: one loader each, decided by the record, never by a format's name ----
+
+
+def test_every_format_has_one_loader_and_the_registry_names_only_formats():
+    from embryo_bench.data import formats
+
+    assert set(datasets.LOADERS) == set(formats.FORMATS)
+    used = {ds.format for ds in registry.registry().values()} - {None}
+    assert used <= set(formats.FORMATS), used - set(formats.FORMATS)
+
+
+def test_nothing_outside_the_records_tells_formats_apart_by_name():
+    """registry, fetch and datasets decide by a format's record (folder, resizes,
+    needs_step): a comparison with a format's name there would be a switch a new format must
+    find again."""
+    from embryo_bench.data import formats
+
+    names = "|".join(re.escape(n) for n in formats.FORMATS)
+    for module in (registry, fetch, datasets):
+        text = Path(module.__file__).read_text()
+        code = text.split("LOADERS = {")[0] if module is datasets else text
+        found = re.findall(
+            rf"[=!]= \"(?:{names})\"|\"(?:{names})\" [=!]=|in \([^)]*\"(?:{names})\"", code
+        )
+        assert not found, (module.__name__, found)
+
+
+def test_a_new_format_record_changes_what_the_registry_accepts(tmp_path, monkeypatch):
+    """A format's record decides the registry's checks: a folder format needs splits and
+    no files, a format with a step needs one."""
+    from embryo_bench.data import formats
+
+    monkeypatch.setitem(
+        formats.FORMATS, "my-folder", formats.Format("my-folder", folder=True, resizes=True)
+    )
+    entry = {
+        "source": "a test",
+        "kind": "images",
+        "format": "my-folder",
+        "shape": [8, 8, 3],
+        "dtype": "uint8",
+        "classes": 2,
+        "files": [],
+    }
+    path = tmp_path / "datasets.yaml"
+    path.write_text(yaml.safe_dump({"datasets": {"mine": entry}}))
+    schema = {**registry.DATASETS_SCHEMA}
+    monkeypatch.setattr(registry, "DATASETS_SCHEMA", schema)
+    item = schema["properties"]["datasets"]["additionalProperties"]["properties"]
+    monkeypatch.setitem(item, "format", {"enum": [*formats.FORMATS, None]})
+    with pytest.raises(ConfigError, match="an image folder .and only one. needs splits"):
+        registry.load_registry(path)
+    entry["splits"] = {"train": "train", "test": "test"}
+    path.write_text(yaml.safe_dump({"datasets": {"mine": entry}}))
+    assert registry.load_registry(path)["mine"].format == "my-folder"
+    ds = registry.load_registry(path)["mine"]
+    assert registry.sample_shape_problem(ds, (5, 7, 1)) is None  # resized, any channels 1 or 3
+    monkeypatch.setitem(formats.FORMATS, "my-folder", formats.Format("my-folder", folder=True))
+    assert registry.sample_shape_problem(ds, (5, 7, 1)) == "(8, 8, 3) or a central crop of it"

@@ -198,7 +198,8 @@ def test_each_epochs_training_energy_is_read_around_it_and_summarised():
     import numpy as np
     import pandas as pd
 
-    from embryo_bench.training.train import HISTORY_COLUMNS, fit_epochs, summarise
+    from embryo_bench.training.epochs import HISTORY_COLUMNS, fit_epochs
+    from embryo_bench.training.history import summarise
     from embryo_bench.workloads.paper import build_model, compile_model
 
     model = compile_model(build_model(16), 1e-3)

@@ -15,14 +15,16 @@ from workflow_helpers import offline_config, run_spec_dict, snakemake
 
 from embryo_bench.planning.plan import Plan
 from embryo_bench.recording.evidence import divergence
-from embryo_bench.reporting import summary
+from embryo_bench.reporting import readable_tables, summary
 from embryo_bench.reporting.compare import comparison_table
 from embryo_bench.reporting.runs import Run
 from embryo_bench.reporting.stability import FLAGS
-from embryo_bench.training.train import summarise
+from embryo_bench.training.history import summarise
 from embryo_bench.vocabulary.spec import Preprocessing, RunSpec
 
-PP = Preprocessing(48, 2 / 3, 128, 90, 16)
+PP = Preprocessing(
+    frame_size=48, crop_fraction=2 / 3, invert_centre=128, rotation_step=90, image_size=16
+)
 
 
 def _history(train_loss, test_accuracy=None, test_loss=None) -> pd.DataFrame:
@@ -54,7 +56,7 @@ def test_float_settings_given_as_integers_are_floats_in_the_spec_and_its_run_jso
         k: (float(v), float) for k, v in whole.items()
     }
     assert '"learning_rate":1.0' in spec.to_json()
-    assert type(Preprocessing(48, 1, 128, 90, 16).crop_fraction) is float
+    assert type(PP.replace(crop_fraction=1).crop_fraction) is float
     # From a configuration, through the plan (YAML reads `1` as an int).
     config = offline_config(Path("out"), tiny=True)
     config["train"]["learning_rate"] = 10
@@ -140,7 +142,7 @@ def test_every_table_says_diverged_and_no_time_to_accuracy_reaches_them():
     assert list(table["images_per_s"]) == [56.0] * 4  # the machine did the work: counted
     summ = summary.target_summary(table).set_index("target")
     assert summ.loc["b", "diverged_runs"] == 2 and summ.loc["b", "tta_reached"] == 0
-    assert summary.flag_counts(summ.loc["b"]) == "2 (diverged 2)"
+    assert readable_tables.flag_counts(summ.loc["b"]) == "2 (diverged 2)"
     paired = comparison_table(table, "a", 0.05)
     row = paired.set_index("target").loc["b"]
     assert (row["flagged_runs"], row["diverged_runs"]) == (2, 2)
@@ -149,9 +151,9 @@ def test_every_table_says_diverged_and_no_time_to_accuracy_reaches_them():
     assert summ.loc["b", counts].tolist() == row[counts].tolist()
     # Never compared on accuracy: it never reached it, and the table says so.
     assert row["time_to_accuracy_verdict"].startswith("never reached (base: ")
-    readable = summary.readable_comparison(paired).set_index("target")
+    readable = readable_tables.readable_comparison(paired).set_index("target")
     assert readable.loc["b", "flagged runs"] == "2 (diverged 2)"
-    assert summary.readable_summary(summ.reset_index()).set_index("target").loc[
+    assert readable_tables.readable_summary(summ.reset_index()).set_index("target").loc[
         "b", "time to accuracy (s)"] == "not reached (0/2)"  # fmt: skip
 
 

@@ -319,7 +319,8 @@ def _run_one_epoch(docker_run, target: dict, image: dict, work: Path):
     """docker_runner.run of ``target`` (a targets: entry) on the docker_run fixture's shards,
     one epoch, into ``work/run``, log discarded."""
     from embryo_bench.runners import docker_runner
-    from embryo_bench.vocabulary.spec import INPUT_SHARDS, TrainingInput
+    from embryo_bench.vocabulary.spec import INPUT_SHARDS
+    from embryo_bench.vocabulary.training_input import TrainingInput
 
     _, _, config, out = docker_run
     spec = write_spec(work / "run.json", config, target, epochs=1)

@@ -197,7 +197,13 @@ def _offline_cost_base(target: str) -> str:
 
 def _train(good: Path, d: Path, **changes) -> list:
     """``train`` on the good augment shard with a host run.json, ``changes`` applied."""
-    pp = Preprocessing(FRAME, 0.6666666667, 128, 18.0, 64)
+    pp = Preprocessing(
+        frame_size=FRAME,
+        crop_fraction=0.6666666667,
+        invert_centre=128,
+        rotation_step=18.0,
+        image_size=64,
+    )
     spec = run_spec_dict({"name": "host-1cpu", "runner": "host", "cpus": 1}, pp, **changes)
     path = _write(d, "run.json", json.dumps(spec))
     return [

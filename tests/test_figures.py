@@ -8,7 +8,14 @@ import pandas as pd
 import pytest
 
 from embryo_bench.recording.telemetry import COLUMNS
-from embryo_bench.reporting import figures, summary
+from embryo_bench.reporting import (
+    comparison_figures,
+    figures,
+    plotting,
+    readable_tables,
+    summary,
+    utilisation,
+)
 from embryo_bench.reporting.runs import Run
 from embryo_bench.vocabulary import layout
 
@@ -21,7 +28,9 @@ def drawn(monkeypatch):
     def keep(fig, out_dir, name, footer, exts=layout.FIGURE_FORMATS):
         saved[name] = fig
 
-    monkeypatch.setattr(figures, "_save", keep)
+    # Each module that draws saves through its own name of the function.
+    for module in (figures, comparison_figures, utilisation):
+        monkeypatch.setattr(module, "save_named_figure", keep)
     yield saved
     for fig in saved.values():
         figures.plt.close(fig)
@@ -56,7 +65,7 @@ def _summary(runs):
 
 def test_no_min_max_bar_when_one_run_is_summarised():
     summ = _summary([_run("one", 1, 60.0), *(_run("three", k, 60.0 + k) for k in (1, 2, 3))])
-    med, err = figures._errorbars(summ, "training_s")
+    med, err = plotting.error_bars(summ, "training_s")
     assert np.isnan(err[:, 0]).all()  # one run: no spread drawn
     assert err[:, 1] == pytest.approx([1.0, 1.0])  # 62 s median, 61..63 s
 
@@ -111,7 +120,7 @@ def test_utilisation_marks_epoch_ends_and_drops_gpu_panels(drawn):
         for t in np.arange(0.0, 22.0, 1.0)
     ]  # fmt: skip
     run.telemetry = pd.DataFrame(rows, columns=COLUMNS)
-    figures.fig_utilisation(run, None, "utilisation/a-repeat-1", "")
+    utilisation.fig_utilisation(run, None, "utilisation/a-repeat-1", "")
     axes = drawn["utilisation/a-repeat-1"].axes
     titles = ["CPU % (100 = one core)", "memory (MiB)", "training throughput (images/s per window)"]
     assert [ax.get_title() for ax in axes] == titles
@@ -140,7 +149,7 @@ def test_utilisation_shows_the_windows_and_long_traces_as_rolling_medians(drawn)
     )
     run.metrics["throughput_windows"] = {
         "window_steps": 10, "windows": 3, "cv": 0.05, "median_images_per_s": 95.0}  # fmt: skip
-    figures.fig_utilisation(run, None, "utilisation/a-repeat-1", "")
+    utilisation.fig_utilisation(run, None, "utilisation/a-repeat-1", "")
     cpu_ax, _, windows_ax = drawn["utilisation/a-repeat-1"].axes
     (median,) = [line for line in cpu_ax.get_lines() if line.get_ls() == "-"]
     assert median.get_label() == "this run (rolling median of 10, band min-max)"
@@ -180,7 +189,7 @@ def _interfered(run):
     return _set(run, telemetry={"interference": {"other_cpu_share_mean": 0.5}})
 
 
-def _bars(ax, label=None):
+def draw_bars(ax, label=None):
     """(x centres, heights) of the bars in ``ax`` (only the series called ``label`` if
     given), in drawing order."""
     from matplotlib.container import BarContainer
@@ -217,7 +226,7 @@ def _ticks(ax, axis="x"):
     return [t.get_text() for t in get()]
 
 
-def _legend(ax):
+def add_legend(ax):
     """The legend's entries as written."""
     return [t.get_text() for t in ax.get_legend().get_texts()]
 
@@ -304,15 +313,15 @@ def test_epoch_times_shows_first_and_steady_epochs_of_every_run(drawn):
     ]  # fmt: skip
     figures.fig_epoch_times(_summary(runs), None, "")
     (ax,) = drawn["epoch_times"].axes
-    x, first = _bars(ax, "first epoch")
+    x, first = draw_bars(ax, "first epoch")
     # medians of all four runs of a, the flagged one (100 s) counted: (12 + 14) / 2
     assert (x, first) == (pytest.approx([-0.2, 0.8]), [13.0, 5.0])
-    x, steady = _bars(ax, "steady-state epoch")
+    x, steady = draw_bars(ax, "steady-state epoch")
     assert (x, steady) == (pytest.approx([0.2, 1.2]), [3.5, 1.0])
     assert _spreads(ax) == [(-0.2, 10.0, 100.0), (0.2, 2.0, 50.0)]  # b: one run
     assert _ticks(ax) == ["a", "b"]
     assert ax.get_ylabel() == "epoch time (s)"
-    assert _legend(ax) == ["first epoch", "steady-state epoch"]
+    assert add_legend(ax) == ["first epoch", "steady-state epoch"]
     assert "1 of 5 runs flagged, all counted" in ax.get_title()
 
 
@@ -324,13 +333,13 @@ def test_efficiency_shows_percent_of_the_probe_per_target(drawn):
     ]  # fmt: skip
     figures.fig_efficiency(_summary(runs), None, "")
     (ax,) = drawn["efficiency"].axes
-    assert _bars(ax)[1] == pytest.approx([30.0, 50.0])  # a fraction drawn in %
+    assert draw_bars(ax)[1] == pytest.approx([30.0, 50.0])  # a fraction drawn in %
     assert _spreads(ax) == [(0.0, 25.0, 35.0)]
     assert _texts(ax) == ["30 %", "50 %"]
     assert _ticks(ax) == ["a", "b"]
     assert ax.get_ylabel() == "achieved / probe GFLOP/s (%)"
     assert "matmul probe" in ax.get_title()
-    assert _legend(ax) == ["Keras on tensorflow", "Keras on jax"]
+    assert add_legend(ax) == ["Keras on tensorflow", "Keras on jax"]
 
 
 def test_efficiency_says_not_measured_without_any_probe(drawn):
@@ -359,11 +368,11 @@ def test_cost_shows_time_and_cost_relative_to_the_base(drawn):
     norm, why = summary.cost_summary(main, "a")
     figures.fig_cost(norm, "a", why, None, "")
     (ax,) = drawn["cost"].axes
-    assert _bars(ax, "training time") == (pytest.approx([-0.2, 0.8]), pytest.approx([1.0, 0.5]))
-    assert _bars(ax, "cost") == (pytest.approx([0.2, 1.2]), pytest.approx([1.0, 2.0]))
+    assert draw_bars(ax, "training time") == (pytest.approx([-0.2, 0.8]), pytest.approx([1.0, 0.5]))
+    assert draw_bars(ax, "cost") == (pytest.approx([0.2, 1.2]), pytest.approx([1.0, 2.0]))
     assert _ticks(ax) == ["a", "b"]
     assert ax.get_ylabel() == "relative to a (= 1)"
-    assert _legend(ax) == ["training time", "cost"]
+    assert add_legend(ax) == ["training time", "cost"]
     (base,) = ax.get_lines()
     assert list(base.get_ydata()) == [1.0, 1.0]  # the base's level
     assert "config prices" in ax.get_title()
@@ -384,10 +393,10 @@ def test_backends_shows_throughput_and_time_to_accuracy_per_backend(drawn):
     ]  # fmt: skip
     figures.fig_backends(_summary(runs), None, "")
     ax_t, ax_a = drawn["backends"].axes
-    assert _bars(ax_t)[1] == [110.0, 70.0]
+    assert draw_bars(ax_t)[1] == [110.0, 70.0]
     assert _spreads(ax_t) == [(0.0, 100.0, 120.0)]
     assert ax_t.get_ylabel() == "training throughput (images/s)"
-    assert _bars(ax_a)[1] == [40.0, 0.0]  # b never reached the target: no bar
+    assert draw_bars(ax_a)[1] == [40.0, 0.0]  # b never reached the target: no bar
     assert _texts(ax_a) == ["40 s (3/3 reached)", "not reached\n(final accuracy 0.612)"]
     assert ax_a.get_ylabel() == "time to accuracy target (s)"
     assert _ticks(ax_t) == _ticks(ax_a) == ["a\ntensorflow", "b\njax"]
@@ -395,7 +404,7 @@ def test_backends_shows_throughput_and_time_to_accuracy_per_backend(drawn):
         "Throughput per backend",
         "Time to accuracy per backend",
     ]
-    assert _legend(ax_a) == ["Keras on tensorflow", "Keras on jax"]
+    assert add_legend(ax_a) == ["Keras on tensorflow", "Keras on jax"]
     colours = [p.get_facecolor() for p in ax_a.patches]
     assert colours[0] != colours[1]  # one colour per backend
 
@@ -408,7 +417,7 @@ def test_backends_time_to_accuracy_is_the_median_of_the_repeats_that_reached_it(
     figures.fig_backends(_summary(runs), None, "")
     _, ax_a = drawn["backends"].axes
     assert _texts(ax_a) == ["35 s (2/3 reached)"]
-    assert _bars(ax_a)[1] == [35.0]
+    assert draw_bars(ax_a)[1] == [35.0]
 
 
 def test_backends_counts_every_run_that_reached_the_target(drawn):
@@ -443,7 +452,7 @@ def test_sweeps_draws_one_line_per_thread_count_over_batch_size(drawn):
         lines = [c.lines[0] for c in ax.containers]
         assert [list(line.get_xdata()) for line in lines] == [[32, 64, 128], [32, 128]]
         assert [list(line.get_ydata()) for line in lines] == [pytest.approx(y) for y in ys]
-        assert _legend(ax) == ["h, 1 thread", "h, 2 threads"]
+        assert add_legend(ax) == ["h, 1 thread", "h, 2 threads"]
         assert ax.get_xlabel() == "batch size"
         assert ax.get_xscale() == "log"
         assert _ticks(ax) == ["32", "64", "128"]
@@ -471,7 +480,7 @@ def test_paper_vs_ours_draws_each_ratio_and_names_what_was_not_compared(drawn):
             "note": ["", "", ""],
         }
     )
-    figures.fig_paper_vs_ours(comparison, None, "")
+    comparison_figures.fig_paper_vs_ours(comparison, None, "")
     (ax,) = drawn["paper_vs_ours"].axes
     bars = ax.patches
     assert [(b.get_y() + b.get_height() / 2, b.get_width()) for b in bars] == [(0, 0.5), (1, 2.0)]
@@ -542,7 +551,9 @@ def _comparison(rounds: int, seed: int = 0) -> pd.DataFrame:
 
 def _draw_comparison(drawn, table):
     """The comparison figure of ``table``, drawn (its text boxes laid out)."""
-    figures.fig_comparison(table, "6 runs ran one after another in the planned order", None, "")
+    comparison_figures.fig_comparison(
+        table, "6 runs ran one after another in the planned order", None, ""
+    )
     fig = drawn["comparison"]
     fig.canvas.draw()
     return fig
@@ -585,16 +596,16 @@ def test_one_round_draws_plain_points_and_says_once_that_intervals_need_rounds(d
         "host-1cpu never reached the accuracy target: no ratio to draw"
     ]
     # The tables: the ratio alone, no verdict per row; the note says why, once.
-    readable = summary.readable_comparison(table).set_index("target")
+    readable = readable_tables.readable_comparison(table).set_index("target")
     assert readable.loc["host-1cpu-jax", "throughput ratio [95 % interval]"] == jax
     assert readable.loc["host-1cpu-jax", "throughput"] == ""
     # A target that reached it says when (compare.comparison_table); no row says "no pair".
     tta = readable["time to accuracy"]
     assert tta.iloc[0] == "base: not reached"
     assert all(v == "" or v.startswith("base never reached (this target: ") for v in tta[1:])
-    per_target = summary.readable_summary(_summary([_run("host-1cpu-jax", 1, 60.0)]), table)
+    per_target = readable_tables.readable_summary(_summary([_run("host-1cpu-jax", 1, 60.0)]), table)
     assert per_target["throughput vs base [95 % interval]"].tolist() == [jax]
-    assert summary.comparison_note(table) == (
+    assert readable_tables.comparison_note(table) == (
         "A 95 % interval and a verdict need at least 3 rounds; ratios from 1 round are shown "
         "alone, as plain points (train.repeats sets the rounds). The base, host-1cpu, never "
         "reached the accuracy target: no time-to-accuracy ratio."
@@ -655,7 +666,7 @@ def test_intervals_are_drawn_from_3_rounds_on(drawn, rounds, intervals):
             f"{jax['throughput_ratio']:.3f} [{jax['throughput_low']:.3f}, "
             f"{jax['throughput_high']:.3f}], slower, {rounds} pairs"
         ]
-        assert summary.comparison_note(table) == ""
+        assert readable_tables.comparison_note(table) == ""
         assert not [t for t in _all_texts(fig) if "need at least" in t.get_text()]
     else:
         assert not _interval_bars(throughput) and not _interval_bars(accuracy)
@@ -678,9 +689,9 @@ def test_unpaired_rows_are_hollow_and_say_unpaired(drawn, rounds):
         labels = [x.get_text() for x in throughput.texts if "unpaired" in x.get_text()]
         if with_column:
             assert hollow_y == [len(t) - 2.0]  # the second row from the top
-            assert labels == [summary.ratio_text(t.iloc[1], "throughput") + (
+            assert labels == [readable_tables.ratio_text(t.iloc[1], "throughput") + (
                 ", slower, unpaired" if rounds >= 3 else ", unpaired")]  # fmt: skip
-            readable = summary.readable_comparison(t)
+            readable = readable_tables.readable_comparison(t)
             assert readable["pairing"].tolist() == pairing
         else:
             assert hollow_y == [] and labels == []

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from embryo_bench.errors import ConfigError
-from embryo_bench.planning.plan import target_from_entry
+from embryo_bench.planning.targets import target_from_entry
 from embryo_bench.recording.hardware import (
     ClusterError,
     LocalProbe,
@@ -129,7 +129,17 @@ def test_the_runner_checks_a_run_spec_as_planning_checks_its_target():
         ({"runner": "docker", "cpus": 2}, {"NCPU": 2}),
     ]:
         t = _t(**entry)
-        spec = t.spec(1, TRAIN, Preprocessing(480, 2 / 3, 128, 18.0, 64))
+        spec = t.spec(
+            1,
+            TRAIN,
+            Preprocessing(
+                frame_size=480,
+                crop_fraction=2 / 3,
+                invert_centre=128,
+                rotation_step=18.0,
+                image_size=64,
+            ),
+        )
         assert isinstance(spec.container, Container)
         assert why_not(spec, host, info) == why_not(t, host, info)
 

@@ -71,7 +71,7 @@ def fit(feed: TimedFeed, labels: np.ndarray, epochs: int):
     ``trained_steps`` set to its optimizer's step count."""
     import keras
 
-    from embryo_bench.training.train import fit_epochs
+    from embryo_bench.training.epochs import fit_epochs
 
     model = one_layer_model()
     test = (np.zeros((8, *SHAPE), np.uint8), np.zeros(8, np.int32))

@@ -89,7 +89,7 @@ def test_a_wheelhouse_is_complete_only_with_every_locked_hash(tmp_path):
     lock allows: a missing wheel, or one with other bytes, leaves it incomplete."""
     import hashlib
 
-    from embryo_bench.runners.containers import locked_hashes, wheelhouse_missing
+    from embryo_bench.runners.wheelhouse import locked_hashes, wheelhouse_missing
 
     a, b = b"wheel a bytes", b"wheel b bytes"
     sha = {k: hashlib.sha256(v).hexdigest() for k, v in (("a", a), ("b", b))}
@@ -118,7 +118,7 @@ def test_a_wheelhouse_is_complete_only_with_every_locked_hash(tmp_path):
 def test_the_shipped_locks_are_read_whole():
     """Every requirement of each image's lock is found with its hashes (the continuation
     lines joined), as many as locked_versions finds."""
-    from embryo_bench.runners.containers import locked_hashes
+    from embryo_bench.runners.wheelhouse import locked_hashes
 
     for image in ("cpu", "gpu"):
         path = REPO / requirements_file(image)

@@ -166,7 +166,12 @@ def test_a_files_run_keeps_none_of_its_training_images_in_memory(tmp_path):
 def _augment_shard(path: Path, rng, n: int, size: int = 64) -> dict:
     """An augment-stage shard of ``n`` random images of ``size`` px (both splits), its
     settings saying 64 px; its arrays."""
-    settings = {"stage": "augment", "preprocessing": Preprocessing(48, 0.5, 128, 90.0, 64)}
+    settings = {
+        "stage": "augment",
+        "preprocessing": Preprocessing(
+            frame_size=48, crop_fraction=0.5, invert_centre=128, rotation_step=90.0, image_size=64
+        ),
+    }
     arrays = {
         "images": rng.integers(0, 256, (n, size, size), dtype=np.uint8),
         "cells": rng.integers(1, 5, n).astype(np.int8),

@@ -9,7 +9,7 @@ import pytest
 from conftest import require_or_skip
 
 from embryo_bench.errors import ConfigError
-from embryo_bench.training.train import summarise, time_to_accuracy, window_summary
+from embryo_bench.training.history import summarise, time_to_accuracy, window_summary
 from embryo_bench.vocabulary.spec import VARIANTS
 
 
@@ -139,7 +139,8 @@ def test_every_keras_backend_trains_the_same_model_and_times_it(backend):
         "limit_threads(1)\n"
         "import keras\n"
         "from embryo_bench.workloads.paper import build_model, compile_model\n"
-        "from embryo_bench.training.train import fit_epochs, seed_everything\n"
+        "from embryo_bench.training.backend import seed_everything\n"
+        "from embryo_bench.training.epochs import fit_epochs\n"
         "seed_everything(0)\n"
         "m = compile_model(build_model(64))\n"
         "x = np.random.default_rng(0).integers(0, 129, (64, 64, 64, 1), dtype=np.uint8)\n"
@@ -206,11 +207,10 @@ def test_both_variants_build_the_paper_model_with_their_own_initial_weights():
 def test_original_variant_trains_fixed_step_epochs_without_the_holdout(tmp_path):
     """epoch_steps batches per epoch from reshuffled passes (leftover dropped), the first
     `holdout` training images never used, a random test subset scored after each epoch."""
-    import dataclasses
 
     import keras
 
-    from embryo_bench.training.train import fit_epochs
+    from embryo_bench.training.epochs import fit_epochs
     from embryo_bench.vocabulary.spec import Preprocessing, RunSpec
 
     pp = Preprocessing(
@@ -239,7 +239,7 @@ def test_original_variant_trains_fixed_step_epochs_without_the_holdout(tmp_path)
         RunSpec(**{**base, "backend": "jax"}, variant="original")
     spec = RunSpec(**base, variant="original", epoch_steps=5, holdout=3, test_subset=12)
     assert RunSpec.from_dict(json.loads(spec.to_json())) == spec
-    assert dataclasses.replace(spec, variant="keras").epoch_steps == 5
+    assert spec.replace(variant="keras").epoch_steps == 5
 
     from embryo_bench.workloads.paper import build_model, compile_model
 

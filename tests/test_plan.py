@@ -15,7 +15,8 @@ import yaml
 from workflow_helpers import layered_base
 
 from embryo_bench.errors import ConfigError, DataError
-from embryo_bench.planning.plan import Plan, williams_rows
+from embryo_bench.planning.plan import Plan
+from embryo_bench.planning.schedule import williams_rows
 from embryo_bench.runners.docker_api import Daemon
 from embryo_bench.vocabulary.config import load_config, load_schema
 from embryo_bench.vocabulary.spec import Preprocessing, RunSpec
@@ -90,7 +91,13 @@ def test_runs_and_their_specs():
     spec = p.spec("docker-1cpu", 1)
     assert spec.runner == "docker" and spec.container.memory == "3g"
     assert spec.container.image == "cpu" and spec.container.shm_size == "1g"
-    assert spec.preprocessing == Preprocessing(96, 0.6666666667, 128, 18.0, 64)
+    assert spec.preprocessing == Preprocessing(
+        frame_size=96,
+        crop_fraction=0.6666666667,
+        invert_centre=128,
+        rotation_step=18.0,
+        image_size=64,
+    )
     assert p.spec("host-1cpu", 1).container is None
     point = p.spec("host-2cpu.bs120-t1", 1)
     assert (point.batch_size, point.threads, point.cpus) == (120, 1, 2)

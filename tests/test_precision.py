@@ -5,7 +5,6 @@ carry it beside threads and batch size."""
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 import sys
 
@@ -13,7 +12,7 @@ import pytest
 from test_workload_train import _arrays, _metrics, _spec, _train
 
 from embryo_bench.errors import ConfigError
-from embryo_bench.planning.plan import expand_sweeps, target_from_entry
+from embryo_bench.planning.targets import expand_sweeps, target_from_entry
 from embryo_bench.reporting import summary
 from embryo_bench.vocabulary.spec import PRECISIONS, RunSpec
 
@@ -23,7 +22,7 @@ MLP = {"name": "mnist-mlp", "data": "synthetic", "epochs": 2, "batch_size": 32}
 def test_a_targets_precision_reaches_its_run_spec_and_float32_is_left_out():
     spec = _spec(MLP)
     assert spec.precision == "float32" and "precision" not in spec.to_dict()
-    bf16 = dataclasses.replace(spec, precision="mixed_bfloat16")
+    bf16 = spec.replace(precision="mixed_bfloat16")
     d = bf16.to_dict()
     assert d["precision"] == "mixed_bfloat16"
     assert RunSpec.from_dict(d) == bf16
@@ -34,7 +33,7 @@ def test_a_targets_precision_reaches_its_run_spec_and_float32_is_left_out():
 
 
 def test_a_precision_keras_does_not_name_is_refused_in_one_line():
-    d = dataclasses.replace(_spec(MLP), precision="mixed_bfloat16").to_dict()
+    d = _spec(MLP).replace(precision="mixed_bfloat16").to_dict()
     d["precision"] = "float8"
     with pytest.raises(ConfigError, match=r"run.json: precision 'float8': expected one of"):
         RunSpec.from_dict(d, "run.json")
@@ -63,7 +62,7 @@ def test_the_trainer_builds_the_model_under_the_runs_precision(tmp_path, backend
     """mixed_bfloat16 on every backend: the model computes in bfloat16 with float32
     weights, trains (finite losses), and metrics.json says so; float32 is recorded too."""
     pytest.importorskip(backend)
-    spec = dataclasses.replace(_spec(MLP), backend=backend, precision="mixed_bfloat16")
+    spec = _spec(MLP).replace(backend=backend, precision="mixed_bfloat16")
     arrays = _arrays(tmp_path, spec)
     proc = _train(tmp_path, spec, arrays, "bf16")
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -211,15 +211,15 @@ def test_an_edited_copy_of_a_studys_numbers_is_refused_in_one_line(tmp_path, cap
 
 
 def test_a_plan_naming_a_study_whose_numbers_were_changed_is_refused(tmp_path, monkeypatch):
-    from embryo_bench.planning import plan
+    from embryo_bench.planning import study
 
     folder = _copy(tmp_path)
     changed = pub.studies(folder)
     monkeypatch.setattr(pub, "studies", lambda path=None: changed)
-    plan.check_study("wu")
+    study.check_study("wu")
     changed["wu"].path.write_text(_edit(changed["wu"].path.read_text(), "deleted"))
     with pytest.raises(pub.DataError, match=r"wu/numbers\.csv: sha256 [0-9a-f]{64}, not the "):
-        plan.check_study("wu")
+        study.check_study("wu")
 
 
 def test_a_registry_without_a_sha256_is_refused(tmp_path):

@@ -16,8 +16,8 @@ import pytest
 from workflow_helpers import TINY_PARAMETERS, offline_config, snakemake
 
 from embryo_bench.errors import ConfigError
-from embryo_bench.planning.plan import (
-    cost_base,
+from embryo_bench.planning.bases import cost_base
+from embryo_bench.planning.targets import (
     expand_sweeps,
     run_seed,
     sweep_point_name,

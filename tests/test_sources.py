@@ -12,18 +12,16 @@ import pytest
 from PIL import Image
 
 from embryo_bench.cli import main
-from embryo_bench.data.sources import (
+from embryo_bench.data.sources import index_db, index_imagefolder, skipped_lines
+from embryo_bench.data.synthetic import generate_db, stage_counts
+from embryo_bench.data.trajectories import (
     STRICT,
     TrajectoryRules,
     cell_counts,
-    index_db,
-    index_imagefolder,
     lineage_end,
     parse_trajectories,
     read_trajectories,
-    skipped_lines,
 )
-from embryo_bench.data.synthetic import generate_db, stage_counts
 from embryo_bench.errors import ConfigError, DataError
 from embryo_bench.io import tree_stamp
 

@@ -14,7 +14,8 @@ import pytest
 from embryo_bench.cli import main
 from embryo_bench.vocabulary.config import load_schema
 from embryo_bench.vocabulary.layout import RUN_FILES
-from embryo_bench.vocabulary.spec import RUN_SPEC_SCHEMA, Preprocessing, RunSpec
+from embryo_bench.vocabulary.records import subschema
+from embryo_bench.vocabulary.spec import Preprocessing, RunSpec, run_spec_schema
 
 sys.path.insert(0, str(Path(__file__).parent))
 from workflow_helpers import run_spec_dict  # noqa: E402
@@ -22,7 +23,12 @@ from workflow_helpers import run_spec_dict  # noqa: E402
 
 def _good(runner: str = "docker") -> dict:
     entry = {"name": "t1", "runner": runner, "cpus": 1}
-    return run_spec_dict(entry, Preprocessing(480, 2 / 3, 128, 18, 64))
+    return run_spec_dict(
+        entry,
+        Preprocessing(
+            frame_size=480, crop_fraction=2 / 3, invert_centre=128, rotation_step=18, image_size=64
+        ),
+    )
 
 
 def _with(path: str, value) -> dict:
@@ -157,11 +163,9 @@ RANGE_KEYS = ("type", "enum", "minimum", "maximum", "exclusiveMinimum", "exclusi
 
 
 def _run_spec_schema(key: str) -> dict:
-    node = RUN_SPEC_SCHEMA
-    for part in key.split("."):
-        node = node["properties"][part]
-        if "oneOf" in node:
-            node = node["oneOf"][1]
+    node = subschema(run_spec_schema(), tuple(key.split(".")))
+    if "enum" in node:  # the derived schema types a Literal's words; the enum says it all
+        node = {k: v for k, v in node.items() if k != "type"}
     return node
 
 
@@ -182,9 +186,9 @@ def test_run_json_allows_what_the_configuration_allows(key):
 def test_every_run_spec_field_is_in_the_schema_and_compared_or_its_own():
     own = {"repeat", "replicas", "container", "sweep", "epoch_steps", "holdout", "test_subset"}
     own |= {"preprocessing", "container.docker_host", "workload"}
-    keys = set(RUN_SPEC_SCHEMA["properties"]) | {
+    keys = set(run_spec_schema()["properties"]) | {
         f"{parent}.{k}"
         for parent in ("preprocessing", "container")
-        for k in _run_spec_schema(parent)["properties"]
+        for k in subschema(run_spec_schema(), (parent, "")).get("properties", {})
     }
     assert keys - own == set(SAME_AS_CONFIG), sorted(keys - own ^ set(SAME_AS_CONFIG))

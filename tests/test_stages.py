@@ -55,7 +55,9 @@ def test_training_takes_the_settings_from_the_shards(small_db, tmp_path):
 
 def test_shards_other_than_the_spec_asks_for_are_refused(small_db, tmp_path):
     shard = _chain(small_db, tmp_path)
-    wanted = Preprocessing(48, 0.5, 128, 18.0, 16)
+    wanted = Preprocessing(
+        frame_size=48, crop_fraction=0.5, invert_centre=128, rotation_step=18.0, image_size=16
+    )
     with pytest.raises(DataError) as err:
         stages.load_dataset([shard], wanted)
     assert "rotation_step=90.0 but the run asks for rotation_step=18.0" in str(err.value)
@@ -64,7 +66,14 @@ def test_shards_other_than_the_spec_asks_for_are_refused(small_db, tmp_path):
 
 def test_shards_that_disagree_are_refused(small_db, tmp_path):
     a = _chain(small_db, tmp_path, PP, "a")
-    b = _chain(small_db, tmp_path, Preprocessing(48, 0.5, 100, 90.0, 16), "b")
+    b = _chain(
+        small_db,
+        tmp_path,
+        Preprocessing(
+            frame_size=48, crop_fraction=0.5, invert_centre=100, rotation_step=90.0, image_size=16
+        ),
+        "b",
+    )
     with pytest.raises(DataError, match=r"b\.npz: made with preprocessing .*invert_centre"):
         stages.load_dataset([a, b])
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import require_or_skip
 
-from embryo_bench.training.train import (
+from embryo_bench.training.epochs import (
     MAX_STEPS_PER_EXECUTION,
     steps_per_execution_for,
     window_steps_for,
@@ -58,7 +58,9 @@ def test_steps_per_execution_divides_the_window_and_a_fixed_epoch(
 def test_run_json_holds_steps_per_execution_only_where_set():
     """Left out at 0 (the trainer's choice): the run.json of every run planned before the
     setting existed stays as it was, and reads back the same."""
-    pp = Preprocessing(480, 2 / 3, 128, 18, 64)
+    pp = Preprocessing(
+        frame_size=480, crop_fraction=2 / 3, invert_centre=128, rotation_step=18, image_size=64
+    )
     base = dict(target="t", repeat=1, runner="host", cpus=1, threads=1, gpus=0,
                 backend="tensorflow", strategy="none", replicas=1, epochs=1, batch_size=8,
                 learning_rate=1e-3, dropout=0.5, seed=0, accuracy_target=0.9,
@@ -80,7 +82,8 @@ from embryo_bench.training.backend import limit_threads
 limit_threads(1)
 import keras
 from embryo_bench.training.inputs import ArrayImages, TimedFeed
-from embryo_bench.training.train import fit_epochs, seed_everything
+from embryo_bench.training.backend import seed_everything
+from embryo_bench.training.epochs import fit_epochs
 from embryo_bench.workloads.paper import build_model, compile_model
 
 per_call, mode, batch, epoch_steps = int(sys.argv[1]), sys.argv[2], *map(int, sys.argv[3:5])
@@ -185,7 +188,7 @@ def test_several_steps_a_call_train_the_same_history_on_jax():
 def test_fit_refuses_steps_per_execution_that_do_not_divide_the_window():
     import numpy as np
 
-    from embryo_bench.training.train import fit_epochs
+    from embryo_bench.training.epochs import fit_epochs
     from embryo_bench.workloads.paper import build_model, compile_model
 
     model = compile_model(build_model(16), steps_per_execution=3)

@@ -18,7 +18,8 @@ from embryo_bench.published import studies as pub
 from embryo_bench.reporting.claims.common import CANNOT, DOES_NOT_HOLD, HOLDS
 from embryo_bench.reporting.claims.gpu import NO_GPU
 from embryo_bench.reporting.claims.input_bound import input_bound_claims, more_cores_claim
-from embryo_bench.reporting.study import OURS_COLUMNS, our_settings
+from embryo_bench.reporting.study import OURS_COLUMNS
+from embryo_bench.reporting.study_numbers import our_settings
 from embryo_bench.studies.datamadness import claims as datamadness
 from embryo_bench.studies.v100_blog import claims as v100_blog
 from embryo_bench.training.inputs import INPUT_BOUND_SHARE

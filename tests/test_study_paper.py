@@ -14,7 +14,7 @@ from conftest import REPO
 from scipy import stats
 from study_helpers import NO_RUNS, rounds, seed_copy, study_runs
 
-from embryo_bench.planning.plan import check_study
+from embryo_bench.planning.study import check_study
 from embryo_bench.published import paper as paper_numbers
 from embryo_bench.published import studies as pub
 from embryo_bench.reporting.claims.common import CANNOT, DOES_NOT_HOLD, HOLDS

@@ -26,9 +26,11 @@ from test_machine_identity import MONDAY, write_run  # noqa: E402
 
 from embryo_bench.cli import main  # noqa: E402
 from embryo_bench.errors import ConfigError, DataError  # noqa: E402
-from embryo_bench.planning.plan import Plan, check_study  # noqa: E402
+from embryo_bench.planning.plan import Plan  # noqa: E402
+from embryo_bench.planning.study import check_study  # noqa: E402
 from embryo_bench.published import studies  # noqa: E402
 from embryo_bench.reporting import study as study_mod  # noqa: E402
+from embryo_bench.reporting import study_numbers  # noqa: E402
 from embryo_bench.reporting import workload_view as view_mod  # noqa: E402
 from embryo_bench.reporting.claims.common import CANNOT, HOLDS, Claim  # noqa: E402
 from embryo_bench.vocabulary.figspec import FiguresSpec  # noqa: E402
@@ -200,7 +202,7 @@ def test_two_rounds_give_the_ratio_alone(tmp_path):
 def test_the_study_table_has_its_rows_and_ours_and_says_synthetic(tmp_path, capsys, monkeypatch):
     _, ours_csv = study_ours(tmp_path, capsys)
     published = studies.load_numbers(FAKE, write_numbers(tmp_path / "fake.csv"))
-    table = study_mod.side_by_side(published, study_mod.read_ours(ours_csv), FAKE, "host-1cpu")
+    table = study_numbers.side_by_side(published, study_mod.read_ours(ours_csv), FAKE, "host-1cpu")
     theirs, ours = table[table["side"] == "theirs"], table[table["side"] == "ours"]
     used = published[published["used"] & (published["workload"] != "")]
     assert sorted(set(zip(theirs["system"], theirs["workload"], strict=True))) == sorted(
@@ -233,7 +235,7 @@ def test_the_study_table_has_its_rows_and_ours_and_says_synthetic(tmp_path, caps
                       "--ours", ours_csv, "--runs", out / "runs.csv", "--out-dir", out)  # fmt: skip
     assert status == 0, err
     md = (out / "numbers.md").read_text()
-    assert md.startswith("**SYNTHETIC") and study_mod.MEANINGLESS in md and "Big CPU" in md
+    assert md.startswith("**SYNTHETIC") and study_numbers.MEANINGLESS in md and "Big CPU" in md
     claims = pd.read_csv(out / "claims.csv")
     assert list(claims.columns) == study_mod.CLAIM_COLUMNS
     assert claims["verdict"].tolist() == ["cannot be checked here (no GPU)", "holds here"]

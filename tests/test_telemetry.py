@@ -91,12 +91,14 @@ def test_nvml_absent_gives_no_readings(monkeypatch):
 
 
 def _spec(**entry):
-    from embryo_bench.planning.plan import target_from_entry
+    from embryo_bench.planning.targets import target_from_entry
     from embryo_bench.vocabulary.spec import Preprocessing
 
     train = {"epochs": 1, "learning_rate": 1e-4, "dropout": 0.5, "seed": 0, "accuracy_target": 0.8,
              "probe_seconds": 0.2, "variant": "keras"}  # fmt: skip
-    pp = Preprocessing(96, 2 / 3, 128, 18.0, 64)
+    pp = Preprocessing(
+        frame_size=96, crop_fraction=2 / 3, invert_centre=128, rotation_step=18.0, image_size=64
+    )
     return target_from_entry({"runner": "docker", **entry}).spec(1, train, pp)
 
 

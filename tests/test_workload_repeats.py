@@ -44,7 +44,7 @@ def test_a_workloads_accuracy_target_reaches_its_run_specs_and_run_json():
     assert RunSpec.from_dict(written).accuracy_target == 0.97
     # Nothing else of the run changes.
     plain = _plan([MLP, CNN], train={"accuracy_target": 0.6}).spec("b", 1, "mnist-cnn")
-    assert dataclasses.replace(plain, accuracy_target=0.97) == p.spec("b", 1, "mnist-cnn")
+    assert plain.replace(accuracy_target=0.97) == p.spec("b", 1, "mnist-cnn")
 
 
 def test_the_papers_workload_may_set_its_own_accuracy_target_and_repeats():

@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 from embryo_bench.planning.plan import Plan
-from embryo_bench.reporting import summary
+from embryo_bench.reporting import readable_tables, summary
 from embryo_bench.reporting.merge import merge_runs
 from embryo_bench.vocabulary import layout
 
@@ -279,4 +279,4 @@ def test_result_folders_from_before_workloads_merge_as_the_papers_workload(offli
     table = summary.run_table(read, targets, "SYNTHETIC")
     assert len(table) == len(runs)
     assert set(table["workload"]) == {layout.PAPER_WORKLOAD} and set(table["input"]) == {"memory"}
-    assert set(summary.readable_runs(table)["input"]) == {"memory"}
+    assert set(readable_tables.readable_runs(table)["input"]) == {"memory"}

@@ -463,9 +463,9 @@ def test_a_shape_the_real_data_cannot_give_is_refused_at_plan_time(tmp_path, cas
         plan(workloads=[entry])
     assert str(err.value) == f"workloads[0] ({entry['name']}): {expected}"
     # synthetic data is made at any shape (a model of one's own decides what it takes)
-    from embryo_bench.data import imagefolder, registry
+    from embryo_bench.data import formats, imagefolder
 
-    assert tuple(imagefolder.MODES) == registry.FOLDER_CHANNELS  # the folder reader's modes
+    assert tuple(imagefolder.MODES) == formats.FOLDER_CHANNELS  # the folder reader's modes
     synthetic = {k: v for k, v in entry.items() if k != "path"}
     plan(workloads=[{**synthetic, "data": "synthetic", "train_samples": 64, "test_samples": 8,
                      "batch_size": 8}])  # fmt: skip
@@ -524,7 +524,8 @@ def test_a_workloads_folder_is_made_and_read_back_in_one_place():
 def test_a_runs_input_is_of_the_kind_its_spec_trains_on():
     """The train command's data options as one TrainingInput: each kind's options, checked
     against the run, shipped under names of their own and named there again."""
-    from embryo_bench.vocabulary.spec import INPUT_ARRAYS, INPUT_SHARDS, TrainingInput
+    from embryo_bench.vocabulary.spec import INPUT_ARRAYS, INPUT_SHARDS
+    from embryo_bench.vocabulary.training_input import TrainingInput
 
     p = _kinds_plan()
     paper, memory, files = (p.spec("host-1cpu", 1, w) for w in p.workloads)
@@ -564,7 +565,8 @@ def test_a_runs_input_is_of_the_kind_its_spec_trains_on():
 
 def test_the_trainer_knows_every_input_kind_and_refuses_another_kinds_input():
     from embryo_bench.training import train
-    from embryo_bench.vocabulary.spec import INPUT_ARRAYS, INPUT_KINDS, TrainingInput
+    from embryo_bench.vocabulary.spec import INPUT_ARRAYS, INPUT_KINDS
+    from embryo_bench.vocabulary.training_input import TrainingInput
 
     assert set(train.KINDS) == set(INPUT_KINDS)
     paper = _kinds_plan().spec("host-1cpu", 1)

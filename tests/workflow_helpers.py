@@ -153,7 +153,7 @@ def run_spec_dict(entry: dict, pp, **changes) -> dict:
     ``entry`` under :data:`TRAIN` and ``pp`` (an
     :class:`embryo_bench.vocabulary.spec.Preprocessing`), with the top-level keys ``changes``
     replaced (``preprocessing`` among them)."""
-    from embryo_bench.planning.plan import target_from_entry
+    from embryo_bench.planning.targets import target_from_entry
 
     spec = target_from_entry(entry).spec(1, TRAIN, pp).to_dict()
     return {**spec, **changes}
@@ -172,7 +172,7 @@ def load_benchmark(name: str):
 def write_spec(path: Path, config: dict, target: dict, epochs: int | None = None, repeat=1):
     """Write the run.json of ``target`` (a bare ``targets:`` entry) under ``config``'s train
     and preprocessing settings, as the workflow's run_spec rule would; returns the RunSpec."""
-    from embryo_bench.planning.plan import target_from_entry
+    from embryo_bench.planning.targets import target_from_entry
     from embryo_bench.vocabulary.config import load_config
     from embryo_bench.vocabulary.spec import Preprocessing
 

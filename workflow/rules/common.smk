@@ -22,7 +22,8 @@ from embryo_bench.runners.lifeline import TIE_ENV, forward_sigint_to_jobs
 from embryo_bench.runners.outdir_lock import claim as claim_outdir
 from embryo_bench.vocabulary.config import load_schema, read_config_files
 from embryo_bench.planning.plan import Plan
-from embryo_bench.vocabulary.spec import INPUT_ARRAYS, INPUT_SHARDS, TrainingInput
+from embryo_bench.vocabulary.spec import INPUT_ARRAYS, INPUT_SHARDS
+from embryo_bench.vocabulary.training_input import TrainingInput
 
 # `kill -INT <snakemake>` stops the running jobs at once, as Ctrl-C in a terminal does
 # (Snakemake alone would wait for every epoch, then mark the finished outputs incomplete).
@@ -134,7 +135,7 @@ def code(command):
 
 
 def target(wildcards):
-    """The resolved target (embryo_bench.planning.plan.Target) of a job's {target}."""
+    """The resolved target (embryo_bench.planning.targets.Target) of a job's {target}."""
     return PLAN.targets[wildcards.target]
 
 

@@ -5,7 +5,8 @@
 # REPORTED_FIGURES, flagged where the all rule asks for them).
 #
 # A failing figures job never costs the last complete figures: what it
-# reads that no job writes is checked when the plan is made (Plan.check_figures_inputs);
+# reads that no job writes is checked when the plan is made
+# (embryo_bench.planning.figures.check_figures_inputs);
 # the job writes into a staging folder, moves the set into figures/ only when it is complete
 # and keeps it in figures.previous (hard links). Snakemake removes a job's outputs before it
 # runs it and after it fails, and records them as made by the failed job: a set put back

@@ -1,6 +1,7 @@
 # Stage 2: index the frames and their labels into manifest.csv (dataset.trajectories says
 # how lines pair with frames; anything else is an error naming the file and line). Where the
-# frames come from (generated, extracted, or read in place) is decided by embryo_bench.planning.plan.
+# frames come from (generated, extracted, or read in place) is decided by
+# embryo_bench.planning.paths.
 
 
 rule index:

@@ -18,7 +18,8 @@ def shards_training_inputs(workload):
 
 def shards_training_options(input):
     """The train command's options that give a run its shards
-    (embryo_bench.vocabulary.spec.TrainingInput, as the command reads them back)."""
+    (embryo_bench.vocabulary.training_input.TrainingInput, as the command reads them back).
+    """
     return TrainingInput(INPUT_SHARDS, tuple(input.shards)).options()
 
 
@@ -69,7 +70,8 @@ def arrays_training_inputs(workload):
 
 def arrays_training_options(input):
     """The train command's options that give a run its arrays (and image files)
-    (embryo_bench.vocabulary.spec.TrainingInput, as the command reads them back)."""
+    (embryo_bench.vocabulary.training_input.TrainingInput, as the command reads them back).
+    """
     files = input.files[0] if input.files else ""
     return TrainingInput(INPUT_ARRAYS, (input.arrays,), files).options()
 

@@ -17,7 +17,8 @@ from ..io import sha256_file, sha256_tree
 from . import cifar10, imagefolder, imdb, mnist, textcorpus
 from .arrays import write_arrays, write_synthetic
 from .classnames import check_class_names
-from .registry import FOLDER, Dataset, DatasetFile, check_loadable, get, sample_shape_problem
+from .formats import FOLDER, FORMATS
+from .registry import Dataset, DatasetFile, check_loadable, get, sample_shape_problem
 
 __all__ = ["Dataset", "DatasetFile", "get", "prepare", "prepare_synthetic"]
 
@@ -41,6 +42,75 @@ def _sample_shape(ds: Dataset, shape: tuple[int, ...] | None) -> tuple[int, ...]
     return shape
 
 
+def _mnist_npz(ds: Dataset, files: dict[str, Path], shape, vocabulary, limits) -> tuple:
+    return mnist.load_npz(files["mnist.npz"], **limits), None
+
+
+def _mnist_idx(ds: Dataset, files: dict[str, Path], shape, vocabulary, limits) -> tuple:
+    arrays = (
+        *mnist.load_idx(
+            files["train-images-idx3-ubyte.gz"],
+            files["train-labels-idx1-ubyte.gz"],
+            limit=limits["limit_train"],
+        ),
+        *mnist.load_idx(
+            files["t10k-images-idx3-ubyte.gz"],
+            files["t10k-labels-idx1-ubyte.gz"],
+            limit=limits["limit_test"],
+        ),
+    )
+    return arrays, None
+
+
+def _cifar10_binary(ds: Dataset, files: dict[str, Path], shape, vocabulary, limits) -> tuple:
+    *arrays, names = cifar10.load_binary(files["cifar-10-binary.tar.gz"], **limits)
+    return arrays, names
+
+
+def _imdb_npz(ds: Dataset, files: dict[str, Path], shape, vocabulary, limits) -> tuple:
+    return imdb.load_npz(files["imdb.npz"], maxlen=shape[0], num_words=vocabulary, **limits), None
+
+
+def _text_chars(ds: Dataset, files: dict[str, Path], shape, vocabulary, limits) -> tuple:
+    (path,) = (files[f.name] for f in ds.files)
+    *arrays, names = textcorpus.load_chars(
+        path, length=shape[0], step=ds.step, classes=ds.classes, limit_train=limits["limit_train"]
+    )
+    return arrays, names
+
+
+def _image_folder(ds: Dataset, files: dict[str, Path], shape, vocabulary, limits) -> tuple:
+    train = ds.split_folder(files[FOLDER], "train")
+    x_train, y_train, names = imagefolder.read_image_folder(
+        train, shape, classes=ds.classes, limit=limits["limit_train"]
+    )
+    # Its class folders' names become folder names again (workload-files).
+    check_class_names(names, str(train), classes=ds.classes)
+    test = ds.split_folder(files[FOLDER], "test")
+    x_test, y_test, test_names = imagefolder.read_image_folder(
+        test, shape, classes=ds.classes, limit=limits["limit_test"]
+    )
+    if test_names != names:
+        raise DataError(f"{test}: class folders {test_names}; expected the train split's {names}")
+    return (x_train, y_train, x_test, y_test), names
+
+
+#: Each format's loader (:data:`.formats.FORMATS` names the same formats: a test holds the two
+#: to one set): ``loader(ds, files, shape, vocabulary, limits)`` gives the four arrays
+#: (x_train, y_train, x_test, y_test: samples of ``shape`` in the dataset's dtype, int32
+#: labels) and the class names where the files give them, else None. ``files`` are the paths
+#: by file name (an image folder's under :data:`.formats.FOLDER`), ``limits`` the
+#: ``limit_train`` and ``limit_test`` sample counts (0: all).
+LOADERS = {
+    "mnist-npz": _mnist_npz,
+    "mnist-idx": _mnist_idx,
+    "cifar10-binary": _cifar10_binary,
+    "imdb-npz": _imdb_npz,
+    "text-chars": _text_chars,
+    "image-folder": _image_folder,
+}
+
+
 def _load(
     ds: Dataset,
     files: dict[str, Path],
@@ -49,52 +119,13 @@ def _load(
     limit_train: int,
     limit_test: int,
 ) -> tuple[tuple[np.ndarray, ...], list[str] | None]:
-    """The four arrays of ``ds`` from its files, and the class names where the files give
-    them."""
+    """The four arrays of ``ds`` from its files (its format's loader, :data:`LOADERS`), images
+    centrally cropped to ``shape`` where the format gives them at the dataset's size, and the
+    class names where the files give them."""
     limits = {"limit_train": limit_train, "limit_test": limit_test}
-    names = None
-    if ds.format == "mnist-npz":
-        arrays = mnist.load_npz(files["mnist.npz"], **limits)
-    elif ds.format == "mnist-idx":
-        arrays = (
-            *mnist.load_idx(
-                files["train-images-idx3-ubyte.gz"],
-                files["train-labels-idx1-ubyte.gz"],
-                limit=limit_train,
-            ),
-            *mnist.load_idx(
-                files["t10k-images-idx3-ubyte.gz"],
-                files["t10k-labels-idx1-ubyte.gz"],
-                limit=limit_test,
-            ),
-        )
-    elif ds.format == "cifar10-binary":
-        *arrays, names = cifar10.load_binary(files["cifar-10-binary.tar.gz"], **limits)
-    elif ds.format == "imdb-npz":
-        arrays = imdb.load_npz(files["imdb.npz"], maxlen=shape[0], num_words=vocabulary, **limits)
-    elif ds.format == "text-chars":
-        (path,) = (files[f.name] for f in ds.files)
-        *arrays, names = textcorpus.load_chars(
-            path, length=shape[0], step=ds.step, classes=ds.classes, limit_train=limit_train
-        )
-    else:  # image-folder
-        train = ds.split_folder(files[FOLDER], "train")
-        x_train, y_train, names = imagefolder.read_image_folder(
-            train, shape, classes=ds.classes, limit=limit_train
-        )
-        # Its class folders' names become folder names again (workload-files).
-        check_class_names(names, str(train), classes=ds.classes)
-        test = ds.split_folder(files[FOLDER], "test")
-        x_test, y_test, test_names = imagefolder.read_image_folder(
-            test, shape, classes=ds.classes, limit=limit_test
-        )
-        if test_names != names:
-            raise DataError(
-                f"{test}: class folders {test_names}; expected the train split's {names}"
-            )
-        arrays = (x_train, y_train, x_test, y_test)
+    arrays, names = LOADERS[ds.format](ds, files, shape, vocabulary, limits)
     arrays = tuple(arrays)
-    if ds.kind == "images" and ds.format != "image-folder" and shape != ds.shape:
+    if ds.kind == "images" and not FORMATS[ds.format].resizes and shape != ds.shape:
         arrays = (_crop(arrays[0], shape), arrays[1], _crop(arrays[2], shape), arrays[3])
     return arrays, names
 
@@ -146,7 +177,7 @@ def prepare(
     check_loadable(ds)
     shape = _sample_shape(ds, shape)
     vocabulary = vocabulary or ds.vocabulary
-    needed = [FOLDER] if ds.format == "image-folder" else [f.name for f in ds.files]
+    needed = [FOLDER] if FORMATS[ds.format].folder else [f.name for f in ds.files]
     missing = [key for key in needed if key not in files]
     if missing:
         raise ConfigError(

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from ..errors import ConfigError, DataError, DownloadError
 from .download import download
-from .registry import FOLDER, REGISTRY, Dataset, DatasetFile, check_file, check_loadable, get
+from .formats import FOLDER, FORMATS
+from .registry import REGISTRY, Dataset, DatasetFile, check_file, check_loadable, get
 
 #: File name endings that :func:`embryo_bench.data.download.download` checks as zip/tar archives.
 ARCHIVES = (".zip", ".npz", ".tar", ".tar.gz", ".tgz")
@@ -59,7 +60,7 @@ def fetch(
     """
     ds = get(dataset) if isinstance(dataset, str) else dataset
     check_loadable(ds)
-    if ds.format == "image-folder":
+    if FORMATS[ds.format].folder:
         if offline is None:
             raise ConfigError(
                 f"dataset {ds.name!r}: no public host (it needs a login); give a local copy by "

@@ -22,16 +22,10 @@ from ..errors import ConfigError, DataError
 from ..io import sha256_file
 from ..vocabulary.config import read_config_file
 from .arrays import SAMPLE_DTYPES
+from .formats import FOLDER_CHANNELS, FORMATS
 
 #: The registry file (ships as package data).
 REGISTRY = Path(__file__).with_name("datasets.yaml")
-#: The loaders ``format`` may name (null: not prepared here); see :mod:`.datasets`.
-LOADERS = ("mnist-npz", "mnist-idx", "cifar10-binary", "imdb-npz", "text-chars", "image-folder")
-#: The key of an image folder in the files of a dataset that has none of its own.
-FOLDER = "folder"
-#: The channels an image folder's images are converted to (grey, RGB:
-#: :data:`embryo_bench.data.imagefolder.MODES`).
-FOLDER_CHANNELS = (1, 3)
 
 _COUNT = {"type": ["integer", "null"], "minimum": 0}
 #: What datasets.yaml must hold.
@@ -50,7 +44,7 @@ DATASETS_SCHEMA: dict = {
                 "properties": {
                     "source": {"type": "string", "minLength": 1},
                     "kind": {"enum": ["images", "sequences"]},
-                    "format": {"enum": [*LOADERS, None]},
+                    "format": {"enum": [*FORMATS, None]},
                     "shape": {
                         "type": "array",
                         "items": {"type": "integer", "minimum": 1},
@@ -121,7 +115,7 @@ class Dataset:
         name: registry name ("mnist", "cifar10", ...).
         source: where its files, checksums and layout come from.
         kind: "images" or "sequences".
-        format: the loader (:data:`LOADERS`), or None when not prepared here ("embryo").
+        format: its format (:data:`.formats.FORMATS`), or None when not prepared here ("embryo").
         files: its published files; () for an image folder (a local copy by path only).
         shape: one prepared sample by default: (H, W, C) images, (T,) sequences.
         dtype: "uint8" (images) or "int32" (token or character ids).
@@ -191,15 +185,17 @@ def load_registry(path: str | os.PathLike = REGISTRY) -> dict[str, Dataset]:
     for name, entry in data["datasets"].items():
         ds = _dataset(name, entry)
         wrong = None
+        fmt = FORMATS.get(ds.format)  # None: prepared by the paper's own pipeline
+        folder = fmt is not None and fmt.folder
         if ds.kind == "sequences" and (ds.dtype != "int32" or not ds.vocabulary):
             wrong = "sequences need dtype int32 and a vocabulary"
         elif ds.kind == "images" and (ds.dtype != "uint8" or len(ds.shape) != 3):
             wrong = "images need dtype uint8 and a shape [H, W, C]"
-        elif (ds.format == "image-folder") != bool(ds.splits) or (ds.splits and ds.files):
+        elif folder != bool(ds.splits) or (ds.splits and ds.files):
             wrong = "an image folder (and only one) needs splits, and has no files"
-        elif ds.format == "text-chars" and not ds.step:
+        elif fmt is not None and fmt.needs_step and not ds.step:
             wrong = "a text corpus needs a step"
-        elif ds.format not in (None, "image-folder") and not ds.files:
+        elif fmt is not None and not folder and not ds.files:
             wrong = f"format {ds.format} needs its files"
         if wrong:
             raise ConfigError(f"{path}: datasets.{name}: {wrong}")
@@ -241,7 +237,7 @@ def sample_shape_problem(ds: Dataset, shape: tuple[int, ...]) -> str | None:
     if ds.kind == "sequences":
         ok = len(shape) == 1 and shape[0] >= 1
         expected = "(T,): tokens per sequence"
-    elif ds.format == "image-folder":
+    elif ds.format in FORMATS and FORMATS[ds.format].resizes:
         ok = len(shape) == 3 and min(shape) >= 1 and shape[2] in FOLDER_CHANNELS
         expected = "(H, W, 1 or 3): images are resized"
     else:

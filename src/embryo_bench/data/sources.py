@@ -8,7 +8,8 @@ Two on-disk layouts are understood:
   columns = 7 lineage slots in the real files), radius 0 meaning "no cell in this slot". A
   frame's label is its number of slots with radius > 0. Frames are numbered consecutively and
   the k-th line labels the k-th frame; frames past the last line, surplus last lines and frames
-  after the 7-slot lineage stops counting every cell follow :class:`TrajectoryRules`.
+  after the 7-slot lineage stops counting every cell follow
+  :class:`embryo_bench.data.trajectories.TrajectoryRules`.
 * an image folder ``<root>/<split>/<class>/*.png`` (class k = k + 1 cells), the layout of the
   28 px subset in ``../shared/data/embryo-cells-28px``.
 
@@ -20,16 +21,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from PIL import Image, UnidentifiedImageError
 
-from ..errors import ConfigError, DataError
+from ..errors import DataError
 from ..io import entry_problem, folder_entries, read_json, sha256_file, sha256_tree, shown_path
 from .frames import check_image
+from .trajectories import TrajectoryRules, label_frames
 
 EMBRYO_RE = re.compile(r"^E(\d{2,})$")
 FRAME_RE = re.compile(r"^Frame(\d+)\.png$", re.IGNORECASE)
@@ -37,217 +37,7 @@ TRAJECTORIES = "_trajectories.txt"
 MANIFEST_COLUMNS = ["embryo", "frame", "path", "cells", "split"]
 
 
-@dataclass(frozen=True)
-class TrajectoryRules:
-    """How trajectory lines pair with frames (config ``dataset.trajectories``).
-
-    The real database's folders hold more ``Frame<NNN>.png`` files than trajectory lines
-    (frames run on "up to the 10th frame after the appearance of the 8th cell"; the lineage
-    slots do not), and some readers of the real files drop a last line. These rules make that
-    explicit instead of failing on the first embryo.
-
-    Attributes:
-        unlabelled_frames: "skip" (frames after the last line are unlabelled: counted and
-            left out) or "error".
-        extra_lines: trajectory lines beyond the last frame that are ignored (counted); more
-            is an error.
-        lineage_ended: "skip" or "keep" frames from the first line on which a grand-daughter
-            slot (slots 4-7 of a 7-slot, 21-column file) that was tracked earlier is empty
-            again. Such a cell has divided and its daughters have no slot, so the frame holds
-            5 or more cells while only the remaining slots are non-zero (a 5-cell frame would
-            read as 3). "keep" counts non-zero slots as third-party readers do.
-    """
-
-    unlabelled_frames: str = "skip"
-    extra_lines: int = 1
-    lineage_ended: str = "skip"
-
-    def __post_init__(self):
-        if self.unlabelled_frames not in ("skip", "error"):
-            raise ConfigError(
-                f"dataset.trajectories.unlabelled_frames: {self.unlabelled_frames!r}; "
-                "expected skip or error"
-            )
-        if self.lineage_ended not in ("skip", "keep"):
-            raise ConfigError(
-                f"dataset.trajectories.lineage_ended: {self.lineage_ended!r}; expected skip or keep"
-            )
-        if self.extra_lines < 0:
-            raise ConfigError(
-                f"dataset.trajectories.extra_lines: {self.extra_lines}; expected an integer >= 0"
-            )
-
-
-STRICT = TrajectoryRules(unlabelled_frames="error", extra_lines=0, lineage_ended="keep")
 """Exactly one line per frame, every non-zero slot counted as a cell."""
-
-
-def read_trajectories(path: str | Path) -> np.ndarray:
-    """Read one ``_trajectories.txt`` file as the real database writes it.
-
-    Lines are integers separated by tabs (or, on lines without a tab, by any whitespace);
-    trailing separators and a trailing ``\\r`` are ignored, as are empty lines at the end of
-    the file. Every line has the same number of fields, a multiple of three: (row, column,
-    radius) per cell slot (the real files: 21 = 7 slots in lineage order: the zygote, its two
-    daughters, the four grand-daughters; radius 0 = no cell in the slot).
-
-    Args:
-        path: the file.
-
-    Returns:
-        int64 array of shape (n_lines, n_slots, 3): (row, column, radius) per line and slot.
-
-    Raises:
-        DataError: missing file, not text, empty, an empty line or empty field inside the file,
-            a field count that is not a non-empty multiple of 3 or differs from the first
-            line's, a non-integer or negative value (the message names the file and line).
-    """
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError as exc:
-        raise DataError(
-            f"{path}: trajectories file not found (every embryo folder needs one)"
-        ) from exc
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not a text file ({exc})") from exc
-    lines = [line.rstrip() for line in text.splitlines()]
-    while lines and not lines[-1]:
-        lines.pop()
-    if not lines:
-        raise DataError(f"{path}: empty; expected one line per frame of (row, column, radius)")
-    rows, width = [], None
-    for i, line in enumerate(lines, start=1):
-        if not line.strip():
-            raise DataError(f"{path}, line {i}: empty line; expected (row, column, radius) groups")
-        fields = [f.strip() for f in line.split("\t")] if "\t" in line else line.split()
-        if "" in fields:
-            raise DataError(
-                f"{path}, line {i}: empty field between two tabs; expected one integer per field"
-            )
-        if len(fields) % 3:
-            raise DataError(
-                f"{path}, line {i}: {len(fields)} fields; expected a non-empty multiple of 3 "
-                "(row, column, radius per cell slot; the database has 21)"
-            )
-        if width is None:
-            width = len(fields)
-        elif len(fields) != width:
-            raise DataError(
-                f"{path}, line {i}: {len(fields)} fields; expected {width} like line 1 "
-                "(every line has the same cell slots)"
-            )
-        try:
-            values = [int(f) for f in fields]
-        except ValueError as exc:
-            raise DataError(f"{path}, line {i}: expected integers, got {line!r}") from exc
-        if min(values) < 0:
-            raise DataError(f"{path}, line {i}: negative value; expected integers >= 0")
-        rows.append(values)
-    return np.asarray(rows, dtype=np.int64).reshape(len(rows), width // 3, 3)
-
-
-def cell_counts(slots: np.ndarray) -> np.ndarray:
-    """Number of cells per line: slots with radius > 0.
-
-    Args:
-        slots: int array (n_lines, n_slots, 3) from :func:`read_trajectories`.
-
-    Returns:
-        int64 array (n_lines,).
-    """
-    return (slots[:, :, 2] > 0).sum(axis=1).astype(np.int64)
-
-
-LINEAGE_SLOTS = 7
-GRAND_DAUGHTERS = slice(3, 7)
-
-
-def lineage_end(slots: np.ndarray) -> int | None:
-    """First line (0-based) from which the 7-slot lineage no longer counts every cell.
-
-    In a 7-slot file (zygote, 2 daughters, 4 grand-daughters), a grand-daughter slot that was
-    non-zero on an earlier line and is zero now has divided; its daughters have no slot, so
-    from that line on the frame holds more cells than its non-zero slots. Files with another
-    number of slots have no known lineage order: None.
-
-    Args:
-        slots: int array (n_lines, n_slots, 3) from :func:`read_trajectories`.
-
-    Returns:
-        the line index, or None when every line's count is complete.
-    """
-    if slots.shape[1] != LINEAGE_SLOTS:
-        return None
-    alive = slots[:, GRAND_DAUGHTERS, 2] > 0
-    seen = np.logical_or.accumulate(alive, axis=0)
-    ended = (seen[:-1] & ~alive[1:]).any(axis=1)
-    hits = np.flatnonzero(ended)
-    return int(hits[0]) + 1 if hits.size else None
-
-
-def parse_trajectories(path: str | Path) -> np.ndarray:
-    """Parse one ``_trajectories.txt`` file into the number of cells per line.
-
-    Args:
-        path: the file (format: :func:`read_trajectories`).
-
-    Returns:
-        int64 array of shape (n_lines,): the number of slots with radius > 0 on each line.
-
-    Raises:
-        DataError: as :func:`read_trajectories`.
-    """
-    return cell_counts(read_trajectories(path))
-
-
-def label_frames(
-    trajectories: Path, frames: list[Path], rules: TrajectoryRules
-) -> tuple[list[tuple[Path, int]], dict]:
-    """Pair an embryo's frames with its trajectory lines under ``rules``.
-
-    Line k labels the k-th frame in frame-number order. Frames after the last line are
-    unlabelled; lines after the last frame are ignored up to ``rules.extra_lines``; frames from
-    :func:`lineage_end` on are left out when ``rules.lineage_ended`` is "skip".
-
-    Args:
-        trajectories: the embryo's ``_trajectories.txt``.
-        frames: its frames, sorted by number, consecutive.
-        rules: :class:`TrajectoryRules`.
-
-    Returns:
-        (pairs, counts): (frame, cells) for each labelled frame kept, and counts of
-        ``lines``, ``frames_unlabelled``, ``lines_ignored`` and ``frames_lineage_ended``.
-
-    Raises:
-        DataError: as :func:`read_trajectories`; more frames than lines under
-            ``unlabelled_frames: error``; more extra lines than ``extra_lines`` allows.
-    """
-    slots = read_trajectories(trajectories)
-    n_lines, n_frames = len(slots), len(frames)
-    span = f"{frames[0].name}..{frames[-1].name}"
-    if n_frames > n_lines and rules.unlabelled_frames == "error":
-        raise DataError(
-            f"{trajectories}: {n_lines} lines for {n_frames} frames ({span}); expected one line "
-            "per frame (dataset.trajectories.unlabelled_frames: error; 'skip' leaves the "
-            f"{n_frames - n_lines} frames after the last line out)"
-        )
-    if n_lines - n_frames > rules.extra_lines:
-        raise DataError(
-            f"{trajectories}: {n_lines} lines for {n_frames} frames ({span}); expected at most "
-            f"{rules.extra_lines} line(s) more than frames (dataset.trajectories.extra_lines)"
-        )
-    labelled = min(n_lines, n_frames)
-    counts = cell_counts(slots[:labelled])
-    end = lineage_end(slots[:labelled]) if rules.lineage_ended == "skip" else None
-    kept = labelled if end is None else end
-    pairs = list(zip(frames[:kept], (int(c) for c in counts[:kept]), strict=True))
-    return pairs, {
-        "lines": n_lines,
-        "frames_unlabelled": n_frames - labelled,
-        "lines_ignored": n_lines - labelled,
-        "frames_lineage_ended": labelled - kept,
-    }
 
 
 def check_frame_header(path: str | Path, frame_size: int) -> None:
@@ -371,7 +161,8 @@ def index_db(
         directory: the extracted database (or a folder one level above it).
         frame_size: expected frame width and height in px (480 for the real database).
         test_mod, test_remainder: the embryo-number split rule (:func:`test_split`).
-        rules: how lines pair with frames (default :class:`TrajectoryRules`, the config's
+        rules: how lines pair with frames (default
+        :class:`embryo_bench.data.trajectories.TrajectoryRules`, the config's
             defaults).
 
     Returns:
@@ -583,7 +374,8 @@ def index_source(
         download_info: the download record whose sha256 identifies the data.
         checksum_of: the archive or folder whose sha256 identifies the data (default
             ``root``): a file's sha256, or :func:`embryo_bench.io.sha256_tree` of a folder.
-        rules: trajectory rules of the database layout (:class:`TrajectoryRules`).
+        rules: trajectory rules of the database layout
+        (:class:`embryo_bench.data.trajectories.TrajectoryRules`).
 
     Returns:
         (manifest, source): source holds dataset, label, synthetic, root, the index's counts

@@ -1,8 +1,8 @@
 """Sizes and resources bounded before any job runs.
 
 :func:`check_plan`, called by :meth:`embryo_bench.planning.plan.Plan.from_config` (so by the
-workflow
-before any job and by ``embryo-bench check-config``), refuses, in one line naming the setting:
+workflow before any job and by ``embryo-bench check-config``), refuses, in one line naming the
+setting:
 
 * generator settings that cannot be met (:func:`embryo_bench.data.synthetic.check_settings`) or
   that indexing would refuse (frames after the last line with
@@ -11,14 +11,15 @@ before any job and by ``embryo-bench check-config``), refuses, in one line namin
   no frame in one split, fewer selected frames than ``select.shards``, and a batch larger
   than the most training images the selection can give;
 * a container memory limit of 0 (Docker reads it as no limit at all) or below Docker's
-  minimum (:data:`DOCKER_MIN_MEMORY_MIB`);
+  minimum (:func:`embryo_bench.planning.memory.check_containers`);
 * a job that would hold more memory than it can have: the synthesize job drawing a frame,
   the crop, invert and augment jobs of the largest shard, each target's trainer (against this
   machine's memory when the jobs run here, ``hardware_check: local``; a docker target's
   ``memory`` limit; a host target's ``memory`` when a Slurm cluster reserves it);
 * a synthetic database larger than the free space of the outdir's file system (checked
   again by ``embryo-bench synthesize`` before it writes: :func:`check_free_space`);
-* every other workload (``workloads:``, :func:`check_workloads`): a batch larger than its
+* every other workload (``workloads:``,
+  :func:`embryo_bench.planning.workload_bounds.check_workloads`): a batch larger than its
   training set (an empty one included) where the count is known, its data job's and each
   of its trainers' memory (its arrays: samples x sample bytes) against the same limits,
   and the disk its downloads, arrays file and image files (files input) take on the
@@ -26,10 +27,10 @@ before any job and by ``embryo-bench check-config``), refuses, in one line namin
 
 Every size is an ESTIMATE and a lower bound: what the code's own arrays must hold at once
 (the formulas of :mod:`embryo_bench.data.stages`, :mod:`embryo_bench.data.preprocess` and
-:mod:`embryo_bench.training.train`), plus the few constants below that were measured. What is
-refused
-cannot fit; what passes may still not fit (a job holds more than its arrays: the Python
-runtime, libraries' workspaces, temporaries). The counts are exact for synthetic data (the
+:mod:`embryo_bench.training.train`), plus the few constants that were measured (here and in
+:mod:`embryo_bench.planning.memory`). What is refused cannot fit; what passes may still not
+fit (a job holds more than its arrays: the Python runtime, libraries' workspaces,
+temporaries). The counts are exact for synthetic data (the
 allocation is known at plan time), the paper's for the downloaded database, and unknown for
 a local copy or an image folder (there only what a single frame or a single batch needs is
 checked, and indexing refuses an empty split).
@@ -40,13 +41,11 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..data import registry
 from ..data.preprocess import crop_box, rotation_angles
 from ..data.select import CLASSES
 from ..data.sources import test_split
@@ -55,24 +54,24 @@ from ..data.synthetic import (
     check_free_space,
     check_settings,
     embryo_folder,
-    existing_folder,
     frames_written,
 )
 from ..errors import ConfigError, StorageError
 from ..published import paper
 from ..recording import hardware
 from ..vocabulary import layout
-from ..vocabulary.spec import INPUT_ARRAYS, INPUT_SHARDS
+from ..vocabulary.spec import INPUT_SHARDS
 from ..vocabulary.units import MIB, px, size_text
+from .memory import (
+    TRAINER_BASE_MIB,
+    Need,
+    check_containers,
+    check_need,
+    machine_text,
+    memory_limits,
+)
+from .workload_bounds import check_workloads
 
-#: Memory a trainer needs before any data or model of ours, MiB: TensorFlow's own. Measured
-#: on the cpu image (TensorFlow 2.21) with the smallest model the tests train (16 px input,
-#: 1,105,796 parameters, 160 images of 16 px): killed for memory at a 300m limit, trained at
-#: 330m, 2026-11-25. A lower bound for any run.
-TRAINER_BASE_MIB = 300
-#: Docker's smallest memory limit (the daemon, 20.10: "Minimum memory limit allowed is
-#: 6MB"); 0 means no limit at all.
-DOCKER_MIN_MEMORY_MIB = 6
 #: Float32 copies of each parameter while training: the weights, their gradients and Adam's
 #: two moments.
 MODEL_COPIES = 4
@@ -238,16 +237,6 @@ def check_counts(config: dict, data: Data, batch_sizes: dict[str, int]) -> None:
 # --- memory ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Need:
-    """What a job holds in memory at least (an estimate, :mod:`embryo_bench.planning.bounds`)."""
-
-    job: str
-    bytes: float
-    detail: str
-    fix: str
-
-
 def synthesize_need(config: dict) -> Need:
     """The memory the synthesize job holds at least while it draws one frame
     (:data:`DRAW_BYTES_PER_PX`, measured; one frame at a time per process)."""
@@ -310,7 +299,7 @@ def trainer_need(target, config: dict, data: Data) -> Need:
     float32). On a GPU target the model and the batches are on the GPU and not counted.
 
     Args:
-        target: a :class:`embryo_bench.planning.plan.Target` (name, batch_size, gpus).
+        target: a :class:`embryo_bench.planning.targets.Target` (name, batch_size, gpus).
         config: the validated configuration.
         data: :func:`plan_data`'s result; without a count, the images are one batch.
     """
@@ -343,69 +332,6 @@ def trainer_need(target, config: dict, data: Data) -> Need:
         detail,
         "lower preprocess.image_size, train.batch_size or the data, or raise the memory",
     )
-
-
-def memory_limits(target, hardware_check: str, machine_mib: int | None) -> list[tuple[int, str]]:
-    """(MiB, description) of each memory limit a target's trainer runs under: a docker
-    target's ``memory`` (its container's limit), a host target's ``memory`` when a Slurm
-    cluster reserves it, and this machine's memory when the jobs run here (``local``) and
-    the container runs on this machine."""
-    limits = []
-    if target.runner == "docker":
-        limits.append((target.memory_mib, f"its memory limit is {target.memory}"))
-    elif hardware_check == "slurm":
-        limits.append(
-            (target.memory_mib, f"its memory is {target.memory} (what the cluster reserves)")
-        )
-    here = target.runner == "host" or not target.docker_host
-    if hardware_check == "local" and here and machine_mib:
-        limits.append((machine_mib, machine_text(machine_mib)))
-    return limits
-
-
-def check_containers(targets: dict) -> None:
-    """Refuse a docker target's memory limit that Docker cannot apply: 0 (Docker reads it as
-    no limit at all) or below :data:`DOCKER_MIN_MEMORY_MIB`.
-
-    Args:
-        targets: name -> :class:`embryo_bench.planning.plan.Target` of every target that runs.
-
-    Raises:
-        ConfigError: naming the target and its memory.
-    """
-    for t in targets.values():
-        if t.runner != "docker":
-            continue
-        if t.memory_mib == 0:
-            raise ConfigError(
-                f"target {t.name}: memory {t.memory}: Docker reads 0 as no limit at all (the "
-                f"run would record {t.memory}); give a limit, e.g. 4g"
-            )
-        if t.memory_mib < DOCKER_MIN_MEMORY_MIB:
-            raise ConfigError(
-                f"target {t.name}: memory {t.memory}: below Docker's minimum memory limit "
-                f"({DOCKER_MIN_MEMORY_MIB} MiB), and a trainer needs more than "
-                f"{TRAINER_BASE_MIB} MiB; give e.g. 4g"
-            )
-
-
-def check_need(need: Need, limit_mib: int, where: str) -> None:
-    """Refuse ``need`` above ``limit_mib``.
-
-    Raises:
-        ConfigError: "<job> would hold at least <size> (<detail>; an estimate, a lower
-            bound); <where>: <fix>".
-    """
-    if need.bytes > limit_mib * MIB:
-        raise ConfigError(
-            f"{need.job} would hold at least {size_text(need.bytes)} ({need.detail}; an "
-            f"estimate, a lower bound); {where}: {need.fix}"
-        )
-
-
-def machine_text(machine_mib: int) -> str:
-    """ "this machine has <size>", for a message."""
-    return f"this machine has {size_text(machine_mib * MIB)}"
 
 
 # --- disk ------------------------------------------------------------------------------------
@@ -499,231 +425,3 @@ def check_plan(plan, machine_mib: int | None = None) -> None:
             for limit_mib, text in memory_limits(t, where, machine_mib):
                 check_need(need, limit_mib, text)
     check_workloads(plan, where, machine_mib)
-
-
-# --- workloads other than the paper's --------------------------------------------------------
-
-#: Bytes of one label in a prepared-arrays file (int32).
-LABEL_BYTES = 4
-#: Bytes per sample the synthetic generator holds beside the arrays while it draws the
-#: labels (:func:`embryo_bench.data.arrays.synthetic_arrays`: ``np.arange(n) % classes``,
-#: int64, and its permutation).
-SYNTHETIC_LABEL_BYTES = 16
-#: The smallest JPEG file the files input mode writes (quality 95,
-#: :func:`embryo_bench.data.imagefolder.write_image_folder`), by channels: a 1x1 px image,
-#: its headers and tables alone; measured with Pillow 13.0, 2026-11-27. A lower bound of any
-#: image's file.
-JPEG_MIN_BYTES = {1: 333, 3: 631}
-
-
-@dataclass(frozen=True)
-class WorkloadSize:
-    """What the plan knows of a workload's arrays before any job.
-
-    Attributes:
-        key: the entry's settings, for messages (``workloads[i]``); name: its name.
-        n_train, n_test: samples of each split: exact for synthetic data and for downloads
-            whose every file's sha256 is published (the registry's counts, cut to
-            ``train_samples``/``test_samples``; a corpus of characters only at its own
-            sequence length or shorter, as longer sequences are fewer); else (an offline
-            copy by ``path``, an image folder) one batch of training samples and no test
-            sample, the least the trainer accepts.
-        counted: the counts are known (not one batch standing in for them).
-        sample_bytes: one sample as stored (its shape's product times its dtype's size).
-        what: the samples in words, for messages.
-    """
-
-    key: str
-    name: str
-    n_train: int
-    n_test: int
-    counted: bool
-    sample_bytes: int
-    what: str
-
-    @property
-    def setting(self) -> str:
-        """The entry, for messages: ``workloads[i] (name)``."""
-        return f"{self.key} ({self.name})"
-
-    @property
-    def arrays_bytes(self) -> int:
-        """The arrays (samples and int32 labels of both splits): the prepared-arrays file's
-        size, and what every job that reads it holds."""
-        return (self.n_train + self.n_test) * (self.sample_bytes + LABEL_BYTES)
-
-
-def _shape_text(shape: tuple[int, ...], dtype: str) -> str:
-    return f"{'x'.join(f'{n:,}' for n in shape)} {dtype}"
-
-
-def workload_size(index: int, workload) -> WorkloadSize:
-    """A workload's arrays as the plan knows them (:class:`WorkloadSize`).
-
-    Args:
-        index: its position in ``workloads:``. workload: a
-            :class:`embryo_bench.planning.workloads.Workload` other than the paper's.
-    """
-    data = workload.data
-    ds = registry.get(data.dataset)
-    key = f"workloads[{index}]"
-    sample = math.prod(data.input_shape) * np.dtype(data.input_dtype).itemsize
-    shape = _shape_text(data.input_shape, data.input_dtype)
-    if data.synthetic:
-        n_train = data.train_samples or ds.train or 0
-        n_test = data.test_samples or ds.test or 0
-        how = "SYNTHETIC "
-    elif (
-        not data.path
-        and ds.train is not None
-        and ds.files
-        and all(f.sha256 for f in ds.files)
-        and (ds.format != "text-chars" or data.input_shape[0] <= ds.shape[0])
-    ):
-        n_train = min(data.train_samples or ds.train, ds.train)
-        n_test = min(data.test_samples or ds.test or 0, ds.test or 0)
-        how = f"{ds.name} "
-    else:
-        batch = workload.batch_size
-        return WorkloadSize(
-            key,
-            workload.name,
-            batch,
-            0,
-            False,
-            sample,
-            f"{batch:,} training samples of {shape}, {sample:,} bytes each (one batch: the "
-            "count is unknown before the data job)",
-        )
-    return WorkloadSize(
-        key,
-        workload.name,
-        n_train,
-        n_test,
-        True,
-        sample,
-        f"{n_train:,} training and {n_test:,} test {how}samples of {shape}, "
-        f"{sample:,} bytes each, with int32 labels",
-    )
-
-
-def workload_needs(size: WorkloadSize, workload, targets: dict) -> list[tuple[Need, object]]:
-    """The memory a workload's jobs hold at least, each with the target it runs for (None:
-    a job of this machine): its data job (the arrays; synthetic data also draws one image
-    pattern per class and int64 labels), and each target's trainer (TensorFlow's own
-    :data:`TRAINER_BASE_MIB`, then the arrays, read whole before training; the model is not
-    counted: a model of the user's own is unknown before it is built).
-
-    Args:
-        size: :func:`workload_size`'s. workload: the workload. targets: the targets it
-            trains on (name -> :class:`embryo_bench.planning.plan.Target`).
-    """
-    data, arrays = workload.data, size.arrays_bytes
-    key = size.key
-    fix = f"lower {key}.train_samples, {key}.test_samples or {key}.input_shape"
-    job, detail = arrays, size.what
-    if data.synthetic:
-        patterns = data.classes * size.sample_bytes if data.input_dtype == "uint8" else 0
-        job += patterns + SYNTHETIC_LABEL_BYTES * max(size.n_train, size.n_test)
-        detail += (
-            f", {data.classes} class patterns ({size_text(patterns)}) and the generator's "
-            f"int64 labels, {SYNTHETIC_LABEL_BYTES} bytes a sample"
-        )
-    needs = [(Need(f"{size.setting}: its data job", job, detail, fix), None)]
-    for t in targets.values():
-        need = Need(
-            f"target {t.name}: its trainer of {size.setting}",
-            TRAINER_BASE_MIB * MIB + arrays,
-            f"TensorFlow's own {TRAINER_BASE_MIB} MiB (measured), then the arrays, "
-            f"{size_text(arrays)}: {size.what}",
-            f"{fix}, or raise the memory",
-        )
-        needs.append((need, t))
-    return needs
-
-
-def workload_disk(size: WorkloadSize, workload, out: Path) -> tuple[int, str]:
-    """Bytes a workload's jobs write at least under ``out`` (the outdir), and what, leaving
-    out what is there already: its dataset's downloads (their published sizes), its arrays
-    file (:attr:`WorkloadSize.arrays_bytes`) and, for files input, its training images
-    (:data:`JPEG_MIN_BYTES` each)."""
-    data, spec = workload.data, workload.spec
-    wdir = out / layout.workload_dir(workload.name)
-    total, parts = 0, []
-    if not data.synthetic and not data.path:
-        for f in registry.get(data.dataset).files:
-            if f.bytes and not (out / layout.dataset_dir(data.dataset) / f.name).exists():
-                total += f.bytes
-                parts.append(f"its download {f.name}, {size_text(f.bytes)}")
-    if not (wdir / layout.WORKLOAD_ARRAYS).exists():
-        total += size.arrays_bytes
-        parts.append(f"its arrays file, {size_text(size.arrays_bytes)} ({size.what})")
-    if spec.input_mode == "files" and not (wdir / layout.WORKLOAD_FILES).exists():
-        channels = data.input_shape[-1]
-        files = size.n_train * JPEG_MIN_BYTES.get(channels, JPEG_MIN_BYTES[1])
-        total += files
-        parts.append(
-            f"its {size.n_train:,} training images as JPEG files, {size_text(files)} (the "
-            f"smallest a JPEG file is, {JPEG_MIN_BYTES.get(channels, JPEG_MIN_BYTES[1])} bytes)"
-        )
-    return total, "; ".join(parts)
-
-
-def check_workloads(plan, where: str, machine_mib: int | None) -> None:
-    """Bound every workload other than the paper's before any job (:func:`check_plan`): a
-    batch larger than its training set (where the count is known: an empty one included);
-    its data job's and each trainer's memory (:func:`workload_needs`) against this
-    machine's (``where`` "local") and the targets' limits (:func:`memory_limits`); the disk
-    its jobs write (:func:`workload_disk`), the workloads' together, against the free space
-    of the outdir's file system.
-
-    Args:
-        plan: the :class:`embryo_bench.planning.plan.Plan` (its workloads and their targets).
-        where: the configuration's ``hardware_check``. machine_mib: this machine's memory
-            (MiB) where it bounds the jobs, else None.
-
-    Raises:
-        ConfigError: one line naming the workload's entry (``workloads[i] (name)``), the
-            size, what it holds and the settings to change.
-    """
-    machine = machine_text(machine_mib) if machine_mib else ""
-    out = Path(plan.config["outdir"])
-    written, free, device = 0, None, None
-    for index, (name, workload) in enumerate(plan.workloads.items()):
-        if workload.input_kind != INPUT_ARRAYS:  # the stages' data: bounded above
-            continue
-        targets = plan.workload_targets(name)
-        size = workload_size(index, workload)
-        if size.counted and size.n_train < workload.batch_size:
-            key = size.key
-            if size.n_train:
-                why, fix = "every step would train all of them", f"raise {key}.train_samples"
-            else:
-                why, fix = "there is nothing to train", f"set {key}.train_samples"
-            raise ConfigError(
-                f"{size.setting}: batch_size {workload.batch_size:,} > its {size.n_train:,} "
-                f"training samples ({size.what}): {why}; {fix} or lower {key}.batch_size"
-            )
-        for need, target in workload_needs(size, workload, targets):
-            if target is None:
-                if machine:
-                    check_need(need, machine_mib, machine)
-                continue
-            for limit_mib, text in memory_limits(target, where, machine_mib):
-                check_need(need, limit_mib, text)
-        bytes_, what = workload_disk(size, workload, out)
-        if not bytes_:
-            continue
-        if free is None:
-            device = existing_folder(out)
-            free = shutil.disk_usage(device).free
-        written += bytes_
-        if written > free:
-            key, before = size.key, written - bytes_
-            others = f"; with the workloads before it, {size_text(written)}" if before else ""
-            raise ConfigError(
-                f"{size.setting}: its data would take at least {size_text(bytes_)} on disk "
-                f"({what}; an estimate, a lower bound{others}), and {size_text(free)} is free "
-                f"on the device of {device}: lower {key}.train_samples, {key}.test_samples or "
-                f"{key}.input_shape, free space, or point outdir elsewhere"
-            )

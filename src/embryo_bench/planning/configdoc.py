@@ -26,7 +26,7 @@ Every configuration is validated against [`schema.yaml`](schema.yaml) before any
 unknown keys, wrong types and impossible values are rejected with the key's name. The schema
 is also where defaults come from (`embryo_bench.planning.plan` fills them in once); defaults that
 depend on other settings (a target's `threads` = its `cpus`, say) are resolved in
-`embryo_bench.planning.plan.resolve_target` and are written as "default: ..." in the meaning
+`embryo_bench.planning.targets.resolve_target` and are written as "default: ..." in the meaning
 column. This file is rendered from the schema (`python -m embryo_bench.planning.configdoc >
 config/README.md`); a test fails when the two differ.
 

@@ -2,7 +2,7 @@
 jobs run.
 
 Where the jobs run decides what is checked before any job starts (config ``hardware_check``,
-the policy in :mod:`embryo_bench.planning.plan`):
+the policy in :func:`embryo_bench.planning.targets.resolve_targets`):
 
 - ``local``: this host (the cores this process may use, NVML GPUs) and, for docker
   targets, the Docker daemon the target names (ping, its ``NCPU``): :class:`LocalProbe`.
@@ -41,9 +41,10 @@ class Needs(Protocol):
 
 class Probed(Needs, Protocol):
     """What the ``local`` check (:class:`LocalProbe`) needs of a target: :class:`Needs` and,
-    for a docker target, how its daemon is reached (a :class:`embryo_bench.planning.plan.Target`'s
-    ``daemon``, an :class:`embryo_bench.runners.docker_api.Daemon`; None for a host target). A
-    run spec has no ``daemon``: it is not probed."""
+    for a docker target, how its daemon is reached (a
+    :class:`embryo_bench.planning.targets.Target`'s ``daemon``, an
+    :class:`embryo_bench.runners.docker_api.Daemon`; None for a host target). A run spec has
+    no ``daemon``: it is not probed."""
 
     daemon: Hashable | None
 
@@ -407,7 +408,7 @@ def why_not(target: Needs, host: Node, daemon_info: dict | None = None) -> str |
     and again by the docker runner right before it starts a container.
 
     Args:
-        target: a :class:`embryo_bench.planning.plan.Target` or
+        target: a :class:`embryo_bench.planning.targets.Target` or
         :class:`embryo_bench.vocabulary.spec.RunSpec`.
         host: this host (:func:`local_node`).
         daemon_info: the Docker daemon's ``info()`` (docker targets; reachability is
@@ -437,8 +438,8 @@ def why_not(target: Needs, host: Node, daemon_info: dict | None = None) -> str |
 
 class LocalProbe:
     """The ``local`` hardware check: :func:`why_not` against this host and, for docker
-    targets (:class:`embryo_bench.planning.plan.Target`), the daemon each reaches (its ``daemon``:
-    address and TLS files), asked once per daemon.
+    targets (:class:`embryo_bench.planning.targets.Target`), the daemon each reaches (its
+    ``daemon``: address and TLS files), asked once per daemon.
 
     Args:
         host: this host (default :func:`local_node`).

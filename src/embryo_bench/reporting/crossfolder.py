@@ -45,77 +45,40 @@ file's numbers are finite (:func:`read_reference`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from jsonschema import Draft202012Validator
 
 from ..errors import ConfigError, DataError
 from ..vocabulary.config import read_config_file
-from ..vocabulary.figspec import FiguresSpec
-from ..vocabulary.layout import (
-    FIGURES_SPEC,
-    METRICS,
-    PAPER_WORKLOAD,
-    workload_dir,
-    workload_of_dir,
-)
+from ..vocabulary.layout import PAPER_WORKLOAD
 from . import compare
-from .merge import (
-    difference,
-    identity,
-    read_finished_run,
-    run_dirs,
-    software_differences,
-    split_by_machine,
-    unfinished_runs,
+from .crossfolder_rows import (
+    COLUMNS,
+    Expected,
+    across_row,
+    base_of,
+    check_comparable,
+    folder_parts,
+    read_folder,
+    reference_row,
+    row_of,
 )
-from .runs import Machines, Run
-from .summary import comparison_note, number_text, readable_comparison, run_table
+from .readable_tables import comparison_note, number_text, readable_comparison
+from .runs import Run
 
 #: The sections of a comparison, as its CSV's ``section`` column names them: another folder
 #: against the first, a folder's own rounds against its base, a folder against the
 #: reference file.
 SECTIONS = ("across", "within", "reference")
-#: The columns of :attr:`Comparison.table` (one CSV).
-COLUMNS = [
-    "section",
-    "folder",
-    "reference",
-    "workload",
-    "target",
-    "reference_target",
-    "machine",
-    "reference_machine",
-    "pairing",
-    "runs",
-    "reference_runs",
-    "images_per_s",
-    "reference_images_per_s",
-    "ratio",
-    "ratio_low",
-    "ratio_high",
-    "verdict",
-    "threshold",
-    "time_to_accuracy_ratio",
-    "time_to_accuracy_low",
-    "time_to_accuracy_high",
-    "time_to_accuracy_verdict",
-    "flagged_runs",
-    "reference_flagged_runs",
-    "differs",
-    "regression",
-]
 #: The verdicts that have an interval (the others say why there is none).
 CALLED = ("faster", "slower", "no measured difference")
 #: What a row says where one side has no runs of its target.
 ONLY_FIRST = "not in this folder"
 ONLY_THIS = "not in the first folder"
 NO_RUN = "no run"
-#: Run settings (run.json) not compared between the two sides of a row.
-NOT_SETTINGS = ("format", "target", "repeat")
 
 _ENTRY = {
     "type": "object",
@@ -145,15 +108,6 @@ REFERENCE_SCHEMA = {
 _REFERENCE_VALIDATOR = Draft202012Validator(REFERENCE_SCHEMA)
 
 
-@dataclass(frozen=True)
-class Expected:
-    """One reference entry: ``images_per_s`` expected (images/s) and the ``tolerance``
-    (a fraction) within which a slower speed is not a regression."""
-
-    images_per_s: float
-    tolerance: float
-
-
 def read_reference(path: str | Path, tolerance: float) -> dict[tuple[str, str], Expected]:
     """A reference file: expected images/s per target, as ReFrame's references give
     ``(value, lower, upper, unit)`` per system and variable, here per (workload, target),
@@ -179,8 +133,8 @@ def read_reference(path: str | Path, tolerance: float) -> dict[tuple[str, str], 
             (``--min-difference``).
 
     Returns:
-        (workload, target) -> :class:`Expected`; the paper's workload is
-        :data:`embryo_bench.vocabulary.layout.PAPER_WORKLOAD`.
+        (workload, target) -> :class:`embryo_bench.reporting.crossfolder_rows.Expected`; the paper's
+        workload is :data:`embryo_bench.vocabulary.layout.PAPER_WORKLOAD`.
 
     Raises:
         ConfigError: one line naming the file and the key: not a file, not YAML (line and
@@ -225,7 +179,8 @@ class Comparison:
 
     Attributes:
         folders: the result folders, the first the reference point.
-        table: one row per compared (folder, workload, target), :data:`COLUMNS`: section
+        table: one row per compared (folder, workload, target),
+        :data:`embryo_bench.reporting.crossfolder_rows.COLUMNS`: section
             (:data:`SECTIONS`), ratio (above 1: faster than the reference side), ratio_low
             and ratio_high (95 % interval), verdict, threshold (the fraction within which a
             difference is noise: ``min_difference`` or the reference's tolerance),
@@ -252,249 +207,6 @@ class Comparison:
     def regressions(self) -> pd.DataFrame:
         """The rows that measured a slowdown (:attr:`table`'s regression)."""
         return self.table[self.table["regression"].astype(bool)]
-
-
-@dataclass
-class _Part:
-    """One folder's runs of one name (a target, or a split part of it) in one workload:
-    its rows of the results table (one per run)."""
-
-    folder: str
-    workload: str
-    name: str
-    target: str
-    machine: str
-    rows: pd.DataFrame
-    spec: dict = field(default_factory=dict)
-    run: Run | None = None
-
-
-def finished_run_dirs(outdir: str) -> dict[str, list[str]]:
-    """The finished runs of a result folder, per workload: the paper's
-    (:data:`~embryo_bench.vocabulary.layout.PAPER_WORKLOAD`) under ``train/``, each other
-    workload's under ``workloads/<name>/train/`` (:func:`embryo_bench.reporting.merge.run_dirs`
-    of each); workloads without a finished run left out.
-
-    Raises:
-        ConfigError: ``outdir`` is not a folder, or holds no finished run at all.
-    """
-    found: dict[str, list[str]] = {}
-    if not Path(outdir).is_dir():
-        run_dirs(outdir)  # merge's one line: not a folder
-    # Every workload's folder (layout.workload_dir: "" for the paper's, at the top).
-    pattern = f"{workload_dir('*')}train/*/repeat-*/{METRICS}"
-    named = sorted({p.parents[3].name for p in Path(outdir).glob(pattern)})
-    for prefix in ["", *(workload_dir(w) for w in named)]:
-        if any((Path(outdir) / prefix).glob(f"train/*/repeat-*/{METRICS}")):
-            found[workload_of_dir(prefix)] = run_dirs(Path(outdir) / prefix)
-    if not found:
-        raise ConfigError(
-            f"{outdir} holds no finished run (no train/<target>/repeat-<k>/{METRICS}, "
-            f"nor {workload_dir('<name>')}train/<target>/repeat-<k>/{METRICS})"
-        )
-    return found
-
-
-def _read_folder(outdir: str) -> tuple[dict[str, list[Run]], list[str]]:
-    """A result folder's finished runs per workload, each checked as a merged folder's
-    (:func:`embryo_bench.reporting.merge.read_finished_run`), and a note for its unfinished
-    runs (left out)."""
-    runs, notes = {}, []
-    try:
-        found = finished_run_dirs(outdir)
-        for workload, dirs in found.items():
-            runs[workload] = [read_finished_run(d) for d in dirs]
-    except (ConfigError, DataError) as exc:
-        # merge's checks, named for this command (merge: X -> compare: X)
-        raise ConfigError(f"compare: {str(exc).removeprefix('merge: ')}") from None
-    for workload in found:
-        left = unfinished_runs(Path(outdir) / workload_dir(workload))
-        if left:
-            notes.append(
-                f"{outdir}: {len(left)} unfinished run(s) of workload {workload} left out "
-                f"(no {METRICS}): {', '.join(left)}"
-            )
-    return runs, notes
-
-
-def _check_comparable(folders: dict[str, dict[str, list[Run]]]) -> None:
-    """Every run of a workload, in every folder, trained on the same data with the same
-    preprocessing as the first one (:func:`embryo_bench.reporting.merge.identity`).
-
-    Raises:
-        ConfigError: naming both runs and the first difference.
-    """
-    first: dict[str, Run] = {}
-    for runs in folders.values():
-        for workload, rs in runs.items():
-            for run in rs:
-                ref = first.setdefault(workload, run)
-                diff = difference(identity(ref), identity(run))
-                if diff:
-                    raise ConfigError(
-                        f"compare: {run.dir} is not comparable with {ref.dir} ({diff}): runs "
-                        "on other data or preprocessing cannot be compared"
-                    )
-
-
-def _base(outdir: str, workload: str, names: list[str], split) -> tuple[str, str]:
-    """A folder's ``compare.base`` for a workload, as its figures named it (its
-    ``figures-spec.json``, :class:`embryo_bench.vocabulary.figspec.FiguresSpec`), and a note
-    when there is none (then the first of ``names``).
-
-    Raises:
-        DataError: the spec is unreadable, edited or of a newer format.
-    """
-    path = Path(outdir) / workload_dir(workload) / FIGURES_SPEC
-    if path.is_file():
-        base = split.name(FiguresSpec.read(path).compare_base)
-        if base in names:
-            return base, ""
-    note = f"{outdir}, workload {workload}: no compare.base in {path}; {names[0]} is the base"
-    return names[0], note
-
-
-def _differs(mine: _Part, theirs: _Part) -> str:
-    """The run settings (run.json, nested keys dotted) in which ``mine`` differs from
-    ``theirs``, and its software (:func:`embryo_bench.reporting.merge.software_differences`),
-    as "threads 1 (first folder 2); ..."; "" when the same."""
-
-    def flat(d: dict, prefix: str = "") -> dict:
-        out = {}
-        for k, v in d.items():
-            if prefix or k not in NOT_SETTINGS:
-                key = f"{prefix}{k}"
-                out |= flat(v, f"{key}.") if isinstance(v, dict) else {key: v}
-        return out
-
-    a, b = flat(mine.spec), flat(theirs.spec)
-    notes = [
-        f"{k} {a.get(k)!r} (first folder {b.get(k)!r})"
-        for k in sorted(set(a) | set(b))
-        if a.get(k) != b.get(k)
-    ]
-    if mine.run is not None and theirs.run is not None:
-        software = software_differences(mine.run, [theirs.run])
-        notes += [f"software: {software}".replace("(here ", "(first folder ")] if software else []
-    return "; ".join(notes)
-
-
-def _geomean(values: pd.Series) -> float:
-    """Geometric mean of the positive numbers among ``values``; NaN without one."""
-    v = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
-    v = v[np.isfinite(v) & (v > 0)]
-    return float(np.exp(np.log(v).mean())) if v.size else np.nan
-
-
-def _row(section: str, part: _Part | None, ref: _Part | None, **cells) -> dict:
-    """A :data:`COLUMNS` row: the two sides' names, machines, runs and speeds (either side
-    may be missing), and ``cells``."""
-    row = dict.fromkeys(COLUMNS, "")
-    row |= {
-        "section": section,
-        "folder": part.folder if part else "",
-        "workload": part.workload if part else ref.workload if ref else "",
-        "target": part.name if part else "",
-        "reference_target": ref.name if ref else "",
-        "machine": part.machine if part else "",
-        "reference_machine": ref.machine if ref else "",
-        "runs": len(part.rows) if part else 0,
-        "reference_runs": len(ref.rows) if ref else 0,
-        "images_per_s": _geomean(part.rows["images_per_s"]) if part else np.nan,
-        "reference_images_per_s": _geomean(ref.rows["images_per_s"]) if ref else np.nan,
-        "regression": False,
-    }
-    return row | cells
-
-
-def _across(part: _Part, ref: _Part, first: str, min_difference: float) -> dict:
-    """``part`` (another folder's) against ``ref`` (the first folder's), unpaired
-    (:func:`embryo_bench.reporting.compare.comparison_table` with ``part`` made elsewhere)."""
-    sides = [ref.rows.assign(target="first"), part.rows.assign(target="this")]
-    both = pd.concat(sides, ignore_index=True)
-    table = compare.comparison_table(both, "first", min_difference, elsewhere={"this"})
-    by_side = table.set_index("target")
-    r = by_side.loc["this"]
-    return _row(
-        "across",
-        part,
-        ref,
-        reference=first,
-        pairing=r["pairing"],
-        ratio=r["throughput_ratio"],
-        ratio_low=r["throughput_low"],
-        ratio_high=r["throughput_high"],
-        verdict=r["throughput_verdict"],
-        threshold=min_difference,
-        time_to_accuracy_ratio=r["time_to_accuracy_ratio"],
-        time_to_accuracy_low=r["time_to_accuracy_low"],
-        time_to_accuracy_high=r["time_to_accuracy_high"],
-        # Its words name the base: here the first folder's runs.
-        time_to_accuracy_verdict=str(r["time_to_accuracy_verdict"]).replace("base", "first folder"),
-        flagged_runs=int(r["flagged_runs"]),
-        reference_flagged_runs=int(by_side.loc["first", "flagged_runs"]),
-        differs=_differs(part, ref),
-        regression=r["throughput_verdict"] == "slower",
-    )
-
-
-def _against(part: _Part, expected: Expected, reference: str) -> dict:
-    """``part``'s runs against an expected speed: the geometric mean over it with a 95 % t
-    interval on the logarithms (:func:`embryo_bench.reporting.compare.ratio_interval`) and
-    the verdict rule with the entry's tolerance."""
-    speeds = pd.to_numeric(part.rows["images_per_s"], errors="coerce").dropna()
-    speeds = speeds[speeds > 0]
-    n = len(speeds)
-    cells = {"reference": reference, "threshold": expected.tolerance, "pairing": "reference"}
-    cells["flagged_runs"] = int((part.rows["flags"].fillna("") != "").sum())
-    if not n:
-        return _row("reference", part, None, **cells, verdict="not measured")
-    ratio, low, high = compare.ratio_interval(speeds / expected.images_per_s)
-    if n < compare.MIN_PAIRS:
-        why = "one run: no interval" if n == 1 else f"{n} runs: too few for a verdict"
-        why += f" ({compare.MIN_PAIRS} needed)" if n > 1 else ""
-    else:
-        why = compare.verdict(n, ratio, low, high, expected.tolerance, paired=False)
-    row = _row("reference", part, None, **cells)
-    return row | {
-        "reference_images_per_s": expected.images_per_s,
-        "ratio": ratio,
-        "ratio_low": low,
-        "ratio_high": high,
-        "verdict": why,
-        "regression": why == "slower",
-    }
-
-
-def _parts(
-    folders: dict[str, dict[str, list[Run]]],
-) -> tuple[dict[tuple[str, str], list[_Part]], dict, list[str]]:
-    """Each folder's runs per workload, split by machine, as :class:`_Part` s in the order
-    of their first run; the split per (folder, workload); the split's notes."""
-    everything = [r for runs in folders.values() for rs in runs.values() for r in rs]
-    machines = Machines(everything)
-    parts: dict[tuple[str, str], list[_Part]] = {}
-    splits, notes = {}, []
-    for outdir, runs in folders.items():
-        for workload, rs in runs.items():
-            mine = {id(r) for r in rs}
-            # The other folders' runs go in as "merged" ones, so that one machine has one
-            # label in every folder (Machines of all the runs).
-            split = split_by_machine(rs, [r for r in everything if id(r) not in mine], {})
-            splits[outdir, workload] = split
-            notes += [f"{outdir}, workload {workload}: {n}" for n in split.notes]
-            table = run_table(split.runs, {}, "")
-            table["machine"] = [machines.of(r).label for r in rs]
-            found: dict[str, _Part] = {}
-            for run, machine in zip(split.runs, table["machine"], strict=True):
-                if run.name not in found:
-                    rows = table[table["target"] == run.name]
-                    spec = run.spec or {}
-                    found[run.name] = _Part(
-                        outdir, workload, run.name, run.planned_name, machine, rows, spec, run
-                    )
-            parts[outdir, workload] = list(found.values())
-    return parts, splits, notes
 
 
 def compare_folders(
@@ -536,10 +248,10 @@ def compare_folders(
     folders: dict[str, dict[str, list[Run]]] = {}
     notes: list[str] = []
     for outdir in outdirs:
-        folders[outdir], more = _read_folder(outdir)
+        folders[outdir], more = read_folder(outdir)
         notes += more
-    _check_comparable(folders)
-    parts, splits, split_notes = _parts(folders)
+    check_comparable(folders)
+    parts, splits, split_notes = folder_parts(folders)
     notes += split_notes
     first = outdirs[0]
     rows = []
@@ -554,20 +266,20 @@ def compare_folders(
                 stands = splits[first, workload].name(part.target) if same else ""
                 ref = (on_machine or [p for p in same if p.name == stands] or [None])[0]
                 if ref is None:
-                    rows.append(_row("across", part, None, reference=first, verdict=ONLY_THIS))
+                    rows.append(row_of("across", part, None, reference=first, verdict=ONLY_THIS))
                     continue
                 used.add(ref.name)
-                rows.append(_across(part, ref, first, min_difference))
+                rows.append(across_row(part, ref, first, min_difference))
             for ref in theirs:
                 if ref.name not in used:
-                    row = _row("across", None, ref, reference=first, verdict=ONLY_FIRST)
+                    row = row_of("across", None, ref, reference=first, verdict=ONLY_FIRST)
                     rows.append(row | {"folder": outdir})
     within = []
     for (outdir, workload), ps in parts.items():
         names = [p.name for p in ps]
         if len(names) < 2:
             continue
-        base, note = _base(outdir, workload, names, splits[outdir, workload])
+        base, note = base_of(outdir, workload, names, splits[outdir, workload])
         notes += [note] if note else []
         table = pd.concat([p.rows for p in ps])
         try:
@@ -578,7 +290,7 @@ def compare_folders(
         for _, r in paired.iloc[1:].iterrows():
             part = next(p for p in ps if p.name == r["target"])
             rows.append(
-                _row(
+                row_of(
                     "within", part, next(p for p in ps if p.name == base),
                     reference=outdir, pairing=r["pairing"], ratio=r["throughput_ratio"],
                     ratio_low=r["throughput_low"], ratio_high=r["throughput_high"],
@@ -602,7 +314,7 @@ def compare_folders(
             )  # fmt: skip
             if key is not None:
                 matched.add(key)
-                rows.append(_against(part, reference[key], reference_name))
+                rows.append(reference_row(part, reference[key], reference_name))
     if reference and not matched:
         # Every entry misses (a misspelt target): "no run" rows and exit status 0, so a
         # nightly job against this reference could never fail.
@@ -616,7 +328,7 @@ def compare_folders(
     for (workload, target), expected in reference.items():
         if (workload, target) not in matched:
             rows.append(
-                _row("reference", None, None)
+                row_of("reference", None, None)
                 | {"workload": workload, "target": target, "reference": reference_name,
                    "verdict": NO_RUN,
                    "reference_images_per_s": expected.images_per_s,

@@ -21,8 +21,8 @@ than
   length, :mod:`embryo_bench.recording.baseline`), or otherwise by more than ``probe_change`` (on a
   shared VM that alone happens to about four runs in ten at 10 %);
 * **noisy**: its own throughput, measured every few training steps
-  (:func:`embryo_bench.training.train.window_summary`), varies with a coefficient of variation above
-  ``window_cv`` (the training is its own probe, many times per run).
+  (:func:`embryo_bench.training.history.window_summary`), varies with a coefficient of variation
+  above ``window_cv`` (the training is its own probe, many times per run).
 
 Evidence that was not measured (a remote Docker daemon's machine, a run without probes) is
 listed as unchecked and flags nothing.

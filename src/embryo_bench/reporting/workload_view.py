@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
-from . import compare, summary
+from . import compare, readable_tables
 from .runs import as_number
 from .study import (
     SYNTHETIC_NOTE,
@@ -185,8 +185,10 @@ def readable_view(view: pd.DataFrame) -> pd.DataFrame:
             "time vs base [95 % interval]": [_ratio_text(r, "time") for r in rows],
             "cost vs base [95 % interval]": [_ratio_text(r, "cost") for r in rows],
             "verdict": view["verdict"],
-            "training (s)": view["training_seconds"].map(lambda v: summary.number_text(v, ".1f")),
-            "images/s": view["throughput"].map(summary.number_text),
+            "training (s)": view["training_seconds"].map(
+                lambda v: readable_tables.number_text(v, ".1f")
+            ),
+            "images/s": view["throughput"].map(readable_tables.number_text),
         }
     )
 

@@ -43,7 +43,8 @@ from ..recording.provenance import SLURM_ENV, git_commit
 from ..recording.record import finish_run
 from ..recording.telemetry import ContainerSampler, Measurement
 from ..vocabulary.layout import METRICS, PROGRESS, RUN_SPEC, TELEMETRY
-from ..vocabulary.spec import RunSpec, TrainingInput
+from ..vocabulary.spec import RunSpec
+from ..vocabulary.training_input import TrainingInput
 from .docker_api import Daemon, channel, daemon_identity, docker_client, is_loopback
 from .lifeline import LIFELINE_ENV
 
@@ -395,7 +396,8 @@ def run(
             :func:`embryo_bench.runners.docker_api.resolve_daemon`), or the environment's daemon.
         image: the image record written by the image build (``tag``, ``image_id``).
         inputs: what the run trains on, on this host (its shards, or its arrays and image
-            folder, shipped in whole: :class:`embryo_bench.vocabulary.spec.TrainingInput`).
+            folder, shipped in whole:
+            :class:`embryo_bench.vocabulary.training_input.TrainingInput`).
         source_info: the index stage's ``source.json``, or a workload's data info.
         out_dir: run folder on this host; receives history.csv, windows.csv, model.keras,
             settings.json (from the container), telemetry.csv and metrics.json (written

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -494,3 +495,41 @@ def framework_versions() -> dict[str, str]:
         with contextlib.suppress(md.PackageNotFoundError):
             out[dist] = md.version(dist)
     return out
+
+
+def select_backend(backend: str) -> None:
+    """Make ``import keras`` load ``backend`` (``KERAS_BACKEND``); call before Keras is
+    imported.
+
+    Raises:
+        ConfigError: Keras is already loaded on another backend in this process.
+    """
+    if "keras" in sys.modules:
+        loaded = sys.modules["keras"].backend.backend()
+        if loaded != backend:
+            raise ConfigError(f"run asks for Keras backend {backend}; {loaded} is loaded")
+        return
+    os.environ["KERAS_BACKEND"] = backend
+
+
+def seed_everything(seed: int) -> None:
+    """``keras.utils.set_random_seed(seed)`` (Python's, NumPy's, Keras's and the backend's
+    random generators) without importing TensorFlow into a run on another backend.
+
+    Keras seeds TensorFlow whenever it is installed, importing it (+460 MiB RSS and
+    TensorFlow's start-up in every JAX or PyTorch run, whose numbers then are not that
+    framework's alone). On a backend other than TensorFlow, TensorFlow is hidden from that one
+    call (``sys.modules`` entry None: Keras finds it not installed, and remembers that for the
+    process); runs on those backends feed Keras numpy arrays, not ``tf.data``. Call after
+    :func:`select_backend`.
+    """
+    import keras
+
+    if keras.backend.backend() == "tensorflow" or "tensorflow" in sys.modules:
+        keras.utils.set_random_seed(seed)
+        return
+    sys.modules["tensorflow"] = None  # type: ignore[assignment]
+    try:
+        keras.utils.set_random_seed(seed)
+    finally:
+        del sys.modules["tensorflow"]

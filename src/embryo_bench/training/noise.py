@@ -30,8 +30,7 @@ from ..recording.calibrate import (
 from ..recording.hardware import this_machine, visible_cores
 from ..vocabulary.layout import BASELINE_FORMAT
 from ..vocabulary.spec import BACKENDS
-from .backend import limit_threads
-from .train import select_backend
+from .backend import limit_threads, select_backend
 
 log = logging.getLogger(__name__)
 

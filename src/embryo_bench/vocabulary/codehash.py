@@ -2,10 +2,15 @@
 jobs that run that code.
 
 Snakemake does not track imported code. Each rule therefore carries, as a ``params:`` value,
-:func:`code_hash` of the command it runs: the command's function in ``cli.py`` (a
-``cmd_<name>`` function) with ``cli.py``'s shared code, and every module of the package that
-they import, followed transitively (``import``/``from ... import`` anywhere in a module,
-also inside functions). Nothing is listed by hand, so the hash cannot drift from the imports.
+:func:`code_hash` of the command it runs: the command's ``cmd_<name>`` function in its stage's
+module of :data:`COMMANDS` (``commands/prepare.py``, ``commands/train.py``, ...) with that
+module's shared code (all but its ``cmd_`` functions), ``cli.py`` (the parser and the
+dispatch every command runs through) and every module of the package that they import,
+followed transitively (``import``/``from ... import`` anywhere in a module, also inside
+functions). ``cli.py``'s imports of the stages' modules are left out (it imports them all to
+list their commands; a command runs its own stage's code), so an edit to one stage's module
+reruns none of the other stages' jobs, while an edit to ``cli.py`` or to a module they all
+import reruns them all. Nothing is listed by hand, so the hash cannot drift from the imports.
 
 What is hashed is code, not text: each module's syntax tree (:func:`ast.dump`, without line
 numbers) with its docstrings removed. Comments, docstrings, blank lines and formatting change
@@ -36,8 +41,11 @@ from pathlib import Path
 
 PACKAGE = "embryo_bench"
 ROOT = Path(__file__).resolve().parents[1]
-#: The module whose ``cmd_<name>`` functions are the workflow's commands.
+#: The module that parses and dispatches the workflow's commands.
 CLI = f"{PACKAGE}.cli"
+#: The package of the stages' command modules: each of its modules holds ``cmd_<name>``
+#: functions, one a command.
+COMMANDS = f"{PACKAGE}.commands"
 COMMAND_PREFIX = "cmd_"
 #: Hashes computed before, relative to the package folder (:func:`code_hash`).
 CACHE_FILE = "__pycache__/embryo_bench-codehash.json"
@@ -196,48 +204,97 @@ def _is_command(node: ast.stmt) -> bool:
     return isinstance(node, ast.FunctionDef) and node.name.startswith(COMMAND_PREFIX)
 
 
-def _command_function(tree: ast.Module, command: str) -> list[ast.stmt]:
-    """The ``cmd_<name>`` function of ``command`` in cli.py's tree, as a one-item list.
+def _is_stage(module: str) -> bool:
+    """Whether ``module`` is the commands package or one of its modules."""
+    return module == COMMANDS or module.startswith(COMMANDS + ".")
+
+
+def command_modules(root: Path = ROOT) -> list[str]:
+    """The stages' command modules (every module of :data:`COMMANDS` but its ``__init__``),
+    sorted."""
+    folder = Path(root).joinpath(*COMMANDS.split(".")[1:])
+    return sorted(f"{COMMANDS}.{f.stem}" for f in folder.glob("*.py") if f.name != "__init__.py")
+
+
+@cache
+def _defined_commands(text: str, filename: str) -> frozenset[str]:
+    """The ``cmd_<name>`` functions defined at the top of a module, by function name."""
+    return frozenset(n.name for n in _parse(text, filename).body if _is_command(n))
+
+
+def _source(module: str, root: Path) -> tuple[str, str]:
+    path = module_path(module, root)
+    return path.read_text(), str(path)
+
+
+def command_module(command: str, root: Path = ROOT) -> str:
+    """The stage's module that defines ``command`` (``crop`` ->
+    ``embryo_bench.commands.prepare``).
 
     Raises:
-        FileNotFoundError: no such command.
+        FileNotFoundError: no module of :data:`COMMANDS` defines it.
+        ValueError: more than one does (its hash would follow one of them only).
+    """
+    func = COMMAND_PREFIX + command.replace("-", "_")
+    found = [m for m in command_modules(root) if func in _defined_commands(*_source(m, Path(root)))]
+    if not found:
+        raise FileNotFoundError(f"{CLI}: no command {command!r} (function {func} in {COMMANDS})")
+    if len(found) > 1:
+        raise ValueError(f"{CLI}: command {command!r} defined in each of {', '.join(found)}")
+    return found[0]
+
+
+def _command_function(tree: ast.Module, command: str, module: str) -> list[ast.stmt]:
+    """The ``cmd_<name>`` function of ``command`` in its module's tree, as a one-item list.
+
+    Raises:
+        FileNotFoundError: no such command there.
     """
     func = COMMAND_PREFIX + command.replace("-", "_")
     own = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == func]
     if not own:
-        raise FileNotFoundError(f"{CLI}: no command {command!r} (function {func})")
+        raise FileNotFoundError(f"{module}: no command {command!r} (function {func})")
     return own
-
-
-def _cli_parts(command: str, root: Path) -> tuple[list[ast.stmt], list[ast.stmt]]:
-    """(shared statements of cli.py, the command's ``cmd_<name>`` function)."""
-    path = module_path(CLI, root)
-    tree = _parse(path.read_text(), str(path))
-    return [n for n in tree.body if not _is_command(n)], _command_function(tree, command)
 
 
 @cache
 def _cli_shared(text: str, filename: str, root: str) -> tuple[tuple[str, ...], frozenset[str]]:
-    """(normalised shared statements of cli.py, the package modules they import), cached by
-    its content: the same for every command, so dumped and searched once."""
-    shared = [n for n in _parse(text, filename).body if not _is_command(n)]
-    return tuple(normalised(n) for n in shared), frozenset(
-        imported_modules(shared, CLI, Path(root))
-    )
+    """(normalised statements of cli.py, the package modules they import but the stages'
+    command modules), cached by its content: the same for every command, so dumped and
+    searched once. cli.py imports every stage to list its commands; a command runs its own."""
+    body = _parse(text, filename).body
+    imports = imported_modules(body, CLI, Path(root))
+    return tuple(normalised(n) for n in body), frozenset(m for m in imports if not _is_stage(m))
 
 
 @cache
-def _cli_code(
-    text: str, filename: str, command: str, root: str
+def _stage_code(
+    text: str, filename: str, module: str, command: str, root: str
 ) -> tuple[tuple[str, ...], frozenset[str]]:
-    """(normalised shared statements and ``cmd_<name>`` function of cli.py, the package
-    modules they import), cached by cli.py's content."""
-    own = _command_function(_parse(text, filename), command)
-    shared_code, shared_imports = _cli_shared(text, filename, root)
-    return (
-        shared_code + tuple(normalised(n) for n in own),
-        shared_imports | imported_modules(own, CLI, Path(root)),
+    """(the stage module's name, its normalised shared statements and the command's
+    ``cmd_<name>`` function; the package modules they import, with the packages importing the
+    module runs first), cached by the module's content."""
+    tree = _parse(text, filename)
+    shared = [n for n in tree.body if not _is_command(n)]
+    own = _command_function(tree, command, module)
+    code = (module, *(normalised(n) for n in shared + own))
+    return code, frozenset(imported_modules(shared + own, module, Path(root))) | frozenset(
+        _parents(module)
     )
+
+
+def _command_code(command: str, root: Path) -> tuple[tuple[str, ...], frozenset[str]]:
+    """(the code :func:`code_hash` takes of ``cli:<command>`` as parts: cli.py, the command's
+    stage module's shared code and its function; the package modules they import).
+
+    Raises:
+        FileNotFoundError: no such command.
+        ValueError: two stages' modules define it.
+    """
+    module = command_module(command, root)
+    cli_code, cli_imports = _cli_shared(*_source(CLI, root), str(root))
+    stage_code, stage_imports = _stage_code(*_source(module, root), module, command, str(root))
+    return cli_code + stage_code, cli_imports | stage_imports
 
 
 def code_hash(*entries: str, root: Path = ROOT) -> str:
@@ -245,12 +302,13 @@ def code_hash(*entries: str, root: Path = ROOT) -> str:
 
     Args:
         entries: ``cli:<command>`` (an ``embryo-bench`` command as the rules run it: its
-            ``cmd_<name>`` function and cli.py's shared code) or a module name
-            (``embryo_bench.data.stages``); each with its import closure.
+            ``cmd_<name>`` function, its stage module's shared code and cli.py) or a module
+            name (``embryo_bench.data.stages``); each with its import closure.
         root: the package folder (default: this one's).
 
     Raises:
         FileNotFoundError: no such command or module.
+        ValueError: two stages' modules define one command.
     """
     root = Path(root)
     try:
@@ -278,20 +336,16 @@ def _code_hash(entries: tuple[str, ...], root: Path) -> str:
     """:func:`code_hash` computed from the sources (no cache)."""
     parts: list[str] = []
     modules: set[str] = set()
-    commands = [e[4:] for e in entries if e.startswith("cli:")]
-    if commands:
-        cli = module_path(CLI, root)
-        cli_source = (cli.read_text(), str(cli))
-    for command in commands:
-        code, imports = _cli_code(*cli_source, command, str(root))
+    for command in (e[4:] for e in entries if e.startswith("cli:")):
+        code, imports = _command_code(command, root)
         parts += code
         modules |= imports
     modules |= {e for e in entries if not e.startswith("cli:")}
-    # cli.py enters as the commands' parts above, not whole (another command's edit is not
-    # this command's), unless a module imports it.
-    skip = {CLI} if commands and CLI not in modules else set()
+    # cli.py and a command's stage module enter as the command's parts above, not whole
+    # (another stage's or another command's edit is not this command's); whole only where a
+    # module of the closure imports them, as then all of them is code that runs.
     sources = _closure_sources(modules, root)
-    parts += [m + "\0" + _dump(*sources[m]) for m in sorted(sources.keys() - skip)]
+    parts += [m + "\0" + _dump(*sources[m]) for m in sorted(sources)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
@@ -352,15 +406,20 @@ def _store(root: Path, key: str, hashes: dict[str, str]) -> None:
 
 def module_closure(*entries: str, root: Path = ROOT) -> list[str]:
     """The package modules :func:`code_hash` covers for ``entries``, sorted (for logs and
-    tests; ``embryo_bench.cli`` stands for the commands' parts of it)."""
+    tests; ``embryo_bench.cli`` and a command's stage module stand for the parts of them it
+    takes).
+
+    Raises:
+        FileNotFoundError: no such command or module.
+        ValueError: two stages' modules define one command.
+    """
     root = Path(root)
     modules: set[str] = set()
-    commands = False
+    parts: set[str] = set()
     for entry in entries:
         if entry.startswith("cli:"):
-            shared, own = _cli_parts(entry[4:], root)
-            modules |= imported_modules(shared + own, CLI, root)
-            commands = True
+            modules |= _command_code(entry[4:], root)[1]
+            parts |= {CLI, command_module(entry[4:], root)}
         else:
             modules.add(entry)
-    return sorted(closure(modules, root) | ({CLI} if commands else set()))
+    return sorted(closure(modules, root) | parts)

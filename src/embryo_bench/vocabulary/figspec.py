@@ -14,17 +14,18 @@ now it is refused, naming the file (edit the configuration instead).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from ..errors import ConfigError, DataError
-from ..io import check_format, read_json, write_json
+from ..io import check_format, non_finite, read_json, write_json
 from .config import apply_defaults, load_schema
 from .layout import FIGURES_SPEC_FORMAT
+from .records import Record, first_error, key_errors, subschema
 
 #: The first format whose files carry their ``digest`` (older ones are read without one).
 DIGEST_FROM_FORMAT = 2
@@ -38,26 +39,28 @@ def content_digest(d: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-@dataclass(frozen=True)
-class FiguresSpec:
+class FiguresSpec(Record):
     """What the figures job is given.
 
     Attributes:
         runs: this workflow's run folders, in the planned order (:attr:`Plan.runs`).
         merge: other machines' result folders (``merge:``).
         targets: target name -> report fields
-        (:meth:`embryo_bench.planning.plan.Target.report_fields`:
+        (:meth:`embryo_bench.planning.targets.Target.report_fields`:
             hourly_usd in USD/h, price_source, paper_system, description, sweep).
-        cost_base, cost_note: :func:`embryo_bench.planning.plan.cost_base`.
+        cost_base, cost_note: :func:`embryo_bench.planning.bases.cost_base`.
         compare_base: :attr:`embryo_bench.planning.plan.Plan.compare_base`.
         min_difference: ``compare.min_difference`` (a fraction).
         stability: the ``stability`` section with every default (its ``baseline``: a machine
             baseline's path, "" for none).
         config: the effective configuration (every default filled in).
+
+    Raises:
+        pydantic.ValidationError: a value of the wrong type.
     """
 
-    runs: list
-    merge: list
+    runs: list[str]
+    merge: list[str]
     targets: dict
     cost_base: str
     cost_note: str
@@ -70,7 +73,7 @@ class FiguresSpec:
         """Plain, JSON-ready dict with the file's ``format``
         (:data:`embryo_bench.vocabulary.layout.FIGURES_SPEC_FORMAT`) and ``digest``
         (:func:`content_digest`)."""
-        d = {"format": FIGURES_SPEC_FORMAT, **dataclasses.asdict(self)}
+        d = {"format": FIGURES_SPEC_FORMAT, **self.model_dump()}
         return {**d, "digest": content_digest(d)}
 
     @classmethod
@@ -91,19 +94,10 @@ class FiguresSpec:
         version = d.get("format", 0)
         body = check_format(d, FIGURES_SPEC_FORMAT, where)
         digest = body.pop("digest", None)
-        fields = {f.name: f.type for f in dataclasses.fields(cls)}
-        if unknown := sorted(set(body) - set(fields)):
-            raise DataError(f"{where}: unknown keys {unknown}")
-        if missing := sorted(set(fields) - set(body)):
-            raise DataError(f"{where}: missing keys {missing}")
-        kinds = {"list": list, "dict": dict, "str": str, "float": (int, float)}
-        for key, kind in fields.items():
-            value = body[key]
-            if not isinstance(value, kinds[kind]) or isinstance(value, bool):
-                raise DataError(f"{where}: {key} is {value!r}; expected a {kind}")
-        for key in ("runs", "merge"):
-            if not all(isinstance(v, str) for v in body[key]):
-                raise DataError(f"{where}: {key} must list folders (strings), got {body[key]!r}")
+        try:
+            spec = cls.model_validate(body)
+        except ValidationError as exc:
+            raise DataError(f"{where}: {_wrong(exc, body)}") from None
         if not body["runs"]:
             raise DataError(f"{where}: runs is empty; the figures need at least one run")
         _check_runs(body, where)
@@ -114,7 +108,7 @@ class FiguresSpec:
                 f"{where} was edited after the workflow wrote it ({why}); edit the "
                 "configuration instead"
             )
-        return cls(**{**body, "min_difference": float(body["min_difference"])})
+        return spec
 
     @classmethod
     def read(cls, path: str | os.PathLike, current: bool = False) -> FiguresSpec:
@@ -171,6 +165,26 @@ def write_spec(spec: dict, output, log) -> None:
         DataError: as :meth:`FiguresSpec.from_dict`.
     """
     FiguresSpec.from_dict(spec, str(output[0])).write(output[0], log=log[0])
+
+
+#: How a figures spec's messages name a JSON schema's types (as Python's).
+KINDS = {"array": "list", "object": "dict", "string": "str", "number": "float"}
+
+
+def _wrong(exc: ValidationError, body: dict) -> str:
+    """What is wrong with the figures spec ``body`` by ``exc``, in words: its unknown or
+    missing keys first, else its first wrong value and the type expected."""
+    if (keys := key_errors(exc)) is not None:
+        kind, names, _ = keys
+        return f"{kind} keys {names}"
+    path, value = first_error(exc, body)
+    key = path[0]
+    if non_finite(value) is not None:  # as the configuration's reader words it
+        return f"{key}: {value!r}: expected a finite number, not NaN or infinity"
+    if len(path) > 1:  # an item of runs or merge
+        return f"{key} must list folders (strings), got {body[key]!r}"
+    schema = FiguresSpec.model_json_schema()
+    return f"{key} is {value!r}; expected a {KINDS[subschema(schema, path)['type']]}"
 
 
 def _run_target(folder: str) -> str:

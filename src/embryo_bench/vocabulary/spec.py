@@ -13,38 +13,37 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Literal
 
-from jsonschema import Draft202012Validator
+from pydantic import Field, ValidationError, model_validator
+from typing_extensions import NotRequired, TypedDict
 
 from ..errors import ConfigError, DataError
 from ..io import check_format, non_finite, read_json, write_json
 from .layout import PAPER_WORKLOAD, RUN_SPEC_FORMAT
+from .records import Record, allowed, first_error, key_errors, subschema
+
+#: The pattern of a target's, a workload's, a dataset's, an optimizer's and a loss's name
+#: (``targets[].name`` in config/schema.yaml).
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+Name = Annotated[str, Field(pattern=NAME_PATTERN)]
+#: A Docker size, "4g" (``targets[].memory`` and ``shm_size`` in config/schema.yaml).
+Size = Annotated[str, Field(pattern=r"^[0-9]+[kmg]$")]
+#: Integers from 0 and from 1: counts, indices, seeds (each field below says whose range it
+#: repeats).
+Count0 = Annotated[int, Field(ge=0)]
+Count1 = Annotated[int, Field(ge=1)]
+#: A value of a Keras optimizer's or augmentation's option: a number or a switch, kept as
+#: given (an int stays an int, so ``run.json`` is written as the catalog has it).
+Option = int | float | bool
 
 
-def as_floats(obj) -> None:
-    """Make every field of the frozen dataclass ``obj`` that is annotated ``float`` and holds
-    an ``int`` a ``float`` (in place, from ``__post_init__``).
-
-    YAML and JSON read ``1`` as an int, and a JSON schema's ``number`` accepts it; Keras does
-    not (``learning_rate: 1`` passed every check, then every training
-    crashed in ``keras.optimizers.Adam``). Cast here, where a run's settings are made (from a
-    configuration) and read (from ``run.json``), so every consumer gets a float and
-    ``run.json`` records ``1.0``. Booleans and other types are left to the schema.
-    """
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        if f.type == "float" and isinstance(value, int) and not isinstance(value, bool):
-            object.__setattr__(obj, f.name, float(value))
-
-
-@dataclass(frozen=True)
-class Preprocessing:
-    """The paper's preprocessing settings (section 3, figure 1).
+class Preprocessing(Record):
+    """The paper's preprocessing settings (section 3, figure 1); each range is
+    config/schema.yaml's (``dataset.frame_size`` and ``preprocess``).
 
     Attributes:
         frame_size: frame side in px (480 in the database).
@@ -52,16 +51,16 @@ class Preprocessing:
         invert_centre: the grey level shadow inversion maps to 0 (p -> |p - centre|; 128).
         rotation_step: degrees between rotations (paper: 18, i.e. 20 rotations).
         image_size: model input side in px (paper: 64).
+
+    Raises:
+        pydantic.ValidationError: a value of the wrong type or out of range.
     """
 
-    frame_size: int
-    crop_fraction: float
-    invert_centre: int
-    rotation_step: float
-    image_size: int
-
-    def __post_init__(self):
-        as_floats(self)
+    frame_size: Annotated[int, Field(ge=8)]
+    crop_fraction: Annotated[float, Field(gt=0, le=1)]
+    invert_centre: Annotated[int, Field(ge=0, le=255)]
+    rotation_step: Annotated[float, Field(ge=1, le=360)]
+    image_size: Annotated[int, Field(ge=8, le=1024)]
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "preprocessing") -> Preprocessing:
@@ -69,19 +68,29 @@ class Preprocessing:
         ``settings.json``'s); extra keys are ignored.
 
         Raises:
-            DataError: a key is missing (the message names ``where`` and the keys).
+            DataError: a key is missing (the message names ``where`` and the keys), or a
+                value is out of range (naming ``where``, the key and the range).
         """
-        names = [f.name for f in dataclasses.fields(cls)]
+        names = list(cls.model_fields)
         missing = [n for n in names if n not in d]
         if missing:
             raise DataError(f"{where}: preprocessing settings lack {missing}; expected {names}")
-        return cls(
-            frame_size=int(d["frame_size"]),
-            crop_fraction=float(d["crop_fraction"]),
-            invert_centre=int(d["invert_centre"]),
-            rotation_step=float(d["rotation_step"]),
-            image_size=int(d["image_size"]),
-        )
+        values = {
+            "frame_size": int(d["frame_size"]),
+            "crop_fraction": float(d["crop_fraction"]),
+            "invert_centre": int(d["invert_centre"]),
+            "rotation_step": float(d["rotation_step"]),
+            "image_size": int(d["image_size"]),
+        }
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            path, value = first_error(exc, values)
+            schema = cls.model_json_schema()
+            raise DataError(
+                f"{where}: preprocessing.{path[0]} {value!r}: expected "
+                f"{allowed(subschema(schema, path), schema)}"
+            ) from None
 
     @classmethod
     def from_config(cls, config: dict) -> Preprocessing:
@@ -103,7 +112,7 @@ class Preprocessing:
 
     def to_dict(self) -> dict:
         """The five settings as a plain dict."""
-        return dataclasses.asdict(self)
+        return self.model_dump()
 
 
 #: What a workload's runs train on, its input kind (a run's :attr:`RunSpec.input_kind`, a
@@ -130,9 +139,9 @@ BACKENDS = ("tensorflow", "jax", "torch")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
-@dataclass(frozen=True)
-class Container:
-    """A docker target's container: which image, its limits, and which daemon runs it.
+class Container(Record):
+    """A docker target's container: which image, its limits, and which daemon runs it (the
+    ranges are config/schema.yaml's ``targets[]``'s).
 
     Attributes:
         image: the project image, "cpu" or "gpu".
@@ -140,12 +149,15 @@ class Container:
         shm_size: /dev/shm size ("1g").
         docker_host: the daemon's address (``tcp://``, ``ssh://``, ``unix://``), "" for the
             environment's (``DOCKER_HOST`` or the local socket).
+
+    Raises:
+        pydantic.ValidationError: a value of the wrong type or not of its pattern.
     """
 
-    image: str
-    memory: str
-    shm_size: str
-    docker_host: str = ""
+    image: Literal["cpu", "gpu"]
+    memory: Size
+    shm_size: Size
+    docker_host: Annotated[str, Field(pattern=r"^((unix|tcp|ssh)://.*)?$")] = ""
 
 
 #: A model builder's path (a workload's ``model``): dotted module names, a colon, the
@@ -159,8 +171,7 @@ INPUT_MODES = ("memory", "files")
 INPUT_DTYPES = ("uint8", "int32")
 
 
-@dataclass(frozen=True)
-class WorkloadSpec:
+class WorkloadSpec(Record):
     """What a run of a workload other than the paper's trains, and on what. A run
     of the paper's workload has none (``RunSpec.workload`` None): its model, data and recipe
     are the paper's (:mod:`embryo_bench.workloads.paper`, the augmented shards).
@@ -183,34 +194,46 @@ class WorkloadSpec:
             horizontal_flip), as the study's generator.
         vocabulary: token ids are below it (text workloads; 0 for images).
         from_logits: the model outputs logits (its loss is computed from them).
+
+    Raises:
+        pydantic.ValidationError: a value of the wrong type or out of range.
     """
 
-    name: str
-    model: str
-    dataset: str
+    name: Name
+    model: Annotated[str, Field(pattern=BUILDER_PATTERN)]
+    dataset: Name
     synthetic: bool
-    input_shape: tuple
-    input_dtype: str
-    classes: int
-    optimizer: str
-    loss: str
-    input_mode: str = "memory"
-    workers: int = 1
-    optimizer_options: dict = field(default_factory=dict)
-    augmentation: dict = field(default_factory=dict)
-    vocabulary: int = 0
+    # A list in JSON, a tuple here (immutable); up to 4 axes (a sample of images is 3).
+    input_shape: Annotated[tuple[Count1, ...], Field(strict=False, min_length=1, max_length=4)]
+    input_dtype: Literal[INPUT_DTYPES]
+    classes: Annotated[int, Field(ge=2)]  # 2 for a sigmoid output
+    optimizer: Name
+    loss: Name
+    input_mode: Literal[INPUT_MODES] = "memory"
+    workers: Count1 = 1
+    optimizer_options: dict[str, Option] = Field(default_factory=dict)
+    augmentation: dict[str, Option] = Field(default_factory=dict)
+    vocabulary: Count0 = 0
     from_logits: bool = False
-
-    def __post_init__(self):
-        object.__setattr__(self, "input_shape", tuple(int(n) for n in self.input_shape))
 
 
 VARIANTS = ("keras", "original")
 """Training variants: Keras 3 defaults, or the authors' original script's procedure."""
 
 
-@dataclass(frozen=True)
-class RunSpec:
+class Sweep(TypedDict):
+    """A sweep point's run: its base target, batch size and threads, and its precision where
+    the sweep lists precisions (a plain dict in :attr:`RunSpec.sweep`)."""
+
+    __pydantic_config__ = Record.model_config
+
+    base: Name
+    batch_size: Count1
+    threads: Count1
+    precision: NotRequired[Literal[PRECISIONS]]
+
+
+class RunSpec(Record):
     """One training run, with every setting resolved (see :mod:`embryo_bench.planning.plan`).
 
     Attributes:
@@ -242,42 +265,50 @@ class RunSpec:
             workload's run has none).
         steps_per_execution: at most this many training steps per call into the backend
             (``train.steps_per_execution``); 0: the trainer's choice
-            (:func:`embryo_bench.training.train.steps_per_execution_for`). Left out of
+            (:func:`embryo_bench.training.epochs.steps_per_execution_for`). Left out of
             ``run.json`` at 0.
         precision: the Keras dtype policy the model is built under (:data:`PRECISIONS`).
             Left out of ``run.json`` at float32, so runs made before it existed keep their
             cached spec.
+
+    Raises:
+        pydantic.ValidationError: a value of the wrong type or out of range.
+        ConfigError: the settings disagree (preprocessing and workload, the variant, the
+            runner and its container), naming the run's target.
     """
 
-    target: str
-    repeat: int
-    runner: str
-    cpus: int
-    threads: int
-    gpus: int
-    backend: str
-    strategy: str
-    replicas: int
-    epochs: int
-    batch_size: int
-    learning_rate: float
-    dropout: float
-    seed: int
-    accuracy_target: float
-    probe_seconds: float
-    preprocessing: Preprocessing | None
+    # Each range is config/schema.yaml's setting of the same name (targets[] or train;
+    # tests/test_spec.py keeps them equal); repeat and replicas count from 1.
+    target: Name
+    repeat: Count1
+    runner: Literal[RUNNERS]
+    cpus: Count1
+    threads: Count1
+    gpus: Count0
+    backend: Literal[BACKENDS]
+    strategy: Literal["none", "mirrored"]
+    replicas: Count1
+    epochs: Count1
+    batch_size: Count1
+    learning_rate: Annotated[float, Field(gt=0)]
+    dropout: Annotated[float, Field(ge=0, lt=1)]
+    seed: Count0
+    accuracy_target: Annotated[float, Field(gt=0, le=1)]
+    probe_seconds: Annotated[float, Field(ge=0)]
+    preprocessing: Preprocessing | None = None
     container: Container | None = None
-    sweep: dict | None = field(default=None)
-    variant: str = "keras"
-    epoch_steps: int = 0
-    holdout: int = 0
-    test_subset: int = 0
+    sweep: Sweep | None = None
+    variant: Literal[VARIANTS] = "keras"
+    epoch_steps: Count0 = 0
+    holdout: Count0 = 0
+    test_subset: Count0 = 0
     workload: WorkloadSpec | None = None
-    steps_per_execution: int = 0
-    precision: str = "float32"
+    steps_per_execution: Count0 = 0
+    precision: Literal[PRECISIONS] = "float32"
 
-    def __post_init__(self):
-        as_floats(self)  # learning_rate: 1 reaches Keras as 1.0
+    @model_validator(mode="after")
+    def _agree(self) -> RunSpec:
+        """The rules across settings (see the class's Raises)."""
         if (self.workload is None) == (self.preprocessing is None):
             raise ConfigError(
                 f"run {self.target}: a run of the paper's workload has preprocessing settings, "
@@ -288,25 +319,18 @@ class RunSpec:
                 f"run {self.target}: train.variant {self.variant} is the paper's script; "
                 f"workload {self.workload.name} trains with Keras defaults"
             )
-        if self.variant not in VARIANTS:
-            raise ConfigError(f"run {self.target}: variant {self.variant!r}; expected {VARIANTS}")
         if self.variant == "original" and self.backend != "tensorflow":
             raise ConfigError(
                 f"run {self.target}: train.variant original runs on the TensorFlow backend "
                 f"(the authors' script is TensorFlow), not {self.backend}"
             )
-        if self.runner not in RUNNERS:
-            raise ConfigError(f"run {self.target}: runner {self.runner!r}; expected {RUNNERS}")
-        if self.precision not in PRECISIONS:
-            raise ConfigError(
-                f"run {self.target}: precision {self.precision!r}; expected one of {PRECISIONS}"
-            )
         if (self.runner == "docker") != (self.container is not None):
             raise ConfigError(f"run {self.target}: a docker run needs a container, others none")
+        return self
 
     @property
     def name(self) -> str:
-        """The target's name (as :class:`embryo_bench.planning.plan.Target` has it)."""
+        """The target's name (as :class:`embryo_bench.planning.targets.Target` has it)."""
         return self.target
 
     @property
@@ -332,14 +356,14 @@ class RunSpec:
         return INPUT_SHARDS if self.preprocessing is not None else INPUT_ARRAYS
 
     def to_dict(self) -> dict:
-        """Plain, JSON-ready dict (nested dataclasses as dicts), with the file's ``format``
+        """Plain, JSON-ready dict (nested records as dicts), with the file's ``format``
         (:data:`embryo_bench.vocabulary.layout.RUN_SPEC_FORMAT`). A run of the paper's workload
         is written as before workloads existed (format 1, no ``workload`` and its
         ``preprocessing``), so its ``run.json`` and its cached run stay as they were; another
         workload's run is format 2 with its ``workload`` and no ``preprocessing``.
         ``steps_per_execution`` is written only where set (not 0), and ``precision`` only
         where not float32, for the same reason."""
-        d = dataclasses.asdict(self)
+        d = self.model_dump()
         if not self.steps_per_execution:
             del d["steps_per_execution"]
         if self.precision == "float32":
@@ -357,35 +381,43 @@ class RunSpec:
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "run spec") -> RunSpec:
-        """The inverse of :meth:`to_dict`, checked against :data:`RUN_SPEC_SCHEMA` first
-        (a hand-edited ``epochs: "2"`` or ``batch_size: 0`` crashed the
-        trainer, ``epochs: 0`` after writing half its outputs).
+        """The inverse of :meth:`to_dict`, checked (a hand-edited ``epochs: "2"`` or
+        ``batch_size: 0`` crashed the trainer, ``epochs: 0`` after writing half its outputs):
+        the keys and values first (:func:`run_spec_schema`), then threads <= cpus, then one of
+        ``preprocessing`` and ``workload``, then the rules across settings.
 
         Raises:
             ConfigError: a key missing or unknown, or a value of the wrong type or out of
-                range, in one line naming ``where``, the key, the value and what is allowed.
+                range (NaN and infinities anywhere included), in one line naming ``where``,
+                the key (dotted, e.g. ``preprocessing.rotation_step``), the value and what is
+                allowed; threads over cpus; both or neither of ``preprocessing`` and
+                ``workload``; or as the class's rules across settings.
             DataError: a ``format`` newer than
                 :data:`embryo_bench.vocabulary.layout.RUN_SPEC_FORMAT`.
         """
         if not isinstance(d, dict):
             raise ConfigError(f"{where}: a run spec is a JSON object, not {type(d).__name__}")
         d = check_format(d, RUN_SPEC_FORMAT, where)
-        check_run_spec(d, where)
-        values = dict(d)
+        try:
+            spec, disagree = cls.model_validate(d), None
+        except ValidationError as exc:
+            raise ConfigError(f"{where}: {_wrong(exc, d)}") from None
+        except ConfigError as exc:  # the rules across settings: after the two below
+            spec, disagree = None, exc
+        if d["threads"] > d["cpus"]:
+            raise ConfigError(
+                f"{where}: threads {d['threads']} > cpus {d['cpus']}: the run is pinned to "
+                f"{d['cpus']} core(s); expected threads <= cpus"
+            )
         # The paper's runs have preprocessing settings, another workload's runs a workload.
         if ("workload" in d) == ("preprocessing" in d):
             keys = "both" if "workload" in d else "neither"
             raise ConfigError(
                 f"{where}: {keys} of the keys preprocessing and workload; expected one"
             )
-        if "workload" in d:
-            values["workload"] = WorkloadSpec(**d["workload"])
-            values["preprocessing"] = None
-        else:
-            values["preprocessing"] = Preprocessing.from_dict(d["preprocessing"], where)
-        if d.get("container") is not None:
-            values["container"] = Container(**d["container"])
-        return cls(**values)
+        if disagree is not None:
+            raise disagree
+        return spec
 
     @classmethod
     def read(cls, path: str | os.PathLike) -> RunSpec:
@@ -401,306 +433,23 @@ class RunSpec:
         write_json(Path(path), self.to_dict())
 
 
-@dataclass(frozen=True)
-class TrainingInput:
-    """What one run trains on: the one description of its data that the train command makes
-    from its options (:meth:`for_run`) and gives the trainer
-    (:func:`embryo_bench.training.train.run_training`) and the docker runner, which ships it
-    into a container (:meth:`by_name`, :meth:`under`) and names it there again
-    (:meth:`options`).
-
-    Attributes:
-        kind: :data:`INPUT_SHARDS` or :data:`INPUT_ARRAYS` (:attr:`RunSpec.input_kind`).
-        paths: the augmented ``.npz`` shards (kind shards, at least one), or the prepared
-            arrays file (kind arrays, exactly one).
-        files: kind arrays in the ``files`` input mode: the workload's image folder
-            (``embryo-bench workload-files``; its ``train/`` is read); "" otherwise.
-
-    Raises:
-        ConfigError: an unknown kind, no shards, not one arrays file, or files beside
-            shards.
-    """
-
-    kind: str
-    paths: tuple[str, ...]
-    files: str = ""
-
-    def __post_init__(self):
-        object.__setattr__(self, "paths", tuple(str(p) for p in self.paths))
-        object.__setattr__(self, "files", str(self.files or ""))
-        if self.kind not in INPUT_KINDS:
-            raise ConfigError(f"training input kind {self.kind!r}; expected one of {INPUT_KINDS}")
-        if self.kind == INPUT_SHARDS and (not self.paths or self.files):
-            raise ConfigError("a run on shards takes one or more shards and no image folder")
-        if self.kind == INPUT_ARRAYS and len(self.paths) != 1:
-            raise ConfigError(f"a run on arrays takes one arrays file, not {len(self.paths)}")
-
-    @classmethod
-    def for_run(
-        cls,
-        spec: RunSpec,
-        where: str,
-        shards: list[str] | tuple[str, ...] = (),
-        arrays: str | os.PathLike | None = None,
-        files: str | os.PathLike | None = None,
-    ) -> TrainingInput:
-        """The train command's data options (``--shards``, ``--arrays``, ``--files``) as the
-        run's input, checked against what its spec trains on (:attr:`RunSpec.input_kind`,
-        and its workload's input mode).
-
-        Args:
-            spec: the run. where: its ``run.json`` (for messages).
-
-        Raises:
-            ConfigError: one line naming ``where``, the workload and the option it needs or
-                cannot take.
-        """
-        run = f"{where}: a run of workload {spec.workload_name}"
-        if spec.input_kind == INPUT_SHARDS:
-            if not shards:
-                raise ConfigError(f"{run} trains on its augmented shards: it needs --shards")
-            if arrays or files:
-                raise ConfigError(f"{run} trains on its shards, not on --arrays or --files")
-            return cls(INPUT_SHARDS, tuple(shards))
-        if not arrays:
-            raise ConfigError(f"{run} trains on its arrays: it needs --arrays")
-        if shards:
-            raise ConfigError(f"{run} trains on its arrays, not on --shards")
-        reads_files = spec.workload.input_mode == "files"
-        if reads_files and not files:
-            raise ConfigError(f"{run} reads files: it needs --files")
-        return cls(INPUT_ARRAYS, (str(arrays),), str(files) if reads_files else "")
-
-    @property
-    def arrays(self) -> str:
-        """The arrays file (kind arrays).
-
-        Raises:
-            ConfigError: a run on shards."""
-        if self.kind != INPUT_ARRAYS:
-            raise ConfigError(f"a run on {self.kind} has no arrays file")
-        return self.paths[0]
-
-    def options(self) -> list[str]:
-        """The train command's options that give this input: ``--shards`` with every shard,
-        or ``--arrays`` (and ``--files``)."""
-        if self.kind == INPUT_SHARDS:
-            return ["--shards", *self.paths]
-        return ["--arrays", self.paths[0], *(["--files", self.files] if self.files else [])]
-
-    def by_name(self) -> dict[str, Path]:
-        """Each file (or the image folder) by a name of its own, in order: ``shard-<i>.npz``,
-        or ``arrays.npz`` (and ``files``): what a container's copy of it is called."""
-        if self.kind == INPUT_SHARDS:
-            return {f"shard-{i}.npz": Path(p) for i, p in enumerate(self.paths)}
-        return {
-            "arrays.npz": Path(self.paths[0]),
-            **({"files": Path(self.files)} if self.files else {}),
-        }
-
-    def under(self, folder: str) -> TrainingInput:
-        """The same input as copied into ``folder`` under the names of :meth:`by_name`."""
-        names = list(self.by_name())
-        if self.kind == INPUT_SHARDS:
-            return TrainingInput(self.kind, tuple(f"{folder}/{n}" for n in names))
-        return TrainingInput(
-            self.kind, (f"{folder}/{names[0]}",), f"{folder}/files" if self.files else ""
-        )
+def run_spec_schema() -> dict:
+    """The JSON schema of ``run.json`` (without its ``format``), derived from
+    :class:`RunSpec`. It is here, not in ``config/schema.yaml``, because the trainer inside a
+    container reads run.json without the repository."""
+    return RunSpec.model_json_schema()
 
 
-# --- what a run.json may hold ----------------------------------------------------------------
-
-_INT = {"type": "integer"}
-_NAME = {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"}
-_SIZE = {"type": "string", "pattern": "^[0-9]+[kmg]$"}
-_OPTION = {"type": ["number", "boolean"]}
-
-#: The JSON schema of ``run.json``. It lives here, not in
-#: ``config/schema.yaml``, because the trainer inside a container reads run.json without the
-#: repository; the ranges a configuration also sets are the configuration schema's, and
-#: ``tests/test_spec.py`` keeps the two equal.
-RUN_SPEC_SCHEMA: dict = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": [
-        f.name
-        for f in dataclasses.fields(RunSpec)
-        if f.default is dataclasses.MISSING
-        and f.default_factory is dataclasses.MISSING
-        and f.name != "preprocessing"
-    ],
-    "properties": {
-        "target": _NAME,
-        "repeat": {**_INT, "minimum": 1},
-        "runner": {"enum": list(RUNNERS)},
-        "cpus": {**_INT, "minimum": 1},
-        "threads": {**_INT, "minimum": 1},
-        "gpus": {**_INT, "minimum": 0},
-        "backend": {"enum": list(BACKENDS)},
-        "strategy": {"enum": ["none", "mirrored"]},
-        "replicas": {**_INT, "minimum": 1},
-        "epochs": {**_INT, "minimum": 1},
-        "batch_size": {**_INT, "minimum": 1},
-        "learning_rate": {"type": "number", "exclusiveMinimum": 0},
-        "dropout": {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
-        "seed": {**_INT, "minimum": 0},
-        "accuracy_target": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-        "probe_seconds": {"type": "number", "minimum": 0},
-        "preprocessing": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": [f.name for f in dataclasses.fields(Preprocessing)],
-            "properties": {
-                "frame_size": {**_INT, "minimum": 8},
-                "crop_fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-                "invert_centre": {**_INT, "minimum": 0, "maximum": 255},
-                "rotation_step": {"type": "number", "minimum": 1, "maximum": 360},
-                "image_size": {**_INT, "minimum": 8, "maximum": 1024},
-            },
-        },
-        "container": {
-            "oneOf": [
-                {"type": "null"},
-                {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": [f.name for f in dataclasses.fields(Container)],
-                    "properties": {
-                        "image": {"enum": ["cpu", "gpu"]},
-                        "memory": _SIZE,
-                        "shm_size": _SIZE,
-                        "docker_host": {"type": "string", "pattern": "^((unix|tcp|ssh)://.*)?$"},
-                    },
-                },
-            ]
-        },
-        "sweep": {
-            "oneOf": [
-                {"type": "null"},
-                {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["base", "batch_size", "threads"],
-                    "properties": {
-                        "base": _NAME,
-                        "batch_size": {**_INT, "minimum": 1},
-                        "threads": {**_INT, "minimum": 1},
-                        # only where the sweep lists precisions
-                        "precision": {"enum": list(PRECISIONS)},
-                    },
-                },
-            ]
-        },
-        "workload": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": [
-                f.name
-                for f in dataclasses.fields(WorkloadSpec)
-                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-            ],
-            "properties": {
-                "name": _NAME,
-                "model": {"type": "string", "pattern": BUILDER_PATTERN},
-                "dataset": _NAME,
-                "synthetic": {"type": "boolean"},
-                "input_shape": {
-                    "type": "array",
-                    "items": {**_INT, "minimum": 1},
-                    "minItems": 1,
-                    "maxItems": 4,
-                },
-                "input_dtype": {"enum": list(INPUT_DTYPES)},
-                "classes": {**_INT, "minimum": 2},
-                "optimizer": _NAME,
-                "loss": _NAME,
-                "input_mode": {"enum": list(INPUT_MODES)},
-                "workers": {**_INT, "minimum": 1},
-                "optimizer_options": {"type": "object", "additionalProperties": _OPTION},
-                "augmentation": {"type": "object", "additionalProperties": _OPTION},
-                "vocabulary": {**_INT, "minimum": 0},
-                "from_logits": {"type": "boolean"},
-            },
-        },
-        "variant": {"enum": list(VARIANTS)},
-        "epoch_steps": {**_INT, "minimum": 0},
-        "holdout": {**_INT, "minimum": 0},
-        "test_subset": {**_INT, "minimum": 0},
-        "steps_per_execution": {**_INT, "minimum": 0},
-        "precision": {"enum": list(PRECISIONS)},
-    },
-}
-
-
-def allowed(schema: dict) -> str:
-    """What a (sub)schema of :data:`RUN_SPEC_SCHEMA` allows, in words, e.g. "an integer
-    >= 1" or "one of ['host', 'docker']"."""
-    if "enum" in schema:
-        return f"one of {schema['enum']}"
-    if "oneOf" in schema:
-        return " or ".join(allowed(s) for s in schema["oneOf"])
-    kind = {
-        "integer": "an integer",
-        "number": "a number",
-        "string": "a string",
-        "object": "an object",
-        "null": "null",
-    }.get(schema.get("type"), "a value")
-    bounds = [
-        f"{op} {schema[key]}"
-        for key, op in (
-            ("minimum", ">="),
-            ("exclusiveMinimum", ">"),
-            ("maximum", "<="),
-            ("exclusiveMaximum", "<"),
-        )
-        if key in schema
-    ]
-    if "pattern" in schema:
-        bounds.append(f"matching {schema['pattern']}")
-    return " ".join([kind, " and ".join(bounds)]).strip()
-
-
-_RUN_SPEC_VALIDATOR = Draft202012Validator(RUN_SPEC_SCHEMA)
-KEY_ERRORS = ("additionalProperties", "required")
-
-
-def check_run_spec(d: dict, where: str = "run spec") -> None:
-    """Check a run spec dict (without ``format``) against :data:`RUN_SPEC_SCHEMA` and the
-    rules across keys (:meth:`RunSpec.__post_init__`'s, and threads <= cpus).
-
-    Raises:
-        ConfigError: one line naming ``where``, the first offending key (dotted, e.g.
-            ``preprocessing.rotation_step``), its value and what is allowed (a number that
-            is NaN or an infinity, anywhere, included); or the unknown and missing keys.
-    """
-    errors = []
-    for error in _RUN_SPEC_VALIDATOR.iter_errors(d):
-        # A container or sweep that is an object but a bad one: its own keys' errors.
-        while error.validator == "oneOf" and isinstance(error.instance, dict) and error.context:
-            inner = [e for e in error.context if e.relative_schema_path[0] == 1]
-            error = min(inner or error.context, key=lambda e: list(e.absolute_path))
-        errors.append(error)
-    # Unknown and missing keys first (a renamed key is reported as such, not as its value).
-    errors.sort(key=lambda e: (e.validator not in KEY_ERRORS, list(map(str, e.absolute_path))))
-    if errors:
-        error = errors[0]
-        at = ".".join(map(str, error.absolute_path))
-        if error.validator == "additionalProperties":
-            unknown = sorted(set(error.instance) - set(error.schema["properties"]))
-            raise ConfigError(f"{where}: unknown keys {unknown}" + (f" in {at}" if at else ""))
-        if error.validator == "required":
-            missing = sorted(set(error.validator_value) - set(error.instance))
-            raise ConfigError(f"{where}: missing keys {missing}" + (f" in {at}" if at else ""))
-        raise ConfigError(f"{where}: {at} {error.instance!r}: expected {allowed(error.schema)}")
-    # Python's JSON reads NaN and Infinity, and every bound above lets NaN through.
-    if (found := non_finite(d)) is not None:
-        at = ".".join(map(str, found[0]))
-        raise ConfigError(
-            f"{where}: {at} {found[1]!r}: expected a finite number, not NaN or infinity"
-        )
-    if d["threads"] > d["cpus"]:
-        raise ConfigError(
-            f"{where}: threads {d['threads']} > cpus {d['cpus']}: the run is pinned to "
-            f"{d['cpus']} core(s); expected threads <= cpus"
-        )
+def _wrong(exc: ValidationError, d: dict) -> str:
+    """What is wrong with the run spec ``d`` by ``exc``, in words: its unknown or missing
+    keys (first: a renamed key is reported as such, not as its value), else its first wrong
+    value with what is allowed."""
+    if (keys := key_errors(exc)) is not None:
+        kind, names, parent = keys
+        return f"{kind} keys {names}" + (f" in {parent}" if parent else "")
+    path, value = first_error(exc, d)
+    at = ".".join(map(str, path))
+    if non_finite(value) is not None:  # Python's JSON reads NaN and Infinity
+        return f"{at} {value!r}: expected a finite number, not NaN or infinity"
+    schema = run_spec_schema()
+    return f"{at} {value!r}: expected {allowed(subschema(schema, path), schema)}"

@@ -102,7 +102,7 @@ def paired_workload_ratio(
     """``workload``'s ``value`` over ``base_workload``'s on ``target``, round by round.
 
     Round k of a configuration runs repeat k of every workload and target close together
-    (:func:`embryo_bench.planning.plan.round_order`), so the ratio of two workloads' runs on
+    (:func:`embryo_bench.planning.schedule.round_order`), so the ratio of two workloads' runs on
     one target in the same round cancels the machine's speed at that time, as a ratio of two
     targets does (:mod:`embryo_bench.reporting.compare`): Wu et al.'s batch 500 over batch 50
     (Wu et al. 2018, Table XV), files over memory input (DATAmadness 2019, the V100 blog).

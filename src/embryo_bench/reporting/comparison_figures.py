@@ -1,0 +1,147 @@
+"""The comparison figures: each target's throughput and time-to-accuracy speed relative to
+the base target, with the paired rounds' intervals (:func:`fig_comparison`, the headline), and
+our values over the paper's for every comparable quantity (:func:`fig_paper_vs_ours`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from . import readable_tables
+from .plotting import empty_panel, save_named_figure
+
+VERDICT_COLORS = {"faster": "tab:green", "slower": "tab:red"}
+
+
+def _comparison_label(row, measure: str, paired: pd.DataFrame) -> str:
+    """The text beside one row of the comparison figure: "base: N run(s) measured", the
+    ratio (geometric mean) with its interval and verdict and how many pairs, the ratio alone below
+    :data:`embryo_bench.reporting.readable_tables.INTERVAL_MIN_PAIRS` pairs, or the verdict where
+    there is no ratio; "unpaired" on a row compared without pairs."""
+    verdict = row[f"{measure}_verdict"]
+    if verdict == "base":
+        return f"base: {readable_tables.pair_count(row, measure)} run(s) measured"
+    words = [
+        readable_tables.ratio_text(row, measure),
+        readable_tables.verdict_text(row, measure, paired),
+    ]
+    if readable_tables.shows_interval(row, measure) and not readable_tables.is_unpaired(row):
+        words.append(f"{readable_tables.pair_count(row, measure)} pairs")
+    if readable_tables.is_unpaired(row):
+        words.append("unpaired")
+    return ", ".join(w for w in words if w)
+
+
+def _comparison_row(ax, row, measure: str, med: float, yi: float, paired: pd.DataFrame) -> None:
+    """One row of a comparison panel at height ``yi``: its point (with the interval where
+    :func:`embryo_bench.reporting.readable_tables.shows_interval`; hollow when unpaired) and its
+    text in a column right of the panel (:func:`_comparison_label`)."""
+    if np.isfinite(med):
+        interval = readable_tables.shows_interval(row, measure)
+        color = VERDICT_COLORS.get(row[f"{measure}_verdict"], "dimgray") if interval else "dimgray"
+        style = {
+            "color": color,
+            **({"mfc": "white", "mew": 1.5} if readable_tables.is_unpaired(row) else {}),
+        }
+        if interval:
+            lo, hi = float(row[f"{measure}_low"]), float(row[f"{measure}_high"])
+            xerr = [[med - lo], [hi - med]]
+            ax.errorbar(med, yi, xerr=xerr, fmt="o", capsize=3, lw=1.5, **style)
+        else:
+            ax.plot([med], [yi], "o", **style)
+    ax.annotate(
+        _comparison_label(row, measure, paired),
+        (1.0, yi),
+        xycoords=("axes fraction", "data"),
+        xytext=(6, 0),
+        textcoords="offset points",
+        ha="left",
+        va="center",
+        fontsize=7,
+        annotation_clip=False,
+    )
+
+
+def fig_comparison(comparison: pd.DataFrame, order_note: str, out_dir: Path, footer: str) -> None:
+    """The headline: each target's throughput and time-to-accuracy speed relative
+    to the base target, one row per target, a line at 1.0: the ratio (geometric mean) with its 95 %
+    interval, green / red where the difference is measured
+    (:func:`embryo_bench.reporting.compare.comparison_table`), grey where it is not. A ratio
+    from fewer than :data:`embryo_bench.reporting.readable_tables.INTERVAL_MIN_PAIRS` rounds is
+    a plain point, and the title says once why
+    (:func:`embryo_bench.reporting.readable_tables.interval_note`); a row compared without pairs
+    (``pairing`` "unpaired") is a hollow point. Each row's numbers are written in a column right
+    of its panel, so no text lies over a point, a bar or the line at 1; a panel with no ratio at
+    all says why in one line."""
+    fig, axes = plt.subplots(
+        1,
+        2,
+        figsize=(12, 2.4 + 0.5 * len(comparison)),
+        sharey=True,
+        squeeze=False,
+        layout="constrained",
+    )
+    y = np.arange(len(comparison))[::-1]
+    base = comparison["target"].iloc[0]
+    for ax, (measure, title) in zip(
+        axes[0],
+        (("throughput", "throughput (images/s)"), ("time_to_accuracy", "time to accuracy")),
+        strict=True,
+    ):
+        ratios = pd.to_numeric(comparison[f"{measure}_ratio"], errors="coerce")
+        if not np.isfinite(ratios).any():  # one line for the panel, not one per row
+            why = "no ratio to draw"
+            if readable_tables.base_unreached(comparison, measure):
+                why = f"{base} never reached the accuracy target: {why}"
+            ax.text(0.5, 0.5, why, transform=ax.transAxes, ha="center", va="center", fontsize=8,
+                    color="dimgray")  # fmt: skip
+            ax.set_xticks([])
+        else:
+            ax.set_xlabel("speed ratio to the base (above 1: faster)")
+            ax.axvline(1.0, color="black", lw=1)
+            for yi, med, (_, row) in zip(y, ratios, comparison.iterrows(), strict=True):
+                _comparison_row(ax, row, measure, med, yi, comparison)
+        ax.set_title(f"{title}, relative to {base}", fontsize=9)
+        ax.margins(x=0.15, y=0.3)
+    axes[0][0].set_yticks(y, comparison["target"], fontsize=8)
+    note = readable_tables.interval_note(comparison)
+    fig.suptitle(
+        f"Comparison with {base}: ratio (geometric mean) with its 95 % interval; "
+        f"{int(comparison['flagged_runs'].sum())} run(s) flagged, all counted\n{order_note}"
+        + (f"\n{note}" if note else ""),
+        fontsize=9,
+    )
+    save_named_figure(fig, out_dir, "comparison", footer)
+
+
+def fig_paper_vs_ours(comparison: pd.DataFrame, out_dir: Path, footer: str) -> None:
+    """Our value / the paper's for every comparable quantity (1 = as in the paper)."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    rows = comparison[comparison["ratio"].notna()]
+    if rows.empty:
+        empty_panel(ax, "nothing comparable measured")
+    else:
+        y = np.arange(len(rows))
+        ax.barh(y, rows["ratio"].astype(float), color="tab:purple")
+        ax.axvline(1.0, color="gray", ls="--", lw=0.8)
+        ax.set_yticks(y, list(rows["quantity"]), fontsize=7)
+        for yi, (r, ours) in enumerate(zip(rows["ratio"], rows["ours"], strict=True)):
+            ax.annotate(f" {float(r):.3g}  ({ours})", (float(r), yi), va="center", fontsize=6)
+        ax.set_xscale("log")
+        ax.set_xlabel("ours / paper (log scale; times per image-epoch)")
+        ax.margins(x=0.6)
+    missing = comparison[comparison["ratio"].isna()]
+    if len(missing):
+        ax.set_title(
+            "Paper vs reproduction; not compared: " + "; ".join(missing["quantity"]), fontsize=7
+        )
+    else:
+        ax.set_title("Paper vs reproduction", fontsize=9)
+    save_named_figure(fig, out_dir, "paper_vs_ours", footer)
