@@ -136,6 +136,9 @@ KEPT_FOLDERS = (
     "batch-limit",
     "peers",
 )
+#: Files of those folders left out all the same: the frame index (a line per frame of the
+#: dataset, megabytes: data, not a record; manifest/source.json names the data instead).
+LEFT_OUT = ("manifest.csv",)
 #: The most a file may weigh to come back from the machine (the device tool's limit).
 MOST_BYTES = 16 * 2**20
 #: Seconds each batch-size sweep may take on the GPU (its search stops there and says so).
@@ -404,7 +407,7 @@ def pack(results: Path, dest: Path) -> list[str]:
             # the figures job's copy of the figures before it (hard links to the same files)
             if any(part.endswith(".previous") for part in rel.parts):
                 continue
-            if not path.is_file() or path.suffix not in KEPT_SUFFIXES:
+            if not path.is_file() or path.suffix not in KEPT_SUFFIXES or path.name in LEFT_OUT:
                 continue
             if not any(part in KEPT_FOLDERS for part in rel.parts[:-1]) and rel.parts[0] not in (
                 "figures-spec.json",
