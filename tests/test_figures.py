@@ -710,3 +710,26 @@ def test_the_input_workers_of_a_files_run_are_in_its_rows():
     assert table["workers"].iloc[0] == 4
     assert table["workers"].iloc[1:].isna().all()
     assert summary.target_summary(table).set_index("target").loc["tuned", "workers"] == 4
+
+
+def test_the_footer_sits_under_slanted_machine_labels():
+    """Targets split by machine (``<target>@<machine>``, as merged GPU runs are) get two-line
+    tick labels, and the data's footer is placed under them, not across them (it overprinted
+    the labels of the H100 runs of 2026-11-27)."""
+    from embryo_bench.reporting import plotting
+
+    names = [f"gpu-{k}@xeon-avx512-amx-16c-126g-h100-80gb-3f53" for k in range(5)]
+    fig, ax = figures.plt.subplots(figsize=(8, 4))
+    ax.bar(range(len(names)), [1.0] * len(names))
+    plotting.target_ticks(ax, names)
+    assert [t.get_text() for t in ax.get_xticklabels()][0] == (
+        "gpu-0\n@xeon-avx512-amx-16c-126g-h100-80gb-3f53"
+    )
+    footer = plotting.place_footer(fig, "SYNTHETIC DATA - data: made up")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    box = footer.get_window_extent(renderer)
+    for label in ax.get_xticklabels():
+        other = label.get_window_extent(renderer)
+        assert not box.overlaps(other), label.get_text()
+    figures.plt.close(fig)
