@@ -170,9 +170,25 @@ def test_every_figure_and_table_has_a_report_entry():
     assert set(layout.FIGURE_NAMES) == figures_ and set(layout.TABLE_NAMES) == tables
     assert set(layout.REPORT_ENTRIES) == figures_ | tables
     categories = [c for c, _ in layout.REPORT_ENTRIES.values()]
-    # the paired comparison leads, then the paper's figures
+    # the paired comparison leads, then the paper's figures; cost is part of the answer
     assert categories[:3] == [layout.COMPARISON, layout.COMPARISON, layout.PAPER_FIGURES]
-    assert all(c[0].isdigit() for c in categories)  # numbered, in reading order
+    assert layout.REPORT_ENTRIES["cost"][0] == layout.REPORT_ENTRIES["cost_table"][0]
+    assert layout.REPORT_ENTRIES["cost"][0] == layout.COMPARISON
+    assert set(categories) <= set(layout.REPORT_CATEGORIES)
+
+
+def test_report_categories_are_numbered_over_those_a_report_has():
+    """Snakemake sorts categories by name: numbered in reading order over those present, so
+    a report of one workload (no workload view, no study) starts at 1 with the answer."""
+    one = {layout.COMPARISON, layout.TABLES}
+    assert layout.numbered_category(layout.COMPARISON, one).startswith("1. The answer")
+    assert layout.numbered_category(layout.TABLES, one) == "2. Tables"
+    every = set(layout.REPORT_CATEGORIES)
+    numbered = [layout.numbered_category(c, every) for c in layout.REPORT_CATEGORIES]
+    assert numbered == sorted(numbered) and numbered[0].startswith("1. Every workload")
+    assert numbered[-1] == f"{len(numbered)}. Configuration"
+    with pytest.raises(ValueError, match="not in REPORT_CATEGORIES"):
+        layout.numbered_category("Extras", every)
 
 
 # What the other figures show, on hand-made runs and frames.

@@ -5,9 +5,11 @@ listed first, the workflow's steps after them, every option with help, ``--versi
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -188,3 +190,16 @@ def test_run_trains_the_targets_in_rounds_and_prints_the_answer(tmp_path):
     again = subprocess.run([*cmd, "--dry-run"], cwd=tmp_path, capture_output=True, text=True,
                            timeout=600)  # fmt: skip
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+    # The report opens on the answer for this workload (not the paper's): its comparison and
+    # cost, numbered from 1.
+    report = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--configfile",
+              "out/run-config.yaml", "--report", "report.zip"]  # fmt: skip
+    made = subprocess.run(report, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert made.returncode == 0, made.stderr[-3000:]
+    with zipfile.ZipFile(tmp_path / "report.zip") as z:
+        html = z.read("report/report.html").decode()
+    categories = json.loads(html.split("var categories = ", 1)[1].split(";\n", 1)[0])
+    first = sorted(categories)[0]
+    assert first == "1. The answer: each target's speed and cost relative to the base"
+    shown = {Path(p).name for ps in categories[first].values() for p in ps}
+    assert shown == {"comparison.png", "comparison_table.csv", "cost.png", "cost_table.csv"}
