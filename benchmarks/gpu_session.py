@@ -50,7 +50,6 @@ framework see.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
 import json
 import os
@@ -360,7 +359,7 @@ def batch_limit_cmds(args, work: Path) -> list[tuple[str, list[str]]]:
     target = next(iter(plan.targets))
     out = []
     for precision in ("float32", "mixed_bfloat16"):
-        spec = dataclasses.replace(plan.spec(target, 1), precision=precision)
+        spec = plan.spec(target, 1).replace(precision=precision)
         path = work / f"batch-limit-{precision}.json"
         spec.write(path)
         dest = Path(args.results) / "batch-limit" / f"{target}-{precision}"
