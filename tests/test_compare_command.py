@@ -382,3 +382,60 @@ def test_a_reference_file_that_matches_no_run_is_refused(tmp_path, capsys):
     ref.write_text("targets:\n  host-1cpu: {images_per_s: 90}\n  host-9cpu: {images_per_s: 9}\n")
     status, out, err = run(capsys, a, "--reference", ref)
     assert status == 0 and re.search(r"\| host-9cpu +\| +0 \|.*\| no run +\|", out), out
+
+
+def _priced(root: Path, prices: dict[str, float]) -> None:
+    """The figures spec of ``root``'s paper runs, pricing its targets (USD an hour)."""
+    from embryo_bench.vocabulary.figspec import FiguresSpec
+
+    runs = sorted(str(p.parent) for p in root.glob("train/*/repeat-*/metrics.json"))
+    targets = {t: {"hourly_usd": usd, "price_source": "made up", "paper_system": "",
+                   "description": "", "sweep": None} for t, usd in prices.items()}  # fmt: skip
+    FiguresSpec(
+        runs=runs, merge=[], targets=targets, cost_base="host-1cpu", cost_note="",
+        compare_base="host-1cpu", min_difference=0.05, stability={}, config={},
+    ).write(root / "figures-spec.json")  # fmt: skip
+
+
+def test_each_row_shows_its_cost_and_both_sides_flagged_runs(tmp_path, capsys):
+    """Cost a run at each folder's own price (training time x USD an hour), and the flagged
+    runs counted on rows one folder alone has too (they printed 0 / 0)."""
+    a = result_folder(tmp_path / "monday", 100.0)
+    b = result_folder(tmp_path / "tuesday", 100.0, OTHER_NOISE, workload=False)
+    _priced(a, {"host-1cpu": 0.36, "host-2cpu": 0.72})
+    _priced(b, {"host-1cpu": 0.72, "host-2cpu": 0.72})
+    metrics = a / "workloads" / WORKLOAD / "train/host-1cpu/repeat-1/metrics.json"
+    m = json.loads(metrics.read_text())  # a run a stall flags interfered
+    metrics.write_text(json.dumps(m | {"telemetry": {"interference": {"longest_stall_s": 600}}}))
+    csv = tmp_path / "out.csv"
+    status, out, err = run(capsys, a, b, "--csv", csv)
+    assert status == 0, err
+    table = pd.read_csv(csv).set_index(["section", "workload", "target"])
+    row = table.loc[("across", "paper", "host-1cpu")]
+    # 2,000 images at 100 images/s x its noise: ~20 s at 0.36 and 0.72 USD an hour.
+    seconds = 2000 / 100.0 / pd.Series(NOISE)
+    assert row["reference_cost_usd"] == pytest.approx((seconds * 0.36 / 3600).median())
+    assert row["cost_usd"] == pytest.approx(
+        (2000 / 100.0 / pd.Series(OTHER_NOISE) * 0.72 / 3600).median()
+    )
+    assert "cost a run, USD (this / first)" in out and "| 0.004 / 0.002 " in out
+    alone = table[table.index.get_level_values("workload") == WORKLOAD]
+    (only_first,) = alone[alone["verdict"] == "not in this folder"].to_dict("records")
+    assert (only_first["flagged_runs"], only_first["reference_flagged_runs"]) == (0, 1)
+    assert "| 0 / 1 " in out
+
+
+def test_folders_that_share_no_target_are_refused_in_one_line(tmp_path, capsys):
+    """Nothing to compare: exit status 2 and one line, not a table of "not in this folder"
+    rows and an exit status 0 that reads as "no regression"."""
+    a = result_folder(tmp_path / "monday", 100.0, workload=False)
+    b = tmp_path / "other"
+    for k, factor in enumerate(NOISE, start=1):
+        write_run(b, "docker-2cpu", k, 100.0 * factor, MONDAY, 1.8e9 + 10 * k)
+    status, out, err = run(capsys, a, b)
+    assert status == 2 and out == ""
+    assert err == (
+        f"embryo-bench: error: compare: {b} and {a} share no workload and target (their runs: "
+        "paper/docker-2cpu, paper/host-1cpu, paper/host-2cpu); expected folders of the same "
+        "workloads' runs\n"
+    )

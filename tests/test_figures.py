@@ -170,9 +170,25 @@ def test_every_figure_and_table_has_a_report_entry():
     assert set(layout.FIGURE_NAMES) == figures_ and set(layout.TABLE_NAMES) == tables
     assert set(layout.REPORT_ENTRIES) == figures_ | tables
     categories = [c for c, _ in layout.REPORT_ENTRIES.values()]
-    # the paired comparison leads, then the paper's figures
+    # the paired comparison leads, then the paper's figures; cost is part of the answer
     assert categories[:3] == [layout.COMPARISON, layout.COMPARISON, layout.PAPER_FIGURES]
-    assert all(c[0].isdigit() for c in categories)  # numbered, in reading order
+    assert layout.REPORT_ENTRIES["cost"][0] == layout.REPORT_ENTRIES["cost_table"][0]
+    assert layout.REPORT_ENTRIES["cost"][0] == layout.COMPARISON
+    assert set(categories) <= set(layout.REPORT_CATEGORIES)
+
+
+def test_report_categories_are_numbered_over_those_a_report_has():
+    """Snakemake sorts categories by name: numbered in reading order over those present, so
+    a report of one workload (no workload view, no study) starts at 1 with the answer."""
+    one = {layout.COMPARISON, layout.TABLES}
+    assert layout.numbered_category(layout.COMPARISON, one).startswith("1. The answer")
+    assert layout.numbered_category(layout.TABLES, one) == "2. Tables"
+    every = set(layout.REPORT_CATEGORIES)
+    numbered = [layout.numbered_category(c, every) for c in layout.REPORT_CATEGORIES]
+    assert numbered == sorted(numbered) and numbered[0].startswith("1. Every workload")
+    assert numbered[-1] == f"{len(numbered)}. Configuration"
+    with pytest.raises(ValueError, match="not in REPORT_CATEGORIES"):
+        layout.numbered_category("Extras", every)
 
 
 # What the other figures show, on hand-made runs and frames.
@@ -710,3 +726,26 @@ def test_the_input_workers_of_a_files_run_are_in_its_rows():
     assert table["workers"].iloc[0] == 4
     assert table["workers"].iloc[1:].isna().all()
     assert summary.target_summary(table).set_index("target").loc["tuned", "workers"] == 4
+
+
+def test_the_footer_sits_under_slanted_machine_labels():
+    """Targets split by machine (``<target>@<machine>``, as merged GPU runs are) get two-line
+    tick labels, and the data's footer is placed under them, not across them (it overprinted
+    the labels of the H100 runs of 2026-11-27)."""
+    from embryo_bench.reporting import plotting
+
+    names = [f"gpu-{k}@xeon-avx512-amx-16c-126g-h100-80gb-3f53" for k in range(5)]
+    fig, ax = figures.plt.subplots(figsize=(8, 4))
+    ax.bar(range(len(names)), [1.0] * len(names))
+    plotting.target_ticks(ax, names)
+    assert [t.get_text() for t in ax.get_xticklabels()][0] == (
+        "gpu-0\n@xeon-avx512-amx-16c-126g-h100-80gb-3f53"
+    )
+    footer = plotting.place_footer(fig, "SYNTHETIC DATA - data: made up")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    box = footer.get_window_extent(renderer)
+    for label in ax.get_xticklabels():
+        other = label.get_window_extent(renderer)
+        assert not box.overlaps(other), label.get_text()
+    figures.plt.close(fig)

@@ -190,9 +190,12 @@ def _train_host(config, out, run_dir, spec_file):
 def test_a_cpu_hog_on_the_runs_core_flags_it_interfered_and_it_still_counts(tiny_run, tmp_path):
     """The interference flag end to end: the same 1-cpu run, without and then with a busy
     process pinned to its core; the second is flagged interfered, naming the other
-    processes' share of its core, the first is not (its probes may still drift: this
-    machine's speed moves by more than 10 % in seconds on its own); both count in the
-    target's statistics. Both carry the probes, efficiency and three timings."""
+    processes' share of its core, and that share is well above the first run's. The first
+    need not be quiet: whatever else the machine runs beside the test (CI's other jobs, a
+    build, a browser) is measured too, and its flag follows its own measurement (its probes
+    may drift as well: this machine's speed moves by more than 10 % in seconds on its own);
+    both count in the target's statistics. Both carry the probes, efficiency and three
+    timings."""
 
     from embryo_bench.recording.hardware import run_cores
     from embryo_bench.reporting.runs import load_runs
@@ -214,17 +217,22 @@ def test_a_cpu_hog_on_the_runs_core_flags_it_interfered_and_it_still_counts(tiny
         hog.wait()
     limits = thresholds()
     calm, busy = assess(quiet, limits), assess(noisy, limits)
-    assert "interfered" not in calm["flags"], calm
     assert "interfered" in busy["flags"]
     assert any(r.startswith("other processes used") for r in busy["reasons"]), busy
     share = noisy["telemetry"]["interference"]["other_cpu_share_mean"]
+    calm_share = quiet["telemetry"]["interference"]["other_cpu_share_mean"]
     assert 0.2 < share <= 1.0  # the hog got a large part of the one core
+    # The hog, not the machine's other work, made the difference (a busy machine raises both).
+    assert share > calm_share + 0.15, (calm_share, share)
+    calm_by_share = calm_share > limits["other_cpu_share"]
+    assert any(r.startswith("other processes used") for r in calm["reasons"]) == calm_by_share
+    calm_interfered = "interfered" in calm["flags"]
     for run in ("quiet", "noisy"):  # a run folder holds its run.json, as in the workflow
         shutil.copy(tmp_path / "run.json", tmp_path / run / "run.json")
     table = run_table(load_runs([tmp_path / "quiet", tmp_path / "noisy"]), {}, "tiny", limits)
-    assert ["interfered" in f for f in table["flags"]] == [False, True]
+    assert ["interfered" in f for f in table["flags"]] == [calm_interfered, True]
     (summ,) = target_summary(table).to_dict("records")
-    assert (summ["repeats"], summ["interfered_runs"]) == (2, 1)
+    assert (summ["repeats"], summ["interfered_runs"]) == (2, 1 + calm_interfered)
     rates = [m["mean_images_per_s"] for m in (quiet, noisy)]
     assert summ["images_per_s_median"] == pytest.approx(np.median(rates))  # both counted
     for m in (quiet, noisy):

@@ -323,6 +323,19 @@ def test_report_holds_every_figure_and_table(report_run):
         assert caption in html
     for caption in ("round by round", "95 % t interval"):  # the headline
         assert caption in html
+    # The answer leads, numbered from 1 over the categories this report has (one workload:
+    # no workload view, no study), with the cost beside the speed.
+    categories = json.loads(html.split("var categories = ", 1)[1].split(";\n", 1)[0])
+    assert sorted(categories) == [
+        "1. The answer: each target's speed and cost relative to the base",
+        "2. The paper's figures, reproduced",
+        "3. Throughput, efficiency and epoch times (beyond the paper)",
+        "4. Tables",
+        "5. Utilisation of each run",
+        "6. Configuration",
+    ]
+    answer = [Path(p).name for ps in categories[sorted(categories)[0]].values() for p in ps]
+    assert {"comparison.png", "comparison_table.csv", "cost.png", "cost_table.csv"} == set(answer)
 
 
 @pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")

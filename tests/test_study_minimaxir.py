@@ -289,3 +289,23 @@ def test_the_studys_side_is_read_from_the_numbers_not_typed(numbers):
     )
     edited.loc[pick, "value"] = 0.5
     assert verdicts(edited, frame)[claims_mod.MLP_FEWER_CPUS].theirs != before
+
+
+def test_his_july_machines_are_priced_as_his_july_post_and_notebook_price_them(numbers):
+    """The 8 and 64 vCPU targets are his July machines: their prices are that post's ($0.509
+    for 64 vCPUs) and his notebook's (0.060 x 1.0607 for 8), as numbers.csv gives them, not
+    November's $0.0075 a vCPU pro rata (0.06 and 0.48)."""
+    import yaml
+
+    from embryo_bench.studies.registry import CONFIG, studies
+
+    config = yaml.safe_load(studies()["minimaxir"].file(CONFIG).read_text())
+    prices = {t["name"]: t for t in config["targets"]}
+    rows = numbers[numbers["metric"] == "hourly_usd"].set_index("system")["value"]
+    for target, system in (("gce-8vcpu", "GCE 8 vCPU pip (2017-07)"),
+                           ("gce-64vcpu", "GCE 64 vCPU pip (2017-07)")):  # fmt: skip
+        assert prices[target]["hourly_usd"] == pytest.approx(float(rows[system]))
+        assert (
+            "2017-07" in prices[target]["price_source"]
+            or "notebook" in (prices[target]["price_source"])
+        )

@@ -218,3 +218,18 @@ def test_only_the_feeding_cores_differ_between_the_pair(numbers):
     assert claim.ours.startswith(
         "paper: gpu-jax (8 cpus) 101,117 images/s vs gpu-jax-1cpu (1 cpu) 100,841 images/s"
     )
+
+
+def test_the_paper_configs_cloud_targets_have_the_papers_memory(numbers):
+    """The paper's 8 vCPU cloud VMs had '16 Gb of RAM' (II.H): each target of
+    config/config.yaml standing for one of its systems with a memory in numbers.csv is given
+    that much (they had 30g, an n1-standard-8's)."""
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    memory = numbers[numbers["metric"] == "memory_gb"].set_index("system")["value"]
+    checked = 0
+    for target in config["targets"]:
+        system = target.get("paper_system", "")
+        if system in memory.index:
+            assert target["memory"] == f"{float(memory[system]):g}g", target["name"]
+            checked += 1
+    assert checked == 2  # the cloud K80 with 8 vCPUs and the 2x K80

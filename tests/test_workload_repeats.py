@@ -53,7 +53,8 @@ def test_the_papers_workload_may_set_its_own_accuracy_target_and_repeats():
     assert _targets(p, "mnist-mlp") == {"a": 0.85, "b": 0.85, "c": 0.85}  # the paper's 0.85
     assert [k for _, k in p.workload_runs("paper")] == [1, 1, 1, 2, 2, 2]
     assert [k for _, k in p.workload_runs("mnist-mlp")] == [1, 1, 1]
-    with pytest.raises(ConfigError, match=r"workloads\[0\] \(paper\): epochs set for the paper"):
+    pipeline = r"workloads\[0\] \(paper\): epochs set for a workload of the frames pipeline"
+    with pytest.raises(ConfigError, match=pipeline):
         _plan([{"name": "paper", "epochs": 3}])
 
 

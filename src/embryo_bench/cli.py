@@ -1,4 +1,8 @@
-"""``embryo-bench``: the command the Snakemake rules call, and users' entry point.
+"""embryo-bench: which machine should I train my model on, and what does it cost?
+
+The user's commands (:data:`USER_COMMANDS`) come first in ``embryo-bench --help``; the workflow's
+own steps, which the Snakemake rules call, are listed after them in one line and are as
+callable as before (``embryo-bench <step> --help``).
 
 Each sub-command runs one pipeline step and is one ``cmd_<name>`` function of a stage's module
 in :mod:`embryo_bench.commands` (:data:`STAGES`): it declares the command's arguments and
@@ -16,15 +20,28 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import textwrap
 
-from .commands import containers, measure, plan, prepare, report, train
+from .commands import containers, measure, plan, prepare, report, run, train
 from .errors import EmbryoBenchError, Interrupted
 from .runners import lifeline
 
 #: The stages' command modules, in the order ``embryo-bench --help`` lists their commands. A
 #: new stage's module is imported above and named here.
-STAGES = (prepare, plan, train, report, measure, containers)
+STAGES = (run, prepare, plan, train, report, measure, containers)
 COMMAND_PREFIX = "cmd_"
+#: The commands a user types, in the order ``embryo-bench --help`` lists them; every other
+#: command is a step of the workflow (its rules call it), listed after them in one line.
+USER_COMMANDS = (
+    "run",
+    "check-config",
+    "workloads",
+    "studies",
+    "compare",
+    "calibrate",
+    "batch-limit",
+    "evaluate",
+)
 
 
 def commands() -> dict:
@@ -50,13 +67,55 @@ def commands() -> dict:
     return found
 
 
+def version() -> str:
+    """This installation's version: the package's, from its metadata."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("embryo-bench")
+    except PackageNotFoundError:  # run from a checkout without installing it
+        return "unknown (not installed)"
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's help with its default, where it has one and its help does not already
+    say it (None, False, "" and an empty list say nothing)."""
+
+    def _fill_text(self, text, width, indent):
+        # Command names hold hyphens (dataset-file): wrapped between words only.
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent,
+                             subsequent_indent=indent, break_on_hyphens=False)  # fmt: skip
+
+    def _get_help_string(self, action):
+        if action.default in (None, False, [], "", argparse.SUPPRESS) or (
+            "default" in (action.help or "")
+        ):
+            return action.help
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of every sub-command."""
-    p = argparse.ArgumentParser(prog="embryo-bench", description=__doc__.splitlines()[0])
-    p.add_argument("-v", "--verbose", action="store_true")
-    sub = p.add_subparsers(dest="command", required=True)
-    for name, define in commands().items():
-        s = sub.add_parser(name, help=define.__doc__)
+    """The argument parser of every sub-command: the user's commands listed with their help,
+    the workflow's steps in one line after them (each as callable)."""
+    found = commands()
+    steps = [name for name in found if name not in USER_COMMANDS]
+    p = argparse.ArgumentParser(
+        prog="embryo-bench",
+        description=__doc__.splitlines()[0],
+        epilog="the workflow's own steps (the Snakemake rules call them; each has --help): "
+        + ", ".join(steps),
+        formatter_class=_Formatter,
+    )
+    p.add_argument("-V", "--version", action="version", version=f"embryo-bench {version()}")
+    p.add_argument("-v", "--verbose", action="store_true", help="log debug messages too")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
+    for name in (*USER_COMMANDS, *steps):
+        define = found[name]
+        first = " ".join(define.__doc__.split())
+        # A step has no help= and so no line in the list above: argparse lists only those.
+        extra = {"help": first} if name in USER_COMMANDS else {}
+        s = sub.add_parser(name, description=first, formatter_class=_Formatter, **extra)
         s.set_defaults(func=define(s))
     return p
 

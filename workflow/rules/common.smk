@@ -225,22 +225,56 @@ UTILISATION = [
 FIGURES = [f for w in TOP_FIGURES for f in figures_files("").values()] + UTILISATION
 
 
-def reported(path):
-    """A figure, table or the configuration of the top figures folder as its report entry
-    (layout.REPORT_ENTRIES: category and words; the caption in workflow/report/): a
-    figure's PNG, a table's CSV and config.yaml; their other formats as they are."""
+# The report's categories this configuration's report has: each entry's category is numbered
+# by its place among them when the report is made (layout.numbered_category), so a report of
+# one workload starts at 1. Registered as the entries are made, which is before any report.
+REPORT_CATEGORIES = set()
+
+
+def category(name):
+    """layout's report category `name` as a report entry's category: registered, and numbered
+    when the report is made."""
+    REPORT_CATEGORIES.add(name)
+    return lambda wildcards: layout.numbered_category(name, REPORT_CATEGORIES)
+
+
+# With several workloads, each workload's entries are a subcategory of their category.
+REPORT_BY_WORKLOAD = len(PLAN.workloads) > 1
+# Another workload's figures and tables in the report: its answer (comparison and cost) and
+# its every run; the top workload's are all there.
+WORKLOAD_REPORTED = (
+    "comparison",
+    "comparison_table",
+    "cost",
+    "cost_table",
+    "results_table",
+)
+
+
+def reported(path, workload=""):
+    """A figure, table or the configuration of a workload's figures folder as its report entry
+    (layout.REPORT_ENTRIES: category and words; the caption in workflow/report/): a figure's
+    PNG, a table's CSV and config.yaml; their other formats as they are, as is another
+    workload's figure or table not in WORKLOAD_REPORTED."""
     name, ext = os.path.splitext(os.path.basename(path))
-    if name == "config":
-        category, words = layout.CONFIGURATION, {
+    top = not layout.workload_dir(workload)
+    if name == "config" and top:
+        entry, words = layout.CONFIGURATION, {
             "file": "the effective configuration (every default filled in)"
         }
-    elif ext == (".png" if name in layout.FIGURE_NAMES else ".csv"):
-        category, label = layout.REPORT_ENTRIES[name]
+    elif ext == (".png" if name in layout.FIGURE_NAMES else ".csv") and (
+        top or name in WORKLOAD_REPORTED
+    ):
+        entry, label = layout.REPORT_ENTRIES[name]
         words = {("figure" if name in layout.FIGURE_NAMES else "table"): label}
     else:
         return path
     return report(
-        path, caption=f"workflow/report/{name}.rst", category=category, labels=words
+        path,
+        caption=f"workflow/report/{name}.rst",
+        category=category(entry),
+        subcategory=workload if REPORT_BY_WORKLOAD else None,
+        labels=words,
     )
 
 
@@ -250,32 +284,43 @@ def reported_utilisation(folder):
         folder,
         patterns=["{target}-repeat-{repeat}.png"],
         caption="workflow/report/utilisation.rst",
-        category=layout.UTILISATION,
+        category=category(layout.UTILISATION),
         subcategory="{target}",
         labels={"target": "{target}", "repeat": "{repeat}"},
     )
 
 
 # Each workload's figures: the top ones as report entries (with the utilisation figures of
-# every run, one entry each, from the figures job's utilisation folder), the others'
-# results table (the rest of their figures job's outputs come with it).
+# every run, one entry each, from the figures job's utilisation folder); the others' answer
+# (comparison and cost) and results table as report entries, the rest of their figures job's
+# outputs with them.
 REPORTED_FIGURES = [
-    reported(f) for w in TOP_FIGURES for f in figures_files("").values()
+    reported(f, w) for w in TOP_FIGURES for f in figures_files("").values()
 ] + [
     reported_utilisation(f"{OUT}/{layout.figures_dir('')}/{layout.UTILISATION_DIR}")
     for w in TOP_FIGURES
 ]
 WORKLOAD_FIGURES = [
-    figures_files(layout.workload_dir(w))["results_table_csv"]
+    reported(f, w)
     for w in PLAN.workloads
     if layout.workload_dir(w)
+    for f in figures_files(layout.workload_dir(w)).values()
+    if os.path.splitext(os.path.basename(f))[0] in WORKLOAD_REPORTED
 ]
 
 
 # The studies (study.smk): the study's tables and figure and the workload view in the report.
-def study_report(path, name, kind):
-    """``path`` as a report entry of layout.STUDY_REPORT_ENTRIES[name]."""
-    category, words = layout.STUDY_REPORT_ENTRIES[name]
+def study_report(path, name, kind, shown):
+    """``path`` as a report entry of layout.STUDY_REPORT_ENTRIES[name]; its category counted
+    among the report's where ``shown`` (the rule's outputs are asked for)."""
+    entry, words = layout.STUDY_REPORT_ENTRIES[name]
+    if not shown:
+        return report(
+            path, caption=f"../report/{name}.rst", category=entry, labels={kind: words}
+        )
     return report(
-        path, caption=f"../report/{name}.rst", category=category, labels={kind: words}
+        path,
+        caption=f"../report/{name}.rst",
+        category=category(entry),
+        labels={kind: words},
     )

@@ -71,11 +71,11 @@ rule study:
         # The study's numbers file: an edit to it reruns this rule only.
         numbers=str(STUDY.path) if STUDY else [],
     output:
-        numbers_csv=study_report(f"{STUDY_DIR}/numbers.csv", "numbers", "table"),
+        numbers_csv=study_report(f"{STUDY_DIR}/numbers.csv", "numbers", "table", STUDY),
         numbers_md=f"{STUDY_DIR}/numbers.md",
-        claims_csv=study_report(f"{STUDY_DIR}/claims.csv", "claims", "table"),
+        claims_csv=study_report(f"{STUDY_DIR}/claims.csv", "claims", "table", STUDY),
         claims_md=f"{STUDY_DIR}/claims.md",
-        figure=study_report(f"{OUT}/{layout.STUDY_FIGURE}", "study", "figure"),
+        figure=study_report(f"{OUT}/{layout.STUDY_FIGURE}", "study", "figure", STUDY),
     log:
         f"{LOGS}/study/study.log",
     conda:
@@ -98,9 +98,19 @@ rule workload_view:
     input:
         runs=rules.study_ours.output.runs,
     output:
-        csv=study_report(f"{OUT}/{layout.WORKLOAD_VIEW}.csv", "workload_view", "table"),
+        csv=study_report(
+            f"{OUT}/{layout.WORKLOAD_VIEW}.csv",
+            "workload_view",
+            "table",
+            WORKLOAD_VIEW,
+        ),
         md=f"{OUT}/{layout.WORKLOAD_VIEW}.md",
-        png=study_report(f"{OUT}/{layout.WORKLOAD_VIEW}.png", "workload_view", "figure"),
+        png=study_report(
+            f"{OUT}/{layout.WORKLOAD_VIEW}.png",
+            "workload_view",
+            "figure",
+            WORKLOAD_VIEW,
+        ),
     log:
         f"{LOGS}/study/workload-view.log",
     conda:

@@ -19,8 +19,14 @@ log = logging.getLogger("embryo_bench")
 
 def cmd_base_image(p):
     """build a Debian base image (debootstrap + import)"""
-    p.add_argument("--tag", default="embryo-bench/debian:bookworm")
-    p.add_argument("--suite", default="bookworm")
+    p.add_argument(
+        "--tag",
+        default="embryo-bench/debian:bookworm",
+        help="the tag to give the imported image (name:version)",
+    )
+    p.add_argument(
+        "--suite", default="bookworm", help="the Debian suite to install (a codename: bookworm)"
+    )
     p.add_argument("--mirror", help="Debian mirror (default: the host's apt mirror)")
     p.add_argument("--record", help="write the image record (JSON) here")
     p.add_argument("--reuse", action="store_true", help="keep an existing image of --tag")
@@ -38,7 +44,12 @@ def cmd_base_image(p):
 
 def cmd_wheelhouse(p):
     """download an image's wheels on the host"""
-    p.add_argument("--image", choices=["cpu", "gpu"], default="cpu")
+    p.add_argument(
+        "--image",
+        choices=["cpu", "gpu"],
+        default="cpu",
+        help="whose wheels: the cpu or the gpu image's (its lock and wheel folder)",
+    )
     # Defaults relative to the current folder: run it in the repository.
     p.add_argument(
         "--requirements", help="the lock (default: containers/requirements-<image>.lock)"
@@ -62,16 +73,38 @@ def cmd_wheelhouse(p):
 
 def cmd_build_image(p):
     """build a hardware image with the Docker SDK"""
-    p.add_argument("--image", choices=["cpu", "gpu"], required=True)
-    p.add_argument("--tag", required=True)
-    p.add_argument("--base-image", required=True)
-    p.add_argument("--pip-source", choices=["pypi", "wheelhouse"], default="pypi")
+    p.add_argument(
+        "--image",
+        choices=["cpu", "gpu"],
+        required=True,
+        help="which hardware image: cpu (TensorFlow's CPU build) or gpu (its CUDA build); it "
+        "picks the lock containers/requirements-<image>.lock and the wheel folder",
+    )
+    p.add_argument("--tag", required=True, help="the tag to give the image (name:version)")
+    p.add_argument(
+        "--base-image",
+        required=True,
+        help="the image to build FROM, a tag or id (pulled when the daemon lacks it): Debian "
+        "with python3 (3.11) and python3-venv",
+    )
+    p.add_argument(
+        "--pip-source",
+        choices=["pypi", "wheelhouse"],
+        default="pypi",
+        help="where pip installs from: pypi (PyPI reached from inside the build) or wheelhouse "
+        "(only containers/wheelhouse/<image>/, filled by embryo-bench wheelhouse)",
+    )
     p.add_argument(
         "--context",
         default=str(Path(__file__).resolve().parents[3]),
         help="the repository (build context; default: this checkout)",
     )
-    p.add_argument("--record", required=True)
+    p.add_argument(
+        "--record",
+        required=True,
+        help="write the image record here (JSON: image id, tag, base image, requirements, size, "
+        "build time)",
+    )
 
     def run(a):
         from ..runners.containers import build_image
@@ -120,7 +153,9 @@ def cmd_ship_image(p):
 def cmd_daemon(p):
     """write how a target's Docker daemon is reached (address, TLS file paths)"""
     p.add_argument("--json", required=True, help="the daemon (docker_api.Daemon) as JSON")
-    p.add_argument("--out", required=True)
+    p.add_argument(
+        "--out", required=True, help="write the daemon record here (JSON: address, TLS files)"
+    )
 
     def run(a):
         from ..io import parse_json, write_json

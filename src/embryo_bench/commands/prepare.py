@@ -22,19 +22,61 @@ log = logging.getLogger("embryo_bench")
 
 def cmd_synthesize(p):
     """write a synthetic database tree"""
-    p.add_argument("--out", required=True)
-    p.add_argument("--embryos", type=int, default=10)
-    p.add_argument("--frames-per-embryo", type=int, default=40)
-    p.add_argument("--frame-size", type=int, default=480)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--separator", choices=["tab", "spaces"], default="tab")
-    p.add_argument("--trailing-separator", action="store_true")
-    p.add_argument("--unlabelled-frames", type=int, default=0)
-    p.add_argument("--extra-lines", type=int, default=0)
+    p.add_argument(
+        "--out",
+        required=True,
+        help="the database folder to write (E<NN>/Frame<NNN>.png, E<NN>/_trajectories.txt)",
+    )
+    p.add_argument("--embryos", type=int, default=10, help="number of embryos (E00, E01, ...)")
+    p.add_argument(
+        "--frames-per-embryo",
+        type=int,
+        default=40,
+        help="labelled frames of each embryo: 9 or more, so that every cell count 1-4 appears "
+        "(4 or more with --three-cell-frames; unused with --total-frames)",
+    )
+    p.add_argument(
+        "--frame-size",
+        type=int,
+        default=480,
+        help="frame width and height (px; the real database's: 480)",
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, help="random seed: the same seed writes the same frames"
+    )
+    p.add_argument(
+        "--separator",
+        choices=["tab", "spaces"],
+        default="tab",
+        help="between a trajectory line's fields: tab, or spaces (two)",
+    )
+    p.add_argument(
+        "--trailing-separator",
+        action="store_true",
+        help="end every trajectory line with a separator (a variant of the format)",
+    )
+    p.add_argument(
+        "--unlabelled-frames",
+        type=int,
+        default=0,
+        help="frames (of 4 cells) written after each embryo's last trajectory line, so "
+        "unlabelled; not with --extra-lines",
+    )
+    p.add_argument(
+        "--extra-lines",
+        type=int,
+        default=0,
+        help="trajectory lines (copies of the last) written after each embryo's last frame; "
+        "not with --unlabelled-frames",
+    )
     p.add_argument("--total-frames", type=int, help="labelled frames over all embryos")
     p.add_argument("--three-cell-frames", type=int, help="3-cell frames over all embryos")
     p.add_argument("--jobs", type=int, default=1, help="processes writing embryos at once")
-    p.add_argument("--info")
+    p.add_argument(
+        "--info",
+        help="write the settings and the labelled frames per cell count here (JSON); without "
+        "it they are only logged",
+    )
 
     def run(a):
         from ..data.synthetic import write_db
@@ -63,13 +105,38 @@ def cmd_synthesize(p):
 
 def cmd_download(p):
     """download the database archive"""
-    p.add_argument("--url", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--info", required=True)
-    p.add_argument("--sha256", default="")
-    p.add_argument("--retries", type=int, default=5)
-    p.add_argument("--timeout", type=float, default=60.0)
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--url", required=True, help="http(s) URL of the archive (zip or tar)")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="the archive file to write; the bytes gather in <out>.part until complete and checked",
+    )
+    p.add_argument(
+        "--info",
+        required=True,
+        help="write the download record here (JSON: url, path, bytes, sha256, sha256_verified, "
+        "resumed)",
+    )
+    p.add_argument(
+        "--sha256",
+        default="",
+        help="the archive's expected sha256 (hex); empty: the observed one is recorded "
+        "unchecked, and no partial download of an earlier run is resumed",
+    )
+    p.add_argument(
+        "--retries",
+        type=int,
+        default=5,
+        help="attempts after the first (0 or more), on a connection error, HTTP 429 or 5xx, "
+        "or a body cut short (resumed where it can be checked)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        help="connect and read timeout of each request (s, above 0)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="show no progress bar (stderr)")
 
     def run(a):
         from ..data.download import download
@@ -97,8 +164,13 @@ def cmd_download(p):
 
 def cmd_extract(p):
     """unpack a database archive"""
-    p.add_argument("--archive", required=True)
-    p.add_argument("--out", required=True)
+    p.add_argument("--archive", required=True, help="the database archive (zip or tar)")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="the folder to unpack into, replaced if it exists; the archive must hold E<NN>/ "
+        "embryo folders at its top level or one level down",
+    )
 
     def run(a):
         from ..data.download import extract
@@ -110,23 +182,86 @@ def cmd_extract(p):
 
 def cmd_index(p):
     """index a source into manifest.csv"""
-    p.add_argument("--layout", choices=["db", "imagefolder"], required=True)
-    p.add_argument("--root", required=True)
-    p.add_argument("--frame-size", type=int, required=True)
-    p.add_argument("--test-mod", type=int, default=5)
-    p.add_argument("--test-remainder", type=int, default=0)
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--label", required=True)
-    p.add_argument("--synthetic", action="store_true")
+    p.add_argument(
+        "--layout",
+        choices=["db", "imagefolder"],
+        required=True,
+        help="the source's layout: db (E<NN>/Frame<NNN>.png and E<NN>/_trajectories.txt) or "
+        "imagefolder (<split>/<class>/*.png, class k holding k + 1 cells)",
+    )
+    p.add_argument(
+        "--root",
+        required=True,
+        help="the folder to index (a database, or a folder one level above it; an image folder)",
+    )
+    p.add_argument(
+        "--frame-size",
+        type=int,
+        required=True,
+        help="frame width and height (px); a frame of another size is refused",
+    )
+    p.add_argument(
+        "--test-mod",
+        type=int,
+        default=5,
+        help="the split rule's modulus: an embryo is test data when its number mod this equals "
+        "--test-remainder (db layout only)",
+    )
+    p.add_argument(
+        "--test-remainder",
+        type=int,
+        default=0,
+        help="embryos whose number mod --test-mod equals this are the test split (db layout only)",
+    )
+    p.add_argument(
+        "--dataset",
+        required=True,
+        help="the data's kind (the configuration's dataset.kind), recorded in --source-info",
+    )
+    p.add_argument(
+        "--label", required=True, help="how the figures name the data, recorded in --source-info"
+    )
+    p.add_argument(
+        "--synthetic",
+        action="store_true",
+        help="generated data: its identity is recorded as synthetic, not a sha256",
+    )
     p.add_argument("--download-info", help="download.json whose sha256 identifies the data")
     p.add_argument(
         "--checksum-of", help="archive or folder whose sha256 identifies the data (default: --root)"
     )
-    p.add_argument("--unlabelled-frames", choices=["skip", "error"], default="skip")
-    p.add_argument("--extra-lines", type=int, default=1)
-    p.add_argument("--lineage-ended", choices=["skip", "keep"], default="skip")
-    p.add_argument("--out", required=True)
-    p.add_argument("--source-info", required=True)
+    p.add_argument(
+        "--unlabelled-frames",
+        choices=["skip", "error"],
+        default="skip",
+        help="frames after an embryo's last trajectory line: skip (counted and left out) or "
+        "error (db layout)",
+    )
+    p.add_argument(
+        "--extra-lines",
+        type=int,
+        default=1,
+        help="trajectory lines after an embryo's last frame that are ignored (counted); more is "
+        "an error (db layout)",
+    )
+    p.add_argument(
+        "--lineage-ended",
+        choices=["skip", "keep"],
+        default="skip",
+        help="frames from the line where a grand-daughter slot ends (5 or more cells): skip "
+        "(left out) or keep (labelled by their non-zero slots) (db layout)",
+    )
+    p.add_argument(
+        "--out",
+        required=True,
+        help="the manifest to write (CSV: embryo, frame, path, cells, split; a labelled frame "
+        "a row)",
+    )
+    p.add_argument(
+        "--source-info",
+        required=True,
+        help="write the source's description here (source.json: dataset, label, counts, sha256)",
+    )
 
     def run(a):
         from ..data.select import CLASSES
@@ -162,11 +297,29 @@ def cmd_index(p):
 
 def cmd_select(p):
     """select 1-4 cell frames, balance, shard"""
-    p.add_argument("--manifest", required=True)
-    p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--shards", type=int, required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--summary", required=True)
+    p.add_argument("--manifest", required=True, help="the index stage's manifest (CSV)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        required=True,
+        help="random seed of the frames drawn from the larger classes to balance them",
+    )
+    p.add_argument(
+        "--shards",
+        type=int,
+        required=True,
+        help="number of shards (1 or more) the selected frames are dealt into, round-robin",
+    )
+    p.add_argument(
+        "--out",
+        required=True,
+        help="the selection to write (CSV: the manifest's columns and shard)",
+    )
+    p.add_argument(
+        "--summary",
+        required=True,
+        help="write the frames per split and class, beside the paper's counts, here (JSON)",
+    )
 
     def run(a):
         from ..data.select import counts_lines, select_frames
@@ -190,11 +343,25 @@ def cmd_select(p):
 
 def cmd_crop(p):
     """centre-crop one shard"""
-    p.add_argument("--selection", required=True)
-    p.add_argument("--shard", type=int, required=True)
-    p.add_argument("--frame-size", type=int, required=True)
-    p.add_argument("--fraction", type=float, required=True)
-    p.add_argument("--out", required=True)
+    p.add_argument("--selection", required=True, help="the select stage's selection (CSV)")
+    p.add_argument("--shard", type=int, required=True, help="the shard to crop: its number, from 0")
+    p.add_argument(
+        "--frame-size",
+        type=int,
+        required=True,
+        help="frame width and height (px); a frame of another size is refused",
+    )
+    p.add_argument(
+        "--fraction",
+        type=float,
+        required=True,
+        help="crop side / frame side, above 0 and at most 1 (paper: 2/3, 480 -> 320 px)",
+    )
+    p.add_argument(
+        "--out",
+        required=True,
+        help="the cropped shard to write (.npz: images and their labels)",
+    )
 
     def run(a):
         from ..data.stages import crop_shard
@@ -207,9 +374,14 @@ def cmd_crop(p):
 
 def cmd_invert(p):
     """equalise + shadow-invert one shard"""
-    p.add_argument("--input", required=True)
-    p.add_argument("--centre", type=int, required=True)
-    p.add_argument("--out", required=True)
+    p.add_argument("--input", required=True, help="a crop stage shard (.npz)")
+    p.add_argument(
+        "--centre",
+        type=int,
+        required=True,
+        help="grey level (0-255) the shadow inversion p -> |p - centre| maps to 0 (paper: 128)",
+    )
+    p.add_argument("--out", required=True, help="the inverted shard to write (.npz)")
 
     def run(a):
         from ..data.stages import invert_shard
@@ -221,10 +393,25 @@ def cmd_invert(p):
 
 def cmd_augment(p):
     """rotate + downsize one shard"""
-    p.add_argument("--input", required=True)
-    p.add_argument("--rotation-step", type=float, required=True)
-    p.add_argument("--image-size", type=int, required=True)
-    p.add_argument("--out", required=True)
+    p.add_argument("--input", required=True, help="an invert stage shard (.npz)")
+    p.add_argument(
+        "--rotation-step",
+        type=float,
+        required=True,
+        help="degrees between rotations, above 0 and at most 360: angles 0, step, 2 x step, "
+        "... below 360 (paper: 18, 20 rotations)",
+    )
+    p.add_argument(
+        "--image-size",
+        type=int,
+        required=True,
+        help="side of the output images (px; paper: 64)",
+    )
+    p.add_argument(
+        "--out",
+        required=True,
+        help="the augmented shard to write (.npz: every rotation of every frame, with its angle)",
+    )
 
     def run(a):
         from ..data.stages import augment_shard
@@ -239,8 +426,15 @@ def cmd_dataset_file(p):
     """download one file of a workload's dataset, checked against the registry"""
     p.add_argument("--dataset", required=True, help="a dataset of data/datasets.yaml")
     p.add_argument("--file", required=True, help="the file's name in the registry")
-    p.add_argument("--out", required=True)
-    p.add_argument("--retries", type=int, default=5)
+    p.add_argument(
+        "--out",
+        required=True,
+        help="the file to write; one already there whose sha256 and size are the registry's is "
+        "kept",
+    )
+    p.add_argument(
+        "--retries", type=int, default=5, help="download attempts after the first (0 or more)"
+    )
 
     def run(a):
         from ..data.fetch import fetch_file

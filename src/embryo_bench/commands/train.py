@@ -27,7 +27,12 @@ def cmd_train(p):
         required=True,
         help="the index stage's source.json, or a workload's data info.json",
     )
-    p.add_argument("--out-dir", required=True)
+    p.add_argument(
+        "--out-dir",
+        required=True,
+        help="the run folder to write the run's files to (metrics.json, history.csv, "
+        "model.keras, ...)",
+    )
     p.add_argument("--image-record", help="image JSON from the image build (docker runs)")
     p.add_argument(
         "--daemon",

@@ -21,7 +21,6 @@ from pathlib import Path
 from ..data import registry
 from ..errors import ConfigError
 from ..vocabulary.codehash import PACKAGE, code_hash
-from ..vocabulary.layout import PAPER_WORKLOAD
 from ..vocabulary.spec import INPUT_ARRAYS, INPUT_SHARDS, WorkloadSpec
 from ..workloads import builders, catalog
 
@@ -76,7 +75,7 @@ class Workload:
     """One workload of a plan, resolved.
 
     Attributes:
-        name: its name (``workloads[].name``); :data:`PAPER_WORKLOAD` for the paper's.
+        name: its name (``workloads[].name``); "paper" for the paper's.
         spec: what its runs train (:class:`embryo_bench.vocabulary.spec.WorkloadSpec`); None
             for the paper's workload (its runs are made from ``train:`` as before).
         data: how its arrays are made; None for the paper's.
@@ -310,6 +309,19 @@ def model_code(model: str) -> str:
     return hashlib.sha256(Path(found.origin).read_bytes()).hexdigest()[:16]
 
 
+def frames_pipeline(entry: dict) -> catalog.Workload | None:
+    """The catalog workload a ``workloads[]`` entry names when its data is made by the frames
+    pipeline (a dataset without a format of its own: the configuration's dataset, split,
+    select and preprocess sections make it, as augmented shards; the paper's workload), else
+    None (a model of one's own, a variant, or a workload of a dataset's own files)."""
+    if entry.get("model") or entry.get("catalog"):
+        return None
+    listed = catalog.catalog().get(entry["name"])
+    if listed is None or registry.get(listed.dataset).format is not None:
+        return None
+    return listed
+
+
 def resolve_workload(entry: dict, index: int, train: dict) -> Workload:
     """One ``workloads[]`` entry (schema defaults filled in), resolved.
 
@@ -331,7 +343,8 @@ def resolve_workload(entry: dict, index: int, train: dict) -> Workload:
     where = f"workloads[{index}] ({entry['name']})"
     name = entry["name"]
     seed = train["seed"]
-    if name == PAPER_WORKLOAD:
+    pipeline = frames_pipeline(entry)
+    if pipeline is not None:
         extra = sorted(set(entry) - {"name", "data", "input", "workers", "train_samples",
                                      "test_samples", *RUN_SETTINGS})  # fmt: skip
         defaults = {"data": "real", "input": "memory", "workers": 2, "train_samples": 0,
@@ -339,16 +352,16 @@ def resolve_workload(entry: dict, index: int, train: dict) -> Workload:
         changed = sorted(k for k, v in defaults.items() if entry.get(k, v) != v)
         if extra or changed:
             raise ConfigError(
-                f"{where}: {', '.join(extra + changed)} set for the paper's workload, whose "
-                "settings are dataset, preprocess and train; expected name (and "
-                f"{' or '.join(RUN_SETTINGS)}) only"
+                f"{where}: {', '.join(extra + changed)} set for a workload of the frames "
+                "pipeline, whose settings are dataset, preprocess and train; expected name "
+                f"(and {' or '.join(RUN_SETTINGS)}) only"
             )
         return Workload(
-            PAPER_WORKLOAD,
-            source="the paper (Lawrence et al. 2017)",
+            name,
+            source=pipeline.source,
             input_kind=INPUT_SHARDS,
-            catalog=PAPER_WORKLOAD,
-            model=catalog.get(PAPER_WORKLOAD).model,
+            catalog=name,
+            model=pipeline.model,
             **run_settings(entry, None, train),
         )
     base = None

@@ -48,6 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from jsonschema import Draft202012Validator
 
@@ -274,6 +275,18 @@ def compare_folders(
                 if ref.name not in used:
                     row = row_of("across", None, ref, reference=first, verdict=ONLY_FIRST)
                     rows.append(row | {"folder": outdir})
+    if not reference:
+        for outdir in outdirs[1:]:
+            mine = [r for r in rows if r["folder"] == outdir]
+            if mine and all(r["verdict"] in (ONLY_THIS, ONLY_FIRST) for r in mine):
+                # Nothing to compare: every row would say "not in this folder" and the exit
+                # status 0 would read as "no regression".
+                ran = sorted({f"{r['workload']}/{r['target'] or r['reference_target']}"
+                              for r in mine})  # fmt: skip
+                raise ConfigError(
+                    f"compare: {outdir} and {first} share no workload and target (their runs: "
+                    f"{', '.join(ran)}); expected folders of the same workloads' runs"
+                )
     within = []
     for (outdir, workload), ps in parts.items():
         names = [p.name for p in ps]
@@ -356,6 +369,18 @@ def _sides(row) -> str:
     return f"{int(row['runs'])} / {int(row['reference_runs'])}"
 
 
+def _usd(value) -> str:
+    """A cost for people: "0.000214" (three significant digits, never an exponent); "-"
+    without a price."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return "-"
+    if not np.isfinite(v):
+        return "-"
+    return np.format_float_positional(v, precision=3, unique=False, fractional=False, trim="-")
+
+
 def markdown(result: Comparison) -> str:
     """The comparison as Markdown: what was compared and how, one table per other folder
     against the first, each folder's own rounds, the reference file's table, and the
@@ -399,6 +424,10 @@ def markdown(result: Comparison) -> str:
                 # a flag is a warning, not a gate: counted beside
                 "flagged runs (this / first)": [
                     f"{r['flagged_runs'] or 0} / {r['reference_flagged_runs'] or 0}"
+                    for _, r in rows.iterrows()
+                ],
+                "cost a run, USD (this / first)": [
+                    f"{_usd(r['cost_usd'])} / {_usd(r['reference_cost_usd'])}"
                     for _, r in rows.iterrows()
                 ],
                 "time-to-accuracy ratio": [

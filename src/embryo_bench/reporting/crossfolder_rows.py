@@ -55,6 +55,8 @@ COLUMNS = [
     "time_to_accuracy_verdict",
     "flagged_runs",
     "reference_flagged_runs",
+    "cost_usd",
+    "reference_cost_usd",
     "differs",
     "regression",
 ]
@@ -173,6 +175,17 @@ def base_of(outdir: str, workload: str, names: list[str], split) -> tuple[str, s
     return names[0], note
 
 
+def prices_of(outdir: str, workload: str) -> dict[str, dict]:
+    """A folder's targets' report fields for a workload (hourly_usd in USD/h, price_source),
+    as its figures priced them (its ``figures-spec.json``); {} where it has none.
+
+    Raises:
+        DataError: the spec is unreadable, edited or of a newer format.
+    """
+    path = Path(outdir) / workload_dir(workload) / FIGURES_SPEC
+    return dict(FiguresSpec.read(path).targets) if path.is_file() else {}
+
+
 def _differs(mine: Part, theirs: Part) -> str:
     """The run settings (run.json, nested keys dotted) in which ``mine`` differs from
     ``theirs``, and its software (:func:`embryo_bench.reporting.merge.software_differences`),
@@ -205,9 +218,23 @@ def _geomean(values: pd.Series) -> float:
     return float(np.exp(np.log(v).mean())) if v.size else np.nan
 
 
+def _flagged(part: Part | None) -> int:
+    """Runs of ``part`` that carry a stability flag (0 without ``part``)."""
+    return int((part.rows["flags"].fillna("") != "").sum()) if part is not None else 0
+
+
+def _cost(part: Part | None) -> float:
+    """The median cost of a run of ``part`` (USD: training time x the target's hourly price,
+    :func:`embryo_bench.reporting.summary.cost_usd`); NaN without a price or ``part``."""
+    if part is None or "cost_usd" not in part.rows:
+        return np.nan
+    v = pd.to_numeric(part.rows["cost_usd"], errors="coerce").dropna()
+    return float(v.median()) if len(v) else np.nan
+
+
 def row_of(section: str, part: Part | None, ref: Part | None, **cells) -> dict:
-    """A :data:`COLUMNS` row: the two sides' names, machines, runs and speeds (either side
-    may be missing), and ``cells``."""
+    """A :data:`COLUMNS` row: the two sides' names, machines, runs, speeds, flagged runs and
+    costs (either side may be missing), and ``cells``."""
     row = dict.fromkeys(COLUMNS, "")
     row |= {
         "section": section,
@@ -221,6 +248,10 @@ def row_of(section: str, part: Part | None, ref: Part | None, **cells) -> dict:
         "reference_runs": len(ref.rows) if ref else 0,
         "images_per_s": _geomean(part.rows["images_per_s"]) if part else np.nan,
         "reference_images_per_s": _geomean(ref.rows["images_per_s"]) if ref else np.nan,
+        "flagged_runs": _flagged(part),
+        "reference_flagged_runs": _flagged(ref),
+        "cost_usd": _cost(part),
+        "reference_cost_usd": _cost(ref),
         "regression": False,
     }
     return row | cells
@@ -302,7 +333,10 @@ def folder_parts(
             split = split_by_machine(rs, [r for r in everything if id(r) not in mine], {})
             splits[outdir, workload] = split
             notes += [f"{outdir}, workload {workload}: {n}" for n in split.notes]
-            table = run_table(split.runs, {}, "")
+            # Priced as the folder's own figures priced its targets: a run's cost is its
+            # training time at its folder's price.
+            priced = prices_of(outdir, workload)
+            table = run_table(split.runs, priced, "")
             table["machine"] = [machines.of(r).label for r in rs]
             found: dict[str, Part] = {}
             for run, machine in zip(split.runs, table["machine"], strict=True):

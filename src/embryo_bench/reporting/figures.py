@@ -230,7 +230,7 @@ def fig_epoch_times(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
 def fig_throughput(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
     """Steady-state training throughput (images/s) per target, median and min-max."""
     fig, ax = plt.subplots(figsize=(7, 4))
-    target_bars(ax, summ, "images_per_s", 1.0, "{:.0f}")
+    target_bars(ax, summ, "images_per_s", 1.0, "{:,.0f}")
     ax.set_ylabel("training throughput (images/s)")
     ax.set_title(
         f"Steady-state training throughput (epochs 2..; median, min-max{flagged_note(summ)})",

@@ -36,13 +36,22 @@ def save_named_figure(
     """
     if name not in FIGURE_NAMES and not name.startswith("utilisation/"):
         raise ValueError(f"figure {name!r} is not in embryo_bench.vocabulary.layout.FIGURE_NAMES")
-    fig.text(0.01, -0.06, footer, fontsize=7, color="dimgray", ha="left", va="top")
+    place_footer(fig, footer)
     for ext in exts:
         path = out_dir / f"{name}.{ext}"
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(path, suffix=f".{ext}") as tmp:
             fig.savefig(tmp, dpi=150, bbox_inches="tight", format=ext)
     plt.close(fig)
+
+
+def place_footer(fig: plt.Figure, footer: str) -> plt.Text:
+    """Write ``footer`` (the data's label) under everything ``fig`` draws, its slanted tick
+    labels included, so that it overprints none of them; returns the text."""
+    fig.canvas.draw()
+    lowest = fig.get_tightbbox(fig.canvas.get_renderer()).y0 / fig.get_figheight()
+    return fig.text(0.01, min(-0.02, lowest - 0.02), footer, fontsize=7, color="dimgray",
+                    ha="left", va="top")  # fmt: skip
 
 
 def empty_panel(ax, text: str) -> None:
@@ -86,12 +95,21 @@ def draw_bars(ax, x, med, err, width: float = 0.8, **kw):
     return bars
 
 
+def tick_label(name: str) -> str:
+    """A target's tick label: a part of a target split by machine (``<target>@<machine>``) on
+    two lines, the machine under the target, so that long machine labels do not run into
+    their neighbours."""
+    target, at, machine = name.partition("@")
+    return f"{target}\n@{machine}" if at else name
+
+
 def target_ticks(ax, names: list[str]) -> None:
-    """Target names under the bars, slanted when there are many, so they never overlap."""
+    """Target names under the bars (:func:`tick_label`), slanted when there are many, so they
+    never overlap."""
     many = len(names) > 4
     ax.set_xticks(
         range(len(names)),
-        names,
+        [tick_label(n) for n in names],
         fontsize=7,
         rotation=25 if many else 0,
         ha="right" if many else "center",

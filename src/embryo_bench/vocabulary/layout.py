@@ -92,16 +92,45 @@ TABLE_FORMATS = ("csv", "md")
 
 #: Where each figure and table sits in the ``snakemake --report`` (category, numbered so the
 #: paper's own figures come first) and the words it is listed under.
-#: The workload x target view leads when a configuration has several workloads,
-#: then the study's numbers beside ours (:data:`STUDY_REPORT_ENTRIES`).
-WORKLOAD_VIEW_CATEGORY = "1. Every workload: time and cost relative to the base target"
-STUDY_CATEGORY = "2. The study's published numbers beside ours, and its claims"
-COMPARISON = "3. The comparison: each target against the base, round by round"
-PAPER_FIGURES = "4. The paper's figures, reproduced"
-OUR_FIGURES = "5. Speed, efficiency and cost (beyond the paper)"
-TABLES = "6. Tables"
-UTILISATION = "7. Utilisation of each run"
-CONFIGURATION = "8. Configuration"
+#: The report's categories (Snakemake shows them sorted by name, so each is numbered when the
+#: report is made: :func:`numbered_category`, over those a configuration's report has). The
+#: workload x target view leads when a configuration has several workloads, then the study's
+#: numbers beside ours (:data:`STUDY_REPORT_ENTRIES`), then the answer for each workload: each
+#: target's speed and cost relative to the base.
+WORKLOAD_VIEW_CATEGORY = "Every workload: time and cost relative to the base target"
+STUDY_CATEGORY = "The study's published numbers beside ours, and its claims"
+COMPARISON = "The answer: each target's speed and cost relative to the base"
+PAPER_FIGURES = "The paper's figures, reproduced"
+OUR_FIGURES = "Throughput, efficiency and epoch times (beyond the paper)"
+TABLES = "Tables"
+UTILISATION = "Utilisation of each run"
+CONFIGURATION = "Configuration"
+REPORT_CATEGORIES = (
+    WORKLOAD_VIEW_CATEGORY,
+    STUDY_CATEGORY,
+    COMPARISON,
+    PAPER_FIGURES,
+    OUR_FIGURES,
+    TABLES,
+    UTILISATION,
+    CONFIGURATION,
+)
+
+
+def numbered_category(category: str, present) -> str:
+    """``category`` numbered by its place among the categories ``present`` in a report, in
+    :data:`REPORT_CATEGORIES`' order: "1. The answer: ..." where it leads (a report of one
+    workload has neither the workload view nor a study's numbers, and starts at 1).
+
+    Raises:
+        ValueError: ``category`` is not one of :data:`REPORT_CATEGORIES`.
+    """
+    if category not in REPORT_CATEGORIES:
+        raise ValueError(f"report category {category!r} is not in REPORT_CATEGORIES")
+    shown = [c for c in REPORT_CATEGORIES if c in set(present) | {category}]
+    return f"{shown.index(category) + 1}. {category}"
+
+
 REPORT_ENTRIES = {
     "comparison": (COMPARISON, "Speed relative to the base target, paired within rounds"),
     "comparison_table": (COMPARISON, "The paired comparison, with intervals and verdicts"),
@@ -112,12 +141,12 @@ REPORT_ENTRIES = {
     "throughput": (OUR_FIGURES, "Training throughput per target"),
     "efficiency": (OUR_FIGURES, "Achieved FLOP/s against the machine's measured limit"),
     "epoch_times": (OUR_FIGURES, "First epoch against steady-state epochs"),
-    "cost": (OUR_FIGURES, "Time and cost relative to the base target"),
+    "cost": (COMPARISON, "Time and cost relative to the base target"),
     "backends": (OUR_FIGURES, "Keras backends compared"),
     "sweeps": (OUR_FIGURES, "Batch size and thread sweeps"),
     "results_table": (TABLES, "Every run, with its stability verdict"),
     "summary_table": (TABLES, "Per target, every run counted (flags counted beside)"),
-    "cost_table": (TABLES, "Cost per target"),
+    "cost_table": (COMPARISON, "Cost per target"),
     "paper_comparison": (TABLES, "The paper's values beside ours"),
     "provenance": (TABLES, "Provenance of every run"),
 }
