@@ -69,8 +69,19 @@ def snakemake(
         env={**os.environ, **env} if env else None,
     )
     if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+        raise AssertionError(
+            f"snakemake failed:\n{failed_jobs(proc.stderr)}\n{proc.stdout[-4000:]}\n"
+            f"{proc.stderr[-4000:]}"
+        )
     return proc
+
+
+def failed_jobs(output: str) -> str:
+    """Snakemake's "Error in rule" paragraphs of ``output`` (the rule, its log, the exit
+    status or signal), each up to 1,500 characters: a failed job's own log printed after them
+    can push them out of the output's tail (a gpu image build's did)."""
+    blocks = re.findall(r"^Error in rule .*?(?=\n\s*\n|\Z)", output, flags=re.M | re.S)
+    return "\n".join(block[:1500] for block in blocks)
 
 
 # Where a test is not about the paper's model or its preprocessing at 64 px: 48 px frames,

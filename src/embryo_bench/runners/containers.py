@@ -400,6 +400,11 @@ def build_image(
                 "REQUIREMENTS": requirements,
             },
         )
+        # The daemon has the whole context once build() returns (the SDK posts it before
+        # streaming the log): the temporary tar (3.2 GiB for gpu) goes now, not after a build
+        # whose layers need that disk (a CI run's gpu build stopped there without a word, its
+        # disk most likely full).
+        archive.close()
         for chunk in stream:
             text = chunk.get("stream") or chunk.get("status") or ""
             if text:

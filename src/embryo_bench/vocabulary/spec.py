@@ -157,7 +157,9 @@ class Container(Record):
     image: Literal["cpu", "gpu"]
     memory: Size
     shm_size: Size
-    docker_host: Annotated[str, Field(pattern=r"^((unix|tcp|ssh)://.*)?$")] = ""
+    # The scheme only: config/schema.yaml refuses the characters an address cannot have; any
+    # character after the scheme (a newline too) is the command's quoting to carry.
+    docker_host: Annotated[str, Field(pattern=r"^((unix|tcp|ssh)://[\s\S]*)?$")] = ""
 
 
 #: A model builder's path (a workload's ``model``): dotted module names, a colon, the
