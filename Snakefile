@@ -71,3 +71,11 @@ rule all:
         WORKLOAD_FIGURES,
         STUDY_OUTPUTS,
         WORKLOAD_VIEW_OUTPUTS,
+
+
+# The answer where a run ends: each workload's speed and cost relative to the base target,
+# the readable tables its figures job wrote (not after a dry run or one with nothing to do).
+onsuccess:
+    from embryo_bench.reporting.answer import print_answer
+
+    print_answer(OUT, list(PLAN.workloads))

@@ -117,6 +117,15 @@ def test_offline_outputs(offline_run):
     assert "SYNTHETIC" in (out / "figures/results_table.md").read_text()
 
 
+def test_a_run_ends_with_the_answer(offline_run):
+    """What a user reads last: the comparison and cost tables, under their paths."""
+    _, _, out, output = offline_run
+    for table in ("comparison_table.md", "cost_table.md"):
+        path = out / "figures" / table
+        assert f"## {path}" in output and path.read_text().strip() in output
+    assert f"figures and every table: {out}/" in output
+
+
 def test_second_run_has_nothing_to_do(offline_run):
     work, config, _, _ = offline_run
     proc = snakemake(work, config, "-n")

@@ -11,6 +11,7 @@ runs it (:mod:`embryo_bench.cli` gathers them); what a command runs it imports w
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import ConfigError, EmbryoBenchError
+from ..reporting.answer import PRINT_ANSWER_ENV, answer_text
 
 #: A target named by its shape: runner, cores, optionally GPUs and a Keras backend, e.g.
 #: ``host-2cpu``, ``docker-4cpu``, ``host-8cpu-1gpu-jax``.
@@ -169,22 +171,6 @@ def snakefile() -> Path:
     return path
 
 
-def answer_files(outdir: Path, workloads: list[str]) -> list[Path]:
-    """The tables that answer the question, in the order printed: with several workloads the
-    workload view (``study/workload_view.md``: time and cost relative to the base, per workload
-    and target), then each workload's comparison (``comparison_table.md``: speed relative to the
-    base with intervals and verdicts) and cost (``cost_table.md``). Those that exist."""
-    from ..vocabulary import layout
-
-    found = []
-    if len(workloads) > 1:
-        found.append(outdir / "study" / "workload_view.md")
-    for w in workloads:
-        figures = outdir / layout.workload_dir(w) / "figures"
-        found += [figures / "comparison_table.md", figures / "cost_table.md"]
-    return [p for p in found if p.is_file()]
-
-
 def cmd_run(p):
     """run the benchmark: train the workloads on the targets in interleaved rounds (the
     Snakemake workflow) and print each target's speed and cost relative to the base"""
@@ -264,7 +250,10 @@ def cmd_run(p):
         if a.dry_run:
             cmd.append("--dry-run")
         print("running: " + " ".join(cmd), flush=True)
-        done = subprocess.run(cmd, check=False)
+        # The workflow's onsuccess prints the answer after a run that trained something;
+        # this command prints it after any run (one with nothing to do too): once.
+        env = {**os.environ, PRINT_ANSWER_ENV: "0"}
+        done = subprocess.run(cmd, check=False, env=env)
         if done.returncode != 0:
             raise EmbryoBenchError(
                 f"the workflow stopped (exit status {done.returncode}); its log names the "
@@ -273,11 +262,9 @@ def cmd_run(p):
         if a.dry_run:
             return
         names = [w["name"] for w in config["workloads"]]
-        tables = answer_files(outdir, names)
-        if not tables:
+        answer = answer_text(outdir, names)
+        if not answer:
             raise EmbryoBenchError(f"{outdir}: the workflow ended but wrote no comparison table")
-        for table in tables:
-            print(f"\n## {table}\n\n{table.read_text().strip()}")
-        print(f"\nfigures and every table: {outdir}/ (snakemake --report for one page)")
+        print(answer)
 
     return run
