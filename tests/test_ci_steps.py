@@ -69,3 +69,19 @@ def test_ci_runs_every_study_the_registry_finds_not_a_list_of_its_own():
     for study in configured(studies()):
         assert f"config/{study.name}.yaml" not in text, study.name
         assert not re.search(rf"\bfor \w+ in [^;]*\b{re.escape(study.name)}\b", text), study.name
+
+
+def test_ci_runs_the_readmes_two_commands():
+    """The README starts with two commands (install and the demo; install and the tests):
+    .ci/run, in the virtual environment it made, runs each one's command as written."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("```bash\n", 1)[1].split("```", 1)[0]
+    commands = [line.split("#", 1)[0].strip() for line in block.splitlines() if line.strip()]
+    assert len(commands) == 2, commands
+    ci = (ROOT / ".ci" / "run").read_text()
+    for command in commands:
+        parts = [p.strip() for p in command.split("&&")]
+        assert parts[:2] == ["python3 -m venv .venv", ". .venv/bin/activate"], command
+        install, run = parts[2], " && ".join(parts[3:])
+        assert install.startswith('pip install -e ".[') and run, command
+        assert run in ci, f".ci/run does not run the README's {run!r}"

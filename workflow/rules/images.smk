@@ -24,10 +24,12 @@ rule base_image:
     params:
         tag=CONTAINERS["base_image"],
         suite=CONTAINERS["debian_suite"],
+        # build_base auto: pulled where a registry answers, else built here.
+        pull_first="yes" if CONTAINERS["build_base"] == "auto" else "no",
         code=code("base-image"),
     shell:
         "python3 -m embryo_bench.cli base-image --tag {params.tag:q} --suite {params.suite:q} "
-        "--record {output:q} --reuse > {log:q} 2>&1"
+        "--record {output:q} --reuse --pull-first {params.pull_first:q} > {log:q} 2>&1"
 
 
 rule wheelhouse:

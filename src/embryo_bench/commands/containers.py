@@ -21,8 +21,8 @@ def cmd_base_image(p):
     """build a Debian base image (debootstrap + import)"""
     p.add_argument(
         "--tag",
-        default="embryo-bench/debian:bookworm",
-        help="the tag to give the imported image (name:version)",
+        help="the tag to give the imported image (name:version; default: "
+        "embryo-bench/debian:<suite>)",
     )
     p.add_argument(
         "--suite", default="bookworm", help="the Debian suite to install (a codename: bookworm)"
@@ -30,12 +30,21 @@ def cmd_base_image(p):
     p.add_argument("--mirror", help="Debian mirror (default: the host's apt mirror)")
     p.add_argument("--record", help="write the image record (JSON) here")
     p.add_argument("--reuse", action="store_true", help="keep an existing image of --tag")
+    p.add_argument(
+        "--pull-first",
+        choices=["yes", "no"],
+        default="no",
+        help="yes: pull --tag from its registry first, and build it only where the pull fails",
+    )
 
     def run(a):
         from ..io import write_json
-        from ..runners.containers import build_base_image
+        from ..runners.containers import DEBIAN_TAG, build_base_image
 
-        info = build_base_image(a.tag, suite=a.suite, mirror=a.mirror, reuse=a.reuse)
+        tag = a.tag or DEBIAN_TAG.format(suite=a.suite)
+        info = build_base_image(
+            tag, suite=a.suite, mirror=a.mirror, reuse=a.reuse, pull_first=a.pull_first == "yes"
+        )
         if a.record:
             write_json(a.record, info)
 

@@ -241,6 +241,11 @@ def default_mirror() -> str:
     return "http://deb.debian.org/debian"
 
 
+#: The tag :func:`build_base_image` gives a Debian image by default (``embryo-bench
+#: base-image``), by suite.
+DEBIAN_TAG = "embryo-bench/debian:{suite}"
+
+
 def build_base_image(
     tag: str,
     suite: str = "bookworm",
@@ -248,19 +253,25 @@ def build_base_image(
     client=None,
     log=sys.stderr,
     reuse: bool = False,
+    pull_first: bool = False,
 ) -> dict:
     """Build a minimal Debian image with python3 + venv from Debian packages.
 
     Runs ``debootstrap --variant=minbase`` (needs root and the ``debootstrap`` package) into
     a temporary folder, packs it, and imports it with the SDK as ``tag``. With ``reuse``, an
-    existing image of that tag is kept instead.
+    existing image of that tag is kept instead. With ``pull_first`` (``containers.build_base:
+    auto``), ``tag`` is pulled from its registry first, and built only where the pull fails:
+    a user without root gets the image wherever a registry answers, a machine without a
+    registry (this project's CI) builds it.
 
     Returns:
-        dict with image_id, tag, suite and mirror.
+        dict with image_id, tag, suite and mirror; ``pulled`` (True, with ``repo_digests``,
+        when the registry gave it; False with ``pull_error`` when it was built after a failed
+        pull, or taken from :data:`DEBIAN_TAG`'s image, then ``built_as`` names it).
 
     Raises:
-        DockerError: debootstrap missing or failing (with its output's tail), or the import
-            failed.
+        DockerError: debootstrap missing, not run as root or failing (with its output's
+            tail; after a failed pull, naming the pull's error too), or the import failed.
     """
     client = client or docker_client(timeout=BUILD_READ_TIMEOUT)
     if reuse:
@@ -270,8 +281,39 @@ def build_base_image(
             return {"image_id": image.id, "tag": tag, "suite": suite, "reused": True}
         except Exception:  # docker.errors.ImageNotFound
             pass
+    pulled: dict = {}
+    if pull_first:
+        try:
+            image = client.images.pull(tag)
+        except Exception as exc:  # docker.errors.APIError: no registry, no such image
+            pulled = {"pulled": False, "pull_error": str(exc).strip()[:500]}
+            print(f"pull {tag} failed ({exc}); building it from Debian packages", file=log)
+        else:
+            print(f"pulled {tag} as {image.id}", file=log, flush=True)
+            return {"image_id": image.id, "tag": tag, "pulled": True,
+                    "repo_digests": image.attrs.get("RepoDigests", [])}  # fmt: skip
+        # The Debian image this command builds under its default tag, when one is here
+        # already (the offline configurations build it): the same packages, not bootstrapped
+        # a second time.
+        built = DEBIAN_TAG.format(suite=suite)
+        try:
+            image = client.images.get(built)
+        except Exception:  # docker.errors.ImageNotFound
+            pass
+        else:
+            repository, _, version = tag.partition(":")
+            image.tag(repository, version or None)
+            print(f"{built} ({image.id}), built here from Debian packages, tagged {tag}",
+                  file=log, flush=True)  # fmt: skip
+            return {"image_id": image.id, "tag": tag, "suite": suite, "built_as": built, **pulled}
+    after = f" (pulling {tag} failed: {pulled['pull_error']})" if pulled else ""
     if shutil.which("debootstrap") is None:
-        raise DockerError("debootstrap not found: apt-get install -y debootstrap")
+        raise DockerError(f"debootstrap not found: apt-get install -y debootstrap{after}")
+    if os.geteuid() != 0:
+        raise DockerError(
+            f"debootstrap builds {tag} as root only (uid {os.geteuid()}){after}: run as root, "
+            "or set containers.build_base: false where a registry has the image"
+        )
     mirror = mirror or default_mirror()
     with tempfile.TemporaryDirectory(prefix="embryo-bench-rootfs-") as tmp:
         root = Path(tmp) / "rootfs"
@@ -301,7 +343,7 @@ def build_base_image(
         except Exception as exc:
             raise DockerError(f"docker import of {tar} as {tag} failed: {exc}") from exc
     print(f"imported {tag} as {image.id}", file=log, flush=True)
-    return {"image_id": image.id, "tag": tag, "suite": suite, "mirror": mirror}
+    return {"image_id": image.id, "tag": tag, "suite": suite, "mirror": mirror, **pulled}
 
 
 def build_image(
