@@ -283,3 +283,41 @@ def test_the_registry_finds_a_new_study_by_its_folder_and_refuses_a_bad_one(tmp_
     refused({**entry, "number": other}, r"a study's folder is named by the study", "New")
     with pytest.raises(pub.DataError, match="no study .* found"):
         registry.studies(tmp_path / "empty")
+
+
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        ("P100,m,relative_time,0.5,x base,,s,true,", "x base without a base setting"),
+        ("P100,m,relative_time,0.5,x base,base=K40,s,true,", "base=K40 is not a system of"),
+        ("K80,m,relative_time,1.2,x base,base=K80,s,true,", "K80 relative to itself is 1, not 1.2"),
+        ("P100,m,epoch_seconds,2,s,base=K80,s,true,", "base=K80 on a number in s"),
+    ],
+)
+def test_a_relative_number_names_its_base(tmp_path, row, message):
+    """One study's relative numbers can be against different systems (DATAmadness's Ryzen
+    over the RTX and the RTX over the Ryzen, minimaxir's two K80s): each names its own."""
+    path = tmp_path / "numbers.csv"
+    path.write_text(f"{HEAD}\n{GOOD}P100,m,relative_time,0.5,x base,base=K80,s,true,\n{row}\n")
+    with pytest.raises(DataError, match=message):
+        pub.load_numbers("datamadness", path)
+
+
+def test_each_published_relative_number_is_shown_with_its_own_base():
+    """DATAmadness published the Ryzen's time over the RTX's (6) and the RTX's over the
+    Ryzen's (0.15): one column, two bases, each named beside its number; minimaxir's July
+    systems are against the July K80, never the November one (the study's base_system)."""
+    from embryo_bench.reporting.study_numbers import theirs_table
+
+    studies = registry.studies()
+    dm = theirs_table(pub.load_numbers("datamadness"), studies["datamadness"]).set_index("system")
+    assert dm.loc["Ryzen 2700X", "time_relative"] == 6
+    assert dm.loc["Ryzen 2700X", "relative_to"] == "RTX 2080"
+    assert dm.loc["RTX 2080", "relative_to"] == "Ryzen 2700X"
+    mm = theirs_table(pub.load_numbers("minimaxir"), studies["minimaxir"])
+    july = mm[mm["system"].str.endswith("(2017-07)") & mm["time_relative"].notna()]
+    assert len(july) and set(july["relative_to"]) == {"K80 (2017-07)"}
+    november = mm[mm["system"].str.endswith("(2017-11)") & mm["time_relative"].notna()]
+    assert set(november["relative_to"]) == {"K80 (2017-11)"}
+    # One row per system, workload and settings: the base joined its measurement's row.
+    assert not mm.duplicated(["system", "workload", "settings"]).any()

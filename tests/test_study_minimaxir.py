@@ -52,7 +52,12 @@ def test_the_file_is_exactly_what_the_logs_and_the_typed_rows_give():
 
 def test_an_edited_number_is_caught(tmp_path):
     text = mm.NUMBERS.read_text()
-    row = next(line for line in text.splitlines() if ",relative_cost," in line)
+    # Not a base's own row: its 1 is checked wherever the file is read (test below).
+    row = next(
+        line
+        for line in text.splitlines()
+        if ",relative_cost," in line and "K80" not in line.split(",")[0]
+    )
     value = row.split(",")[3]
     edited = tmp_path / "minimaxir.csv"
     edited.write_text(text.replace(row, row.replace(f",{value},", f",{float(value) + 0.01},")))

@@ -15,7 +15,9 @@ A numbers file has one row per published number, with the columns of :data:`COLU
 - ``value``: the number as the study printed it (a float).
 - ``settings``: what else the number depends on, ``key=value`` pairs joined by ``;``
   (``batch_size=500;threads=8``; keys in :data:`SETTING_KEYS`; ``gpus=0`` marks a CPU
-  measurement, ``gpus=1`` one on a GPU); "" for none.
+  measurement, ``gpus=1`` one on a GPU); "" for none. A number in ``x base`` names its base,
+  the system it is relative to (``base=RTX 2080``): one study's relative numbers can have
+  several (DATAmadness gives the Ryzen's time over the RTX's and the RTX's over the Ryzen's).
 - ``source``: where it was printed: the study's short name (its ``seed``) and table,
   figure or section, or the file of a public repository it was read from
   (``minimaxir/keras-cntk-benchmark:v2/logs/...``).
@@ -93,6 +95,7 @@ SETTING_KEYS = {
     "workers",  # input workers of an image generator (Keras fit's workers=)
     "augmentation",  # true / false: the generator augmented the images
     "gpus",  # GPUs the number was measured with (0: CPU only)
+    "base",  # the system an x-base number is relative to (every x-base row names one)
 }
 
 
@@ -145,6 +148,30 @@ def parse_settings(text: str, where: str = "settings") -> dict[str, str]:
     return out
 
 
+def _check_base(row, value: float, settings: dict, systems: set[str], where: str) -> None:
+    """An ``x base`` row names the system it is relative to, a system of the file (itself
+    only at 1); no other row names one.
+
+    Raises:
+        DataError: as :func:`load_numbers` says, naming ``where``.
+    """
+    base = settings.get("base")
+    if row["unit"] != "x base":
+        if base is not None:
+            raise DataError(f"{where}: base={base} on a number in {row['unit']}; only an x-base "
+                            "number is relative to a system")  # fmt: skip
+        return
+    if not base:
+        raise DataError(
+            f"{where}: {row['metric']} of {row['system']} is in x base without a base setting; "
+            "expected base=<the system it is relative to>"
+        )
+    if base not in systems:
+        raise DataError(f"{where}: base={base} is not a system of the file")
+    if base == row["system"] and value != 1:
+        raise DataError(f"{where}: {row['system']} relative to itself is 1, not {value:g}")
+
+
 def load_numbers(study: str | Study, path: Path | None = None) -> pd.DataFrame:
     """The numbers a study published: a table with :data:`COLUMNS` (value float64, used
     bool, the rest str), one row per number, in the file's order.
@@ -160,8 +187,10 @@ def load_numbers(study: str | Study, path: Path | None = None) -> pd.DataFrame:
             file, other columns, a value that is not a finite number or out of its unit's
             range (:data:`RANGES`: none negative), a metric not in :data:`METRICS` or a unit
             other than its own, bad settings, an empty source, ``used`` other than
-            true/false, a row given twice, or two used rows of one :data:`KEY`: one line
-            naming the file, its line and what was expected.
+            true/false, a row given twice, two used rows of one :data:`KEY`, or an ``x
+            base`` number without a ``base`` setting naming a system of the file (itself
+            only at 1), or a ``base`` on another unit: one line naming the file, its line and
+            what was expected.
     """
     if isinstance(study, str):
         known = studies()
@@ -208,6 +237,7 @@ def load_numbers(study: str | Study, path: Path | None = None) -> pd.DataFrame:
         if row["used"] not in ("true", "false"):
             raise DataError(f"{where}: used {row['used']!r}; expected true or false")
         settings = parse_settings(row["settings"], where)
+        _check_base(row, value, settings, set(table["system"]), where)
         values.append(value)
         used.append(row["used"] == "true")
         # A row given twice, or a second number our tables would use for the same thing

@@ -24,9 +24,11 @@ MEANINGLESS = "meaningless (SYNTHETIC data)"
 #: system (their system as the study names it; our target), machine (theirs: the system;
 #: ours: the machine label), settings (``key=value;...``), cpus (their vCPUs; our target's),
 #: gpus, epoch_seconds (s), throughput (images/s), throughput_per_core (images/s per core,
-#: CPU systems only), time_relative and cost_relative (x the base: theirs the study's
-#: ``base_system``, ours the config's ``cost.base_target`` in the same workload; NaN where
-#: no base or no price), hourly_usd (USD/h), test_accuracy (a fraction; NaN where not
+#: CPU systems only), time_relative and cost_relative (x the base: theirs as published, each
+#: relative to the system its ``base`` setting names, else computed against the study's
+#: ``base_system``; ours the config's ``cost.base_target`` in the same workload; NaN where
+#: no base or no price), relative_to (that base's name; "" where there is none),
+#: hourly_usd (USD/h), test_accuracy (a fraction; NaN where not
 #: published or our data was synthetic), data ("published", "real" or "SYNTHETIC"), our
 #: workload (the config's name; "" for theirs), source (theirs: where it was printed; ours:
 #: "measured, <n> runs").
@@ -43,6 +45,7 @@ SIDE_COLUMNS = [
     "throughput_per_core",
     "time_relative",
     "cost_relative",
+    "relative_to",
     "hourly_usd",
     "test_accuracy",
     "data",
@@ -100,9 +103,15 @@ def theirs_table(published: pd.DataFrame, study: Study) -> pd.DataFrame:
     facts = _system_facts(used)
     keyed: dict[tuple[str, str, str], dict] = {}
     for _, r in used[used["workload"] != ""].iterrows():
-        key = (r["system"], r["workload"], r["settings"])
-        row = keyed.setdefault(key, {"sources": []})
+        # A relative number's base is not a setting of the measurement: it joins the row of
+        # the same system, workload and settings, its base kept beside it.
+        settings = parse_settings(r["settings"])
+        base = settings.pop("base", "")
+        key = (r["system"], r["workload"], ";".join(f"{k}={v}" for k, v in settings.items()))
+        row = keyed.setdefault(key, {"sources": [], "bases": {}})
         row.setdefault(r["metric"], float(r["value"]))
+        if base:
+            row["bases"].setdefault(r["metric"], base)
         if r["source"] not in row["sources"]:
             row["sources"].append(r["source"])
     rows = []
@@ -113,7 +122,16 @@ def theirs_table(published: pd.DataFrame, study: Study) -> pd.DataFrame:
         throughput = row.get("throughput", math.nan)
         cpu_system = np.isfinite(vcpus) and not (np.isfinite(gpus) and gpus > 0)
         time_rel, cost_rel = row.get("relative_time", math.nan), row.get("relative_cost", math.nan)
+        published_bases = set(row["bases"].values())
+        if len(published_bases) > 1:  # one column cannot hold two bases
+            raise ValueError(
+                f"{study.name}: {system}'s relative time and cost of {workload} have the "
+                f"bases {sorted(published_bases)}; expected one"
+            )
+        relative_to = next(iter(published_bases), "")
         base = _their_base(keyed, study.base_system, workload, settings)
+        if relative_to and base is not None and relative_to != study.base_system:
+            base = None  # published against another system: not mixed with computed ones
         if base is not None and (system, workload, settings) != base[0]:
             b = base[1]
             b_hourly = facts.get(study.base_system, {}).get("hourly_usd", math.nan)
@@ -125,6 +143,10 @@ def theirs_table(published: pd.DataFrame, study: Study) -> pd.DataFrame:
         elif base is not None:
             time_rel = 1.0 if not np.isfinite(time_rel) else time_rel
             cost_rel = 1.0 if not np.isfinite(cost_rel) else cost_rel
+        if base is not None and not relative_to:
+            relative_to = study.base_system
+        if not (np.isfinite(time_rel) or np.isfinite(cost_rel)):
+            relative_to = ""
         rows.append(
             {
                 "side": "theirs",
@@ -139,6 +161,7 @@ def theirs_table(published: pd.DataFrame, study: Study) -> pd.DataFrame:
                 "throughput_per_core": throughput / vcpus if cpu_system else math.nan,
                 "time_relative": time_rel,
                 "cost_relative": cost_rel,
+                "relative_to": relative_to,
                 "hourly_usd": hourly,
                 "test_accuracy": row.get("test_accuracy", math.nan),
                 "data": "published",
@@ -205,6 +228,7 @@ def ours_side(ours: pd.DataFrame, cost_base: str | dict[str, str] = "") -> pd.Da
                 "throughput_per_core": math.nan if gpus else r["throughput_per_core"],
                 "time_relative": time_rel,
                 "cost_relative": cost_rel,
+                "relative_to": base_name if len(base) else "",
                 "hourly_usd": r["hourly_usd"],
                 "test_accuracy": math.nan if synthetic else r["test_accuracy"],
                 "data": "SYNTHETIC" if synthetic else "real",
@@ -249,8 +273,9 @@ def side_by_side(
 
 def readable_side(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`side_by_side` as a person reads it: side, workload, system or target, machine,
-    settings, s/epoch, images/s, images/s per core, time and cost relative to the base,
-    test accuracy ("meaningless (SYNTHETIC data)" for our synthetic runs), source."""
+    settings, s/epoch, images/s, images/s per core, time and cost relative to the base and
+    the base's name, test accuracy ("meaningless (SYNTHETIC data)" for our synthetic runs),
+    source."""
     return pd.DataFrame(
         {
             "side": table["side"],
@@ -267,6 +292,7 @@ def readable_side(table: pd.DataFrame) -> pd.DataFrame:
             "cost vs base": table["cost_relative"].map(
                 lambda v: readable_tables.number_text(v, ".3g")
             ),
+            "base": table["relative_to"],
             "test accuracy": [
                 MEANINGLESS if d == "SYNTHETIC" else readable_tables.number_text(a, ".3f")
                 for a, d in zip(table["test_accuracy"], table["data"], strict=True)

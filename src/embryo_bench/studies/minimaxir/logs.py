@@ -238,6 +238,7 @@ def derived_rows(prices: dict[str, float]) -> list[dict]:
         base_total = float(base_log["elapsed"].sum())
         time_fig, cost_fig = FIGURES[post][workload]
         how = f"sum of elapsed over {base}'s ({source(base_path)}), as his notebook computes"
+        relative = f"{settings};base={base}" if settings else f"base={base}"
         out.append(
             _row(
                 system,
@@ -245,7 +246,7 @@ def derived_rows(prices: dict[str, float]) -> list[dict]:
                 "relative_time",
                 total / base_total,
                 "x base",
-                settings,
+                relative,
                 f"{src}; {post}, figure dl-cpu-gpu-{time_fig}",
                 how,
             )
@@ -258,7 +259,7 @@ def derived_rows(prices: dict[str, float]) -> list[dict]:
                     "relative_cost",
                     total * prices[system] / (base_total * prices[base]),
                     "x base",
-                    settings,
+                    relative,
                     f"{src}; {post}, figure dl-cpu-gpu-{cost_fig}",
                     f"{how}, times the hourly_usd rows",
                 )
