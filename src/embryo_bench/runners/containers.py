@@ -287,7 +287,7 @@ def build_base_image(
             image = client.images.pull(tag)
         except Exception as exc:  # docker.errors.APIError: no registry, no such image
             pulled = {"pulled": False, "pull_error": str(exc).strip()[:500]}
-            print(f"pull {tag} failed ({exc}); building it from Debian packages", file=log)
+            print(f"pull {tag} failed ({exc}); a Debian image built here instead", file=log)
         else:
             print(f"pulled {tag} as {image.id}", file=log, flush=True)
             return {"image_id": image.id, "tag": tag, "pulled": True,
