@@ -78,36 +78,38 @@ def fig_comparison(comparison: pd.DataFrame, order_note: str, out_dir: Path, foo
     a plain point, and the title says once why
     (:func:`embryo_bench.reporting.readable_tables.interval_note`); a row compared without pairs
     (``pairing`` "unpaired") is a hollow point. Each row's numbers are written in a column right
-    of its panel, so no text lies over a point, a bar or the line at 1; a panel with no ratio at
-    all says why in one line."""
+    of its panel, so no text lies over a point, a bar or the line at 1. A measure with no ratio
+    at all gets no panel: the title says why in one line (the demo's base never reaches the
+    accuracy target in its epochs); with neither, one empty panel says it."""
+    base = comparison["target"].iloc[0]
+    measures, missing = [], []
+    for measure, title in (("throughput", "throughput (images/s)"),
+                           ("time_to_accuracy", "time to accuracy")):  # fmt: skip
+        if np.isfinite(pd.to_numeric(comparison[f"{measure}_ratio"], errors="coerce")).any():
+            measures.append((measure, title))
+        elif readable_tables.base_unreached(comparison, measure):
+            missing.append(f"{title}: {base} never reached the accuracy target, no ratio")
+        else:
+            missing.append(f"{title}: no ratio")
     fig, axes = plt.subplots(
         1,
-        2,
-        figsize=(12, 2.4 + 0.5 * len(comparison)),
+        max(len(measures), 1),
+        figsize=(6 + 6 * max(len(measures), 1), 2.4 + 0.5 * len(comparison)),
         sharey=True,
         squeeze=False,
         layout="constrained",
     )
     y = np.arange(len(comparison))[::-1]
-    base = comparison["target"].iloc[0]
-    for ax, (measure, title) in zip(
-        axes[0],
-        (("throughput", "throughput (images/s)"), ("time_to_accuracy", "time to accuracy")),
-        strict=True,
-    ):
+    if not measures:  # nothing to draw: one empty panel says so
+        axes[0][0].text(0.5, 0.5, "; ".join(missing), transform=axes[0][0].transAxes,
+                        ha="center", va="center", fontsize=8, color="dimgray")  # fmt: skip
+        axes[0][0].set_xticks([])
+    for ax, (measure, title) in zip(axes[0], measures, strict=bool(measures)):
         ratios = pd.to_numeric(comparison[f"{measure}_ratio"], errors="coerce")
-        if not np.isfinite(ratios).any():  # one line for the panel, not one per row
-            why = "no ratio to draw"
-            if readable_tables.base_unreached(comparison, measure):
-                why = f"{base} never reached the accuracy target: {why}"
-            ax.text(0.5, 0.5, why, transform=ax.transAxes, ha="center", va="center", fontsize=8,
-                    color="dimgray")  # fmt: skip
-            ax.set_xticks([])
-        else:
-            ax.set_xlabel("speed ratio to the base (above 1: faster)")
-            ax.axvline(1.0, color="black", lw=1)
-            for yi, med, (_, row) in zip(y, ratios, comparison.iterrows(), strict=True):
-                _comparison_row(ax, row, measure, med, yi, comparison)
+        ax.set_xlabel("speed ratio to the base (above 1: faster)")
+        ax.axvline(1.0, color="black", lw=1)
+        for yi, med, (_, row) in zip(y, ratios, comparison.iterrows(), strict=True):
+            _comparison_row(ax, row, measure, med, yi, comparison)
         ax.set_title(f"{title}, relative to {base}", fontsize=9)
         ax.margins(x=0.15, y=0.3)
     axes[0][0].set_yticks(y, comparison["target"], fontsize=8)
@@ -115,7 +117,8 @@ def fig_comparison(comparison: pd.DataFrame, order_note: str, out_dir: Path, foo
     fig.suptitle(
         f"Comparison with {base}: ratio (geometric mean) with its 95 % interval; "
         f"{int(comparison['flagged_runs'].sum())} run(s) flagged, all counted\n{order_note}"
-        + (f"\n{note}" if note else ""),
+        + (f"\n{note}" if note else "")
+        + ("".join(f"\n{m}" for m in missing) if measures else ""),
         fontsize=9,
     )
     save_named_figure(fig, out_dir, "comparison", footer)
