@@ -195,7 +195,9 @@ def test_the_study_rule_runs_the_papers_claims(numbers, tmp_path):
     runs = runs_of({"desktop-4cpu": DESKTOP, "cloud-1gpu-1vcpu": ONE_VCPU})
     ours = frame(*CPUS, GPUS[0])
     table = run_claims(STUDY, numbers, ours, runs)
-    assert list(table["claim"]) == [paper.GPUS_OUTPERFORM, paper.VCPUS_ALIKE]
+    assert list(table["claim"]) == [
+        paper.GPUS_OUTPERFORM, paper.VCPUS_ALIKE, paper.CORES_NOT_LINEAR
+    ]  # fmt: skip
     assert list(table["verdict"])[0] == HOLDS
     write_study(STUDY, numbers, ours, runs, tmp_path)
     assert "holds here" in (tmp_path / "claims.md").read_text()
@@ -233,3 +235,44 @@ def test_the_paper_configs_cloud_targets_have_the_papers_memory(numbers):
             assert target["memory"] == f"{float(memory[system]):g}g", target["name"]
             checked += 1
     assert checked == 2  # the cloud K80 with 8 vCPUs and the 2x K80
+
+
+def test_the_papers_linear_prediction_is_its_own_114_minutes(numbers):
+    """'If it was linear, and the dual core@2.5GHz took 309 minutes, then quad core@3.4GHz
+    should have taken 114 minutes, but it took 134 minutes': from the file's cores and clocks
+    and the printed times, not typed."""
+    claim = paper.cores_claim(numbers, frame(*CPUS), NO_RUNS)
+    assert claim.theirs == (
+        "2-core laptop (2 cores x 2.5 GHz) 309 min; linear in cores x clock, 4-core desktop "
+        "(4 x 3.4 GHz) would take 114 min; it took 134 (1.18x the linear prediction)"
+    )
+    assert "should have taken 114 minutes" in _seed_text()
+
+
+@pytest.mark.parametrize(
+    "four, verdict",
+    [
+        ([60.0, 58.0, 62.0], HOLDS),  # 1.2x for 2x the cores: below linear
+        ([110.0, 95.0, 112.0], CANNOT),  # about 2.1x: the interval covers 2
+        ([240.0, 232.0, 250.0], DOES_NOT_HOLD),  # 4.8x: faster than linear
+    ],
+)
+def test_cores_against_the_linear_prediction(numbers, four, verdict):
+    """Two CPU targets of one machine, 2 and 4 cores: 4 cores' images/s over 2 cores',
+    paired within the rounds, against linear (x2)."""
+    two = [50.0, 49.0, 52.0]
+    rows = [dict(CPUS[0], throughput=statistics.median(two)),
+            dict(CPUS[1], throughput=statistics.median(four))]  # fmt: skip
+    claim = paper.cores_claim(numbers, frame(*rows),
+                              runs_of({"laptop-2cpu": two, "desktop-4cpu": four}))  # fmt: skip
+    assert claim.verdict == verdict, claim
+    assert "against linear x2 (one machine, one clock: cores alone)" in claim.ours
+    if verdict == CANNOT:
+        assert claim.why == "the interval covers x2: more rounds would resolve it"
+
+
+def test_cores_need_two_cpu_targets_of_one_machine(numbers):
+    one = paper.cores_claim(numbers, frame(CPUS[0], *GPUS), NO_RUNS)
+    assert one.verdict == CANNOT and "no two CPU targets" in one.why
+    apart = [CPUS[0], dict(CPUS[1], machine="elsewhere")]
+    assert paper.cores_claim(numbers, frame(*apart), NO_RUNS).verdict == CANNOT

@@ -62,6 +62,7 @@ METRICS = {
     "vcpus": "count",  # the system's (virtual) cores
     "gpus": "count",
     "memory_gb": "GB",  # the system's memory (RAM), as the study prints it
+    "clock_ghz": "GHz",  # the system's CPU clock, as the study prints it
 }
 
 #: The values a unit allows: (the lowest, whether the lowest itself is allowed, the highest).
@@ -77,6 +78,7 @@ RANGES = {
     "%": (0.0, True, math.inf),
     "fraction": (0.0, True, 1.0),
     "GB": (0.0, False, math.inf),
+    "GHz": (0.0, False, math.inf),
 }
 #: What one published number is about: two rows that our tables use (``used`` true) may not
 #: share it.
