@@ -425,6 +425,29 @@ def test_backends_shows_throughput_and_time_to_accuracy_per_backend(drawn):
     assert colours[0] != colours[1]  # one colour per backend
 
 
+def test_backends_without_a_target_reaching_the_accuracy_draws_no_empty_panel(drawn):
+    """The demo's 2 epochs reach no accuracy target: the throughput alone, and one title line
+    with each target's final accuracy, not a panel of "not reached" slots."""
+    runs = [_run("a", 1, 20.0), _run("b", 1, 20.0, backend="jax")]
+    figures.fig_backends(_summary(runs), None, "")
+    (ax_t,) = drawn["backends"].axes
+    assert ax_t.get_title() == (
+        "Throughput per backend\nno target reached the accuracy target (final test accuracy: "
+        "a 0.600, b 0.600)"
+    )
+    assert add_legend(ax_t) == ["Keras on tensorflow", "Keras on jax"]
+
+
+def test_a_bars_value_label_sits_above_its_error_bar(drawn):
+    """The value is written over the error bar's top, not across its line."""
+    runs = [_set(_run("a", k, 20.0), mean_images_per_s=v)
+            for k, v in ((1, 100.0), (2, 110.0), (3, 130.0))]  # fmt: skip
+    figures.fig_throughput(_summary(runs), None, "")
+    (ax,) = drawn["throughput"].axes
+    (label,) = [t for t in ax.texts if t.get_text() == "110"]
+    assert label.xy == (0, 130.0)  # the median's label at the max's height
+
+
 def test_backends_time_to_accuracy_is_the_median_of_the_repeats_that_reached_it(drawn):
     runs = [
         _set(_run("a", k, 20.0), time_to_accuracy_seconds=t)

@@ -53,6 +53,7 @@ from .plotting import (
     empty_panel,
     error_bars,
     flagged_note,
+    label_heights,
     mark_flagged,
     save_named_figure,
     target_bars,
@@ -177,8 +178,8 @@ def fig_training_time(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
         unit, per = _time_unit(float(np.nanmax(g["training_s_max"])))
         med, err = error_bars(g, "training_s", 1 / per)
         bars = draw_bars(ax, range(len(g)), med, err, color=color)
-        for i, v in enumerate(med):
-            ax.annotate(f"{v:.3g} {unit}", (i, v), ha="center", va="bottom", fontsize=7)
+        for i, (v, y) in enumerate(zip(med, label_heights(med, err), strict=True)):
+            ax.annotate(f"{v:.3g} {unit}", (i, y), ha="center", va="bottom", fontsize=7)
         trained = _workload(g)
         names = [f"{n}\nn={k}" for n, k in zip(g["target"], g["repeats"], strict=True)]
         if trained is None:  # the targets trained different amounts: each label says
@@ -279,8 +280,14 @@ def fig_cost(
 
 
 def fig_backends(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
-    """Throughput and time to accuracy of every main target, coloured by Keras backend."""
-    fig, (ax_t, ax_a) = plt.subplots(1, 2, figsize=(11, 4))
+    """Throughput and time to accuracy of every main target, coloured by Keras backend; where
+    no target reached the accuracy target, the throughput alone and one title line saying so
+    (each target's final accuracy), not a panel of empty slots."""
+    tta = summ["time_to_accuracy_s_median"].to_numpy(float)
+    reached = bool(np.isfinite(tta).any())
+    fig, axes = plt.subplots(1, 2 if reached else 1, figsize=(11 if reached else 7, 4),
+                             squeeze=False)  # fmt: skip
+    ax_t = axes[0][0]
     x = np.arange(len(summ))
     colors = [COLORS.get(b, "tab:gray") for b in summ["backend"]]
     labels = [f"{t}\n{b}" for t, b in zip(summ["target"], summ["backend"], strict=True)]
@@ -289,7 +296,20 @@ def fig_backends(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
     ax_t.set_xticks(x, labels, fontsize=7)
     ax_t.set_ylabel("training throughput (images/s)")
     ax_t.set_title("Throughput per backend", fontsize=9)
-    tta = summ["time_to_accuracy_s_median"].to_numpy(float)
+    if not reached:
+        finals = ", ".join(
+            f"{t} {a:.3f}"
+            for t, a in zip(summ["target"], summ["final_test_accuracy_median"], strict=True)
+        )
+        ax_t.set_title(
+            "Throughput per backend\nno target reached the accuracy target (final test "
+            f"accuracy: {finals})",
+            fontsize=8,
+        )
+        add_legend(ax_t, backend_entries(summ["backend"]))
+        save_named_figure(fig, out_dir, "backends", footer)
+        return
+    ax_a = axes[0][1]
     ax_a.bar(x, np.nan_to_num(tta), color=colors)
     for i, (v, row) in enumerate(zip(tta, summ.itertuples(), strict=True)):
         text = (
@@ -300,9 +320,6 @@ def fig_backends(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
         ax_a.annotate(
             text, (i, 0 if not np.isfinite(v) else v), ha="center", va="bottom", fontsize=6
         )
-    if not np.isfinite(tta).any():
-        ax_a.set_ylim(0, 1)
-        ax_a.set_yticks([])
     ax_a.set_xticks(x, labels, fontsize=7)
     ax_a.set_ylabel("time to accuracy target (s)")
     ax_a.set_title("Time to accuracy per backend", fontsize=9)

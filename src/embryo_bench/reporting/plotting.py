@@ -83,6 +83,15 @@ def error_bars(df: pd.DataFrame, col: str, scale: float = 1.0):
     return med, err
 
 
+def label_heights(med, err) -> np.ndarray:
+    """Where each bar's value label goes: above its error bar's top where it has one, else
+    at the bar's top, so no label lies over the error bar's line (:func:`error_bars`' shapes:
+    ``med`` (N,), ``err`` (2, N))."""
+    med = np.asarray(med, dtype=float)
+    top = np.asarray(err, dtype=float)[1]
+    return np.where(np.isfinite(top), med + np.nan_to_num(top), med)
+
+
 def draw_bars(ax, x, med, err, width: float = 0.8, **kw):
     """Bars at ``x`` with min-max error bars where there is a spread (:func:`error_bars`)."""
     bars = ax.bar(x, med, width, **kw)
@@ -170,9 +179,9 @@ def target_bars(ax, summ: pd.DataFrame, col: str, scale: float, label: str) -> N
     med, err = error_bars(summ, col, scale)
     colors = [COLORS.get(b, "tab:gray") for b in summ["backend"]]
     bars = draw_bars(ax, range(len(summ)), med, err, color=colors)
-    for i, v in enumerate(med):
+    for i, (v, y) in enumerate(zip(med, label_heights(med, err), strict=True)):
         if np.isfinite(v):
-            ax.annotate(label.format(v), (i, v), ha="center", va="bottom", fontsize=7)
+            ax.annotate(label.format(v), (i, y), ha="center", va="bottom", fontsize=7)
         else:  # no reading: said on the figure, not an empty slot that reads as zero
             ax.annotate("not measured", (i, 0), ha="center", va="bottom", fontsize=7)
     target_ticks(ax, list(summ["target"]))
