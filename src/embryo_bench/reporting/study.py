@@ -437,9 +437,10 @@ def study_head(study: Study, table: pd.DataFrame) -> str:
         "Theirs: as the study published them (source on each row; the numbers file's `used` "
         "rows). Ours: measured here, the median over each target's runs, on "
         + (", ".join(machines) if machines else "no machine (no run on these workloads)")
-        + ". Time and cost vs base: theirs relative to "
-        + (study.base_system or "no base (the study names none)")
-        + "; ours relative to the configuration's cost.base_target in the same workload.",
+        + ". Time and cost vs base: relative to the system the `base` column names; theirs "
+        + "as the study published them"
+        + (f", else computed against {study.base_system}" if study.base_system else "")
+        + "; ours against the configuration's cost.base_target in the same workload.",
     ]
     if any_synthetic(table):
         lines = [f"**{SYNTHETIC_NOTE}**", "", *lines]
