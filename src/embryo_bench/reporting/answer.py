@@ -27,10 +27,10 @@ def answer_files(outdir: str | Path, workloads: list[str]) -> list[Path]:
     outdir = Path(outdir)
     found = []
     if len(workloads) > 1:
-        found.append(outdir / "study" / "workload_view.md")
+        found.append(outdir / f"{layout.WORKLOAD_VIEW}.md")
     for w in workloads:
-        figures = outdir / layout.workload_dir(w) / "figures"
-        found += [figures / "comparison_table.md", figures / "cost_table.md"]
+        figures = outdir / layout.figures_dir(layout.workload_dir(w))
+        found += [figures / f"{name}.md" for name in ("comparison_table", "cost_table")]
     return [p for p in found if p.is_file()]
 
 
