@@ -3,6 +3,8 @@ figure functions draw, from hand-made runs (no training)."""
 
 from __future__ import annotations
 
+import statistics
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -375,23 +377,50 @@ def test_efficiency_says_not_measured_for_a_target_without_a_probe(drawn):
 
 
 def test_cost_shows_time_and_cost_relative_to_the_base(drawn):
-    runs = [_run("a", 1, 60.0), _run("b", 1, 30.0), _run("free", 1, 10.0)]
+    """Three rounds: each bar the paired ratio with its 95 % interval; the cost's is the
+    time's times the price ratio (4 USD/h against 1)."""
+    times = {"a": (60.0, 62.0, 58.0), "b": (30.0, 32.0, 28.0), "free": (10.0, 10.0, 10.0)}
+    runs = [_run(t, k + 1, v) for t, vs in times.items() for k, v in enumerate(vs)]
     targets = {
         "a": {"hourly_usd": 1.0, "price_source": "test"},  # 60 s at 1 USD/h: 1/60 USD
         "b": {"hourly_usd": 4.0, "price_source": "test"},  # 30 s at 4 USD/h: 1/30 USD
     }  # "free" has no price: not drawn
-    main = summary.target_summary(summary.run_table(runs, targets, "hand-made"))
-    norm, why = summary.cost_summary(main, "a")
-    figures.fig_cost(norm, "a", why, None, "")
+    table = summary.run_table(runs, targets, "hand-made")
+    norm, why = summary.cost_summary(summary.target_summary(table), "a")
+    cost = summary.cost_intervals(norm, table, "a", 0.05)
+    figures.fig_cost(cost, "a", why, None, "")
     (ax,) = drawn["cost"].axes
-    assert draw_bars(ax, "training time") == (pytest.approx([-0.2, 0.8]), pytest.approx([1.0, 0.5]))
-    assert draw_bars(ax, "cost") == (pytest.approx([0.2, 1.2]), pytest.approx([1.0, 2.0]))
+    b = cost.set_index("target").loc["b"]
+    ratios = [30 / 60, 32 / 62, 28 / 58]
+    assert b["time_relative"] == pytest.approx(statistics.geometric_mean(ratios))
+    assert b["time_low"] < b["time_relative"] < b["time_high"] and b["pairs"] == 3
+    assert b["cost_relative"] == pytest.approx(4 * b["time_relative"])
+    assert b["cost_low"] == pytest.approx(4 * b["time_low"])
+    assert draw_bars(ax, "training time") == (
+        pytest.approx([-0.2, 0.8]),
+        pytest.approx([1.0, b["time_relative"]]),
+    )
+    assert draw_bars(ax, "cost") == (
+        pytest.approx([0.2, 1.2]),
+        pytest.approx([1.0, b["cost_relative"]]),
+    )
+    spreads = [s for s in _spreads(ax) if s[1] != s[2]]  # the base's are at 1, no spread
+    assert spreads == [
+        (0.8, pytest.approx(b["time_low"]), pytest.approx(b["time_high"])),
+        (1.2, pytest.approx(b["cost_low"]), pytest.approx(b["cost_high"])),
+    ]
     assert _ticks(ax) == ["a", "b"]
     assert ax.get_ylabel() == "relative to a (= 1)"
     assert add_legend(ax) == ["training time", "cost"]
-    (base,) = ax.get_lines()
-    assert list(base.get_ydata()) == [1.0, 1.0]  # the base's level
-    assert "config prices" in ax.get_title()
+    (base,) = [line for line in ax.get_lines() if list(line.get_ydata()) == [1.0, 1.0]]
+    assert "95 % interval; config prices" in ax.get_title()
+    # Its Markdown: the intervals in words, the price's source once under the table.
+    readable = readable_tables.readable_cost(cost).set_index("target")
+    assert readable.loc["a", "time vs base [95 % interval]"] == "1 (base)"
+    assert readable.loc["b", "cost vs base [95 % interval]"] == (
+        f"{b['cost_relative']:.3f} [{b['cost_low']:.3f}, {b['cost_high']:.3f}]"
+    )
+    assert readable_tables.cost_note(cost, "a").endswith("Prices: a, b: test.")
 
 
 def test_cost_says_why_when_not_normalised(drawn):

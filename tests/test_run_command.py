@@ -185,7 +185,11 @@ def test_run_trains_the_targets_in_rounds_and_prints_the_answer(tmp_path):
         line for line in out.splitlines() if line.startswith("| host-2cpu ") and "paired" in line
     ]
     assert " [" in row and "]" in row  # the ratio's 95 % interval
-    assert "cost_relative" in out and "host-1cpu" in out
+    # The cost too: time and cost relative to the base, each with the rounds' interval.
+    assert "cost vs base [95 % interval]" in out
+    (cost_row,) = [line for line in out.splitlines() if line.startswith("| host-2cpu ")
+                   and "paired" not in line]  # fmt: skip
+    assert cost_row.count(" [") == 2  # the time's and the cost's intervals
     assert (
         len(list((tmp_path / "out/workloads/mnist-mlp/train").glob("*/repeat-*/metrics.json"))) == 6
     )

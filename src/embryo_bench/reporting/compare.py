@@ -442,3 +442,53 @@ def in_planned_order(runs: pd.DataFrame, planned: list[tuple[str, int]]) -> tupl
             f"{ran[i][0]}#{ran[i][1]} ended"
         )
     return True, f"{len(ran)} run{'s' * (len(ran) != 1)} ran one after another in the planned order"
+
+
+def time_ratios(
+    runs: pd.DataFrame, base: str, min_difference: float, elsewhere: Collection[str] = ()
+) -> pd.DataFrame:
+    """Per target of ``runs`` (one workload's main runs) other than ``base``: its training
+    time relative to the base's, from the ratios of the speed 1 / training time (paired
+    within the rounds by :func:`compare`, unpaired by :func:`compare_unpaired` for runs made
+    elsewhere or targets sharing no round with the base), as minimaxir's time and cost charts
+    put it, with the interval.
+
+    Args:
+        runs: one row per run: target, repeat (the round), training_s (s).
+        base: the target every ratio is to.
+        min_difference: ``compare.min_difference`` (:func:`verdict`).
+        elsewhere: targets whose runs were made elsewhere (always unpaired).
+
+    Returns:
+        target, pairing ("paired" | "unpaired"), pairs (pairs; unpaired: the target's runs),
+        time_relative (below 1: less time than the base), time_low, time_high (its 95 %
+        interval) and verdict (of the speed: "faster" is less time).
+
+    Raises:
+        ValueError: as :func:`compare` (a target with two runs in one round).
+    """
+    runs = runs.assign(
+        round=runs["repeat"].astype(int), speed=1.0 / pd.to_numeric(runs["training_s"])
+    )
+    pairing = pairings(runs, base, elsewhere)
+    kind = runs["target"].map(pairing)
+    rows = []
+    for how, table in (
+        ("paired", compare(runs[kind != "unpaired"], base, min_difference, "speed")),
+        ("unpaired", compare_unpaired(runs[kind != "paired"], base, min_difference, "speed")),
+    ):
+        for _, t in table.iterrows():
+            rows.append(
+                {
+                    "target": t["target"],
+                    "pairing": how,
+                    "pairs": int(t["pairs"] if how == "paired" else t["runs"]),
+                    # time = 1 / speed: the interval's ends swap
+                    "time_relative": 1.0 / t["ratio"],
+                    "time_low": 1.0 / t["ratio_high"],
+                    "time_high": 1.0 / t["ratio_low"],
+                    "verdict": t["verdict"],
+                }
+            )
+    columns = ["target", "pairing", "pairs", "time_relative", "time_low", "time_high", "verdict"]
+    return pd.DataFrame(rows, columns=columns)

@@ -261,20 +261,28 @@ def fig_efficiency(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
 def fig_cost(
     norm: pd.DataFrame | None, base: str | None, why: str, out_dir: Path, footer: str
 ) -> None:
-    """Training time and cost of each priced target relative to the base target."""
+    """Training time and cost of each priced target relative to the base target
+    (:func:`embryo_bench.reporting.summary.cost_intervals`), each bar with its 95 % interval
+    where the rounds give one."""
     fig, ax = plt.subplots(figsize=(7, 4))
     if norm is None or norm.empty:
         empty_panel(ax, why)
     else:
         x = np.arange(len(norm))
-        ax.bar(x - 0.2, norm["time_relative"], 0.4, label="training time", color="tab:blue")
-        ax.bar(x + 0.2, norm["cost_relative"], 0.4, label="cost", color="tab:green")
+        for what, shift, color, name in (("time", -0.2, "tab:blue", "training time"),
+                                         ("cost", 0.2, "tab:green", "cost")):  # fmt: skip
+            mid = norm[f"{what}_relative"].to_numpy(float)
+            err = np.vstack([mid - norm[f"{what}_low"].to_numpy(float),
+                             norm[f"{what}_high"].to_numpy(float) - mid])  # fmt: skip
+            draw_bars(ax, x + shift, mid, err, 0.4, label=name, color=color)
         ax.axhline(1.0, color="gray", lw=0.8, ls="--")
         ax.set_xticks(x, list(norm["target"]), fontsize=7, rotation=20)
         ax.set_ylabel(f"relative to {base} (= 1)")
         ax.legend(fontsize=7)
     ax.set_title(
-        "Time and cost relative to the base target (median runs; config prices)", fontsize=9
+        "Time and cost relative to the base target (paired within the rounds, 95 % "
+        "interval; config prices)",
+        fontsize=9,
     )
     save_named_figure(fig, out_dir, "cost", footer)
 
@@ -468,11 +476,14 @@ def make_all(
     fig_efficiency(main, out_dir, footer)
     fig_backends(main, out_dir, footer)
     fig_sweeps(summ, out_dir, footer)
-    norm, why = summary.cost_summary(main, cost_base, cost_note)
-    fig_cost(norm, cost_base or None, why, out_dir, footer)
     ours = table.iloc[: len(own)]
     # Merged runs ran in other rounds (their repeat numbers are not ours): compared unpaired.
     elsewhere = set(table["target"].iloc[len(own) :])
+    norm, why = summary.cost_summary(main, cost_base, cost_note)
+    if norm is not None:
+        main_runs = table[table["sweep"].fillna("").astype(str) == ""]
+        norm = summary.cost_intervals(norm, main_runs, cost_base, min_difference, elsewhere)
+    fig_cost(norm, cost_base or None, why, out_dir, footer)
     paired = compare.comparison_table(
         table, compare_base or ours["target"].iloc[0], min_difference, elsewhere=elsewhere
     )
@@ -522,8 +533,10 @@ def make_all(
         readable_tables.readable_summary(summ, paired),
         paired_note,
     )
-    _write_table(
-        norm if norm is not None else pd.DataFrame({"cost": [why]}), out_dir, "cost_table", label
-    )
+    if norm is None:
+        _write_table(pd.DataFrame({"cost": [why]}), out_dir, "cost_table", label)
+    else:
+        _write_table(norm, out_dir, "cost_table", label, readable_tables.readable_cost(norm),
+                     readable_tables.cost_note(norm, cost_base))  # fmt: skip
     _write_table(comparison, out_dir, "paper_comparison", label)
     _write_table(summary.provenance_table(runs), out_dir, "provenance", label)

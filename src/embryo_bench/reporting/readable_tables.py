@@ -239,3 +239,55 @@ def readable_comparison(paired: pd.DataFrame) -> pd.DataFrame:
         table[ratio] = [ratio_text(r, measure) for r in rows]
         table[verdict] = [verdict_text(r, measure, paired) for r in rows]
     return pd.DataFrame(table)
+
+
+def _relative_text(row, what: str) -> str:
+    """A cost-table row's ``what`` ("time" or "cost") relative to the base as a person reads
+    it: "0.612 [0.540, 0.694]" where the rounds give an interval, the ratio alone below
+    :data:`INTERVAL_MIN_PAIRS` pairs, "1 (base)" on the base's row."""
+    if row.get("pairing") == "base":
+        return "1 (base)"
+    ratio = as_number(row.get(f"{what}_relative"))
+    if ratio is None:
+        return ""
+    low, high = as_number(row.get(f"{what}_low")), as_number(row.get(f"{what}_high"))
+    pairs = as_number(row.get("pairs")) or 0
+    if low is None or high is None or pairs < INTERVAL_MIN_PAIRS:
+        return f"{ratio:.3f}"
+    return f"{ratio:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def readable_cost(cost: pd.DataFrame) -> pd.DataFrame:
+    """:func:`embryo_bench.reporting.summary.cost_intervals` as a person reads it: target,
+    training time and cost relative to the base with their 95 % intervals, the verdict on
+    the time ("faster" is less time), the median run's training time (s) and cost (USD), and
+    the price (USD/h); the prices' sources go under the table (:func:`cost_note`)."""
+    return pd.DataFrame(
+        {
+            "target": cost["target"],
+            "time vs base [95 % interval]": [_relative_text(r, "time") for _, r in cost.iterrows()],
+            "cost vs base [95 % interval]": [_relative_text(r, "cost") for _, r in cost.iterrows()],
+            "time verdict": [
+                "" if v == "base" or (as_number(p) or 0) < INTERVAL_MIN_PAIRS else v
+                for v, p in zip(cost["verdict"], cost["pairs"], strict=True)
+            ],
+            "training time (s, median)": cost["training_s_median"].map(number_text),
+            "cost (USD, median)": cost["cost_usd_median"].map(number_text),
+            "USD/h": cost["hourly_usd"].map(number_text),
+        }
+    )
+
+
+def cost_note(cost: pd.DataFrame, base: str) -> str:
+    """The sentence under the cost table: how time and cost are relative to ``base``, and
+    each distinct price source once, with the targets it prices."""
+    sources: dict[str, list[str]] = {}
+    for target, source in zip(cost["target"], cost["price_source"], strict=True):
+        sources.setdefault(str(source), []).append(str(target))
+    priced = "; ".join(f"{', '.join(t)}: {s}" for s, t in sources.items())
+    return (
+        f"Training time and cost relative to {base}'s (below 1: less time, cheaper): the "
+        "ratio of the speeds 1 / training time, paired within the rounds (geometric mean, "
+        "95 % t interval), as in the comparison table; the cost is that ratio times the two "
+        f"prices, so its interval is the time's, scaled. Prices: {priced}."
+    )

@@ -70,37 +70,6 @@ def _view_base(g: pd.DataFrame) -> str:
     return str(g["compare_base"].iloc[0])
 
 
-def _time_ratios(g: pd.DataFrame, base: str) -> pd.DataFrame:
-    """Per target of ``g`` (one workload's main runs) other than ``base``: its training
-    time relative to the base's, from compare's ratios of the speed 1 / training_s (paired
-    within the rounds, unpaired for merged runs or targets sharing no round with the base):
-    target, pairing, pairs, time_relative, time_low, time_high, verdict."""
-    runs = g.assign(round=g["repeat"].astype(int), speed=1.0 / pd.to_numeric(g["training_s"]))
-    elsewhere = set(runs.loc[runs["merged"].astype(bool), "target"])
-    pairing = compare.pairings(runs, base, elsewhere)
-    kind = runs["target"].map(pairing)
-    noise = float(runs["min_difference"].iloc[0])
-    rows = []
-    for how, table in (
-        ("paired", compare.compare(runs[kind != "unpaired"], base, noise, "speed")),
-        ("unpaired", compare.compare_unpaired(runs[kind != "paired"], base, noise, "speed")),
-    ):
-        for _, t in table.iterrows():
-            rows.append(
-                {
-                    "target": t["target"],
-                    "pairing": how,
-                    "pairs": int(t["pairs"] if how == "paired" else t["runs"]),
-                    # time = 1 / speed: the interval's ends swap
-                    "time_relative": 1.0 / t["ratio"],
-                    "time_low": 1.0 / t["ratio_high"],
-                    "time_high": 1.0 / t["ratio_low"],
-                    "verdict": t["verdict"],
-                }
-            )
-    return pd.DataFrame(rows)
-
-
 def workload_view(runs: pd.DataFrame) -> pd.DataFrame:
     """Per workload (in the runs' order) and main target (no sweep points): training time
     and cost relative to the workload's base target (:func:`_view_base`), with the 95 %
@@ -124,7 +93,14 @@ def workload_view(runs: pd.DataFrame) -> pd.DataFrame:
         base = _view_base(g)
         if not (g["target"] == base).any():
             base = str(g["target"].iloc[0])
-        ratios = _time_ratios(g, base).set_index("target") if g["target"].nunique() > 1 else None
+        ratios = (
+            compare.time_ratios(
+                g, base, float(g["min_difference"].iloc[0]),
+                set(g.loc[g["merged"].astype(bool), "target"]),
+            ).set_index("target")
+            if g["target"].nunique() > 1
+            else None
+        )  # fmt: skip
         hourly = {
             t: as_number(v)
             for t, v in g.groupby("target", sort=False)["hourly_usd"].first().items()
