@@ -364,7 +364,9 @@ def measured_run(cmd: list[str], cwd: Path, log: Path, poll_s: float) -> dict:
             except psutil.NoSuchProcess:
                 children = []
             for child in children:
-                if child.pid not in seen:
+                # Asked again until it is a job: a process caught between fork and exec still
+                # has its parent's command line (a shell's), and becomes the job a moment later.
+                if not seen.get(child.pid):
                     try:
                         seen[child.pid] = JOB_MARK in child.cmdline()
                     except (psutil.NoSuchProcess, psutil.AccessDenied):

@@ -128,6 +128,12 @@ def test_measured_run_sees_a_jobs_peak_memory_and_cpu(bench, tmp_path):
     assert m["returncode"] == 0 and m["job_processes"] == 1
     assert 80 <= m["peak_job_rss_mib"] < 200 and m["peak_jobs_rss_sum_mib"] >= 80
     assert m["cpu_s"] >= 0.45 and m["wall_s"] >= 0.9
+    # A process first seen before it becomes the job (a shell that waits, then execs the
+    # job in its place: a busy machine's fork-to-exec gap, drawn out) is counted once it is.
+    late = ["/bin/sh", "-c", 'sleep 0.5; exec "$0" -c "$1" embryo_bench.cli', sys.executable, code]
+    starter = [sys.executable, "-c", f"import subprocess; subprocess.run({late!r}, check=True)"]
+    m = bench.measured_run(starter, tmp_path, tmp_path / "log", 0.05)
+    assert m["returncode"] == 0 and m["job_processes"] == 1
 
 
 def test_disk_and_figure(bench, tmp_path):

@@ -479,9 +479,9 @@ def test_check_config_accepts_the_shipped_configs_and_names_a_bad_setting(tmp_pa
     # the configuration they name (workflow_helpers.layered_base).
     layered = [p for p in files if layered_base(p)]
     shipped = [str(p) for p in files if p not in layered]
-    assert len(shipped) == 13 and len(layered) == 6
+    assert len(shipped) == 14 and len(layered) == 6
     assert main(["check-config", "--each", *shipped]) == 0
-    assert capsys.readouterr().out.count(": valid (") == 13
+    assert capsys.readouterr().out.count(": valid (") == 14
     for part in layered:
         assert main(["check-config", str(layered_base(part)), str(part)]) == 0, part.name
     assert capsys.readouterr().out.count(": valid (") == 6

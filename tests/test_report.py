@@ -321,7 +321,8 @@ def test_report_holds_every_figure_and_table(report_run):
     assert {f"{t}-repeat-{k}.png" for t, k in runs} <= names  # utilisation, one per run
     for caption in ("Paper vs reproduction", "MLPerf", "min-max", "relative to the base"):
         assert caption in html
-    for caption in ("round by round", "95 % t interval"):  # the headline
+    # The headline's caption (workflow/report/comparison.rst): ratios within a round.
+    for caption in ("in the same round", "95 % t interval"):
         assert caption in html
     # The answer leads, numbered from 1 over the categories this report has (one workload:
     # no workload view, no study), with the cost beside the speed.

@@ -164,6 +164,7 @@ def test_version():
 
 
 @pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
+@pytest.mark.all_cores  # host-2cpu: both cores, not a test worker's one
 def test_run_trains_the_targets_in_rounds_and_prints_the_answer(tmp_path):
     """Two host targets, three rounds of a tiny SYNTHETIC workload, priced: the command writes
     its configuration into the results folder, runs the workflow, and prints each target's

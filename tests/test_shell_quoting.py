@@ -380,7 +380,10 @@ def _scenarios(tmp_path: Path) -> dict[str, tuple[dict, dict[str, str]]]:
 
 
 def _schema_without_patterns(repo: Path) -> None:
-    """Take the patterns of every SCHEMA_REFUSES setting out of ``repo``'s schema."""
+    """Take the patterns of every SCHEMA_REFUSES setting out of ``repo``'s schema, and the
+    typed run spec's patterns out of its copy of the package (the run spec checks a
+    target's name again before any job: a second refusal, taken out so that the quoting is
+    tested on its own)."""
     schema = load_schema(repo / "config" / "schema.yaml")
     for setting in SCHEMA_REFUSES:
         node = schema
@@ -389,6 +392,11 @@ def _schema_without_patterns(repo: Path) -> None:
             node = node["items"] if key.endswith("[]") else node
         node.pop("pattern", None)
     (repo / "config" / "schema.yaml").write_text(yaml.safe_dump(schema))
+    spec = repo / "src" / "embryo_bench" / "vocabulary" / "spec.py"
+    text = spec.read_text()
+    relaxed = text.replace("Field(pattern=NAME_PATTERN)", "Field()")
+    assert relaxed != text, "the run spec's name pattern moved: update this test"
+    spec.write_text(relaxed)
 
 
 @pytest.mark.ci_step("trainings", "trains for a minute or more on 2 busy cores")

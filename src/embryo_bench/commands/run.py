@@ -223,8 +223,8 @@ def cmd_run(p):
     def run(a):
         import yaml
 
+        from ..planning.configcheck import check_config_files
         from ..vocabulary.config import read_config_files
-        from .plan import check_config_files
 
         for option, n in (("--rounds", a.rounds), ("--epochs", a.epochs),
                           ("--train-samples", a.train_samples),
