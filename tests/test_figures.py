@@ -732,7 +732,7 @@ def test_intervals_are_drawn_from_3_rounds_on(drawn, rounds, intervals):
         assert len(_interval_bars(accuracy)) == 2  # the two that reached it
         assert label == [
             f"{jax['throughput_ratio']:.3f} [{jax['throughput_low']:.3f}, "
-            f"{jax['throughput_high']:.3f}], slower, {rounds} pairs"
+            f"{jax['throughput_high']:.3f}], at least 5 % slower, {rounds} pairs"
         ]
         assert readable_tables.comparison_note(table) == ""
         assert not [t for t in _all_texts(fig) if "need at least" in t.get_text()]
@@ -758,7 +758,7 @@ def test_unpaired_rows_are_hollow_and_say_unpaired(drawn, rounds):
         if with_column:
             assert hollow_y == [len(t) - 2.0]  # the second row from the top
             assert labels == [readable_tables.ratio_text(t.iloc[1], "throughput") + (
-                ", slower, unpaired" if rounds >= 3 else ", unpaired")]  # fmt: skip
+                ", at least 5 % slower, unpaired" if rounds >= 3 else ", unpaired")]  # fmt: skip
             readable = readable_tables.readable_comparison(t)
             assert readable["pairing"].tolist() == pairing
         else:

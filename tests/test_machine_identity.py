@@ -165,11 +165,29 @@ def test_runs_made_before_a_field_was_recorded_still_load_and_merge(tmp_path):
     merged, fields = merge_runs([str(older)], own, TARGETS)
     split, table, summ = tables(own, merged, fields)
     assert split.notes == [] and list(summ["target"]) == ["host-1cpu", merged[0].name]
-    assert Machines([*own, *merged]).fields == ("host", "cpu_model", "docker_daemon")
+    machines = Machines([*own, *merged])
+    # The old rounds join the one machine they agree with, told apart by every field round 3
+    # recorded; the laptop is its own.
+    assert len({machines.of(r).label for r in own}) == 1
+    assert set(machines.of(own[0]).identity) == set(IDENTITY_FIELDS)
+    assert machines.of(merged[0]).label != machines.of(own[0]).label
     assert merged[0].name.startswith("host-1cpu@core-i7-8550u-")
     assert machine_identity({"provenance": {}})["host"] is None  # nothing recorded at all
-    # Without the old runs, the new fields are compared.
-    assert Machines(own[2:]).fields == IDENTITY_FIELDS
+
+
+def test_one_old_run_does_not_pool_the_cpus_of_a_host(tmp_path):
+    """Two Xeons of one model name under one host name (a cloud VM class moved between
+    CPU generations), told apart by their CPU ID, and one old run with no CPU ID: the two
+    stay two machines (a field some run lacks is not dropped for all), and the old run,
+    agreeing with both, is one of its own."""
+    other_xeon = {**MONDAY, "cpu_id": "GenuineIntel 6/85/7"}
+    dirs = [write_run(tmp_path / "a", "host-1cpu", 1, 100.0, MONDAY),
+            write_run(tmp_path / "b", "host-1cpu", 1, 50.0, other_xeon),
+            write_run(tmp_path / "c", "host-1cpu", 1, 70.0, OLD)]  # fmt: skip
+    runs = load_runs(dirs)
+    machines = Machines(runs)
+    labels = [machines.of(r).label for r in runs]
+    assert len(set(labels)) == 3, labels
 
 
 def test_a_docker_run_is_on_its_daemons_machine(tmp_path):

@@ -192,8 +192,10 @@ def _cores(verdict, few_ratio=1.0):
     [
         ("faster", 1.0, HOLDS),
         ("faster", math.nan, HOLDS),
-        ("no measured difference", 1.0, DOES_NOT_HOLD),
+        ("at least 5 % faster", 1.0, HOLDS),
+        ("the same within ±5 %", 1.0, DOES_NOT_HOLD),
         ("slower", 1.0, DOES_NOT_HOLD),
+        ("unresolved: about 3 more rounds would likely resolve it", 1.0, CANNOT),
         ("2 pairs: too few for a verdict (3 needed)", 1.0, CANNOT),
         ("faster", 0.5, CANNOT),
     ],

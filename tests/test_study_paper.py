@@ -122,7 +122,7 @@ def test_gpus_outperform_cpus_judged_slowest_gpu_against_fastest_cpu(numbers):
         f"images/s (medians), GPU/CPU x{mean:.3f} [{low:.3f}, {high:.3f}], paired within 3 "
         "rounds"
     )
-    assert "compare: faster (the machine's noise 5%)" in claim.ours
+    assert "compare: at least 5 % faster (the machine's noise 5%)" in claim.ours
     # The paper's side: its CPU times from published/paper.py, its GPU systems from the file.
     assert claim.theirs.startswith("2-core laptop 309 min, 4-core desktop 134 min for 20 epochs")
     assert "(GTX 980 Ti; cloud K80, 1 vCPU; cloud K80, 8 vCPUs; cloud 2x K80)" in claim.theirs
@@ -132,7 +132,7 @@ def test_gpus_outperform_does_not_hold_or_cannot_be_checked(numbers):
     slow_gpu = [dict(GPUS[0], throughput=80.0)]
     runs = runs_of({"desktop-4cpu": DESKTOP, "cloud-1gpu-1vcpu": [80.0, 76.0, 83.0]})
     (claim,) = paper.outperform_claims(numbers, frame(*CPUS, *slow_gpu), runs)
-    assert claim.verdict == DOES_NOT_HOLD and "compare: slower" in claim.ours
+    assert claim.verdict == DOES_NOT_HOLD and "compare: at least 5 % slower" in claim.ours
     two = runs_of({"desktop-4cpu": DESKTOP[:2], "cloud-1gpu-1vcpu": ONE_VCPU[:2]})
     (claim,) = paper.outperform_claims(numbers, frame(*CPUS, GPUS[0]), two)
     assert claim.verdict == CANNOT and claim.why == "2 pairs: too few for a verdict (3 needed)"

@@ -156,7 +156,7 @@ def test_ours_has_one_row_per_workload_and_target_with_the_paired_ratio(tmp_path
     expected = FASTER * math.prod(OWN_NOISE) ** (1 / 3)  # the geometric mean of the rounds'
     assert fast["ratio"] == pytest.approx(expected)
     assert fast["ratio_low"] < expected < fast["ratio_high"]
-    assert fast["pairing"] == "paired" and fast["verdict"] == "faster"
+    assert fast["pairing"] == "paired" and fast["verdict"] == "at least 5 % faster"
     assert set(ours["data"]) == {"synthetic"} and list(ours["input"])[2] == "files"
     assert ours["runs"].tolist() == [3, 3, 3, 3] and ours["machine"].str.startswith("xeon").all()
     assert ours["input_wait_share"].isna().all()  # the made-up runs recorded none

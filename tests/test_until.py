@@ -97,6 +97,15 @@ def test_every_workload_must_be_sure_and_a_sure_one_names_the_one_that_was_not()
     assert last.note("mnist-mlp").endswith("max_rounds 10 reached: 5 % (widest: docker-1cpu)")
 
 
+def test_a_goal_met_early_still_runs_five_rounds():
+    """An interval narrow enough after 3 rounds is not yet a stop: its width is itself
+    uncertain at 3 or 4 rounds; 5 rounds (or max_rounds, if fewer) first."""
+    check = {"workloads": {"w": {"targets": {"b": {"half_width": 0.01}}}}}
+    assert [decide(check, k, 0.03, 10).more for k in (3, 4, 5)] == [True, True, False]
+    assert decide(check, 5, 0.03, 10).why == "goal"
+    assert decide(check, 4, 0.03, 4).why == "goal"  # max_rounds 4: stops at 4
+
+
 def test_rounds_already_finished_are_kept_when_the_goal_is_loosened():
     """until loosened after 8 rounds ran: the goal is met at 6, but rounds 7 and 8 are on
     disk; they stay in the comparison (no measured run is dropped), and nothing runs."""
@@ -229,7 +238,9 @@ def test_the_workflow_adds_rounds_stops_and_then_has_nothing_to_do(tmp_path):
     checked = json.loads((out / "rounds" / "round-3.json").read_text())["workloads"]["paper"]
     widest = max(t["half_width"] for t in checked["targets"].values())
     if widest < 0.99:
-        config["compare"].update(until=min(widest * 1.001 + 1e-9, 0.999), max_rounds=5)
+        # max_rounds 3: a goal met at 3 rounds stops there (at most max_rounds, and fewer
+        # than planning.rounds.MIN_ROUNDS_TO_STOP only where max_rounds says so).
+        config["compare"].update(until=min(widest * 1.001 + 1e-9, 0.999), max_rounds=3)
         said = "after 3 rounds (widest: host-1cpu-again)"  # round 3 is kept
     else:
         config["compare"].update(until=0.5)

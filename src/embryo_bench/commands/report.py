@@ -215,9 +215,9 @@ def cmd_compare(p):
         "Each other folder's targets (per workload: train/<target>/repeat-k, "
         "workloads/<name>/train/<target>/repeat-k) against the first folder's: the ratio of "
         "the geometric means of images/s with Welch's 95 % t interval on the logarithms, "
-        "unpaired (runs in different folders share no rounds), and a verdict (at least 3 "
-        "runs a side, an interval excluding 1, a ratio further from 1 than --min-difference "
-        "on the log scale). A target whose runs in one folder ran on several machines is "
+        "unpaired (runs in different folders share no rounds), and a verdict from the interval "
+        "(at least 3 runs a side; --min-difference the band of 'the same within' and 'at "
+        "least', on the log scale). A target whose runs in one folder ran on several machines is "
         "split, <target>@<machine>, never pooled; each folder's own rounds are shown paired "
         "against its compare.base. Markdown on stdout. Exit status: 1 when a slowdown is "
         "measured (another folder against the first, or any folder against --reference), "
@@ -229,7 +229,8 @@ def cmd_compare(p):
     p.add_argument(
         "--min-difference",
         type=float,
-        help="a ratio closer to 1 than this fraction (log scale) is no measured difference "
+        help="the machine's noise, a fraction (log scale): an interval wholly inside it is "
+        "'the same within', wholly beyond it 'at least' that much faster or slower "
         "(default: compare.min_difference's default in config/schema.yaml)",
     )
     p.add_argument(
@@ -237,7 +238,8 @@ def cmd_compare(p):
         help="YAML of expected images/s per target, each with a tolerance (a fraction, log "
         "scale like --min-difference; default: --min-difference): 'tolerance: 0.1', "
         "'targets: {host-1cpu: {images_per_s: 52}}', 'workloads: {mnist-mlp: {host-1cpu: "
-        "{images_per_s: 900, tolerance: 0.05}}}'; a measured slowdown beyond it is a regression",
+        "{images_per_s: 900, tolerance: 0.05}}}'; an interval wholly below 1 / (1 + tolerance) "
+        "is a regression",
     )
     p.add_argument("--csv", help="write every row, every column, as CSV here")
     p.add_argument("--markdown", help="write the Markdown here too")

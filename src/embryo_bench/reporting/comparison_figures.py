@@ -14,10 +14,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from . import readable_tables
+from . import compare, readable_tables
 from .plotting import empty_panel, save_named_figure
 
-VERDICT_COLORS = {"faster": "tab:green", "slower": "tab:red"}
+VERDICT_COLORS = {compare.FASTER: "tab:green", compare.SLOWER: "tab:red"}
 
 
 def _comparison_label(row, measure: str, paired: pd.DataFrame) -> str:
@@ -45,7 +45,8 @@ def _comparison_row(ax, row, measure: str, med: float, yi: float, paired: pd.Dat
     text in a column right of the panel (:func:`_comparison_label`)."""
     if np.isfinite(med):
         interval = readable_tables.shows_interval(row, measure)
-        color = VERDICT_COLORS.get(row[f"{measure}_verdict"], "dimgray") if interval else "dimgray"
+        called = compare.direction(row[f"{measure}_verdict"])
+        color = VERDICT_COLORS.get(called, "dimgray") if interval else "dimgray"
         style = {
             "color": color,
             **({"mfc": "white", "mew": 1.5} if readable_tables.is_unpaired(row) else {}),

@@ -9,8 +9,8 @@ A result folder is a workflow's ``outdir``: the paper's runs under
   target) it shares with the first gets the ratio of its images/s to the first folder's:
   the ratio of the geometric means with Welch's 95 % t interval on the logarithms, and the
   same verdict rule as the figures (:func:`embryo_bench.reporting.compare.verdict`: at least
-  :data:`~embryo_bench.reporting.compare.MIN_PAIRS` runs on each side, an interval that
-  excludes 1, a ratio further from 1 than ``min_difference`` on the log scale). Always
+  :data:`~embryo_bench.reporting.compare.MIN_PAIRS` runs on each side, the interval alone
+  deciding, ``min_difference`` the band on the log scale). Always
   *unpaired*: runs in different folders never share a round, whatever their repeat numbers.
   Time to accuracy is compared the same way (as a speed: above 1 is faster).
 * **Runs on different machines are never pooled.** A target whose runs in one folder ran on
@@ -29,8 +29,9 @@ A result folder is a workflow's ``outdir``: the paper's runs under
   Every folder's runs of a target are compared with its expected value: the geometric mean
   over the expected value with a 95 % t interval on the logarithms, and the verdict rule
   with the tolerance in place of ``min_difference`` (log scale: a tolerance of 0.10 calls
-  a ratio below 1 / 1.10 = 0.909 slower when its interval is below 1).
-* **A regression** is a row whose throughput verdict is "slower": another folder against
+  "at least 10 % slower" a ratio whose whole interval lies below 1 / 1.10 = 0.909).
+* **A regression** is a row whose throughput verdict is "at least X slower" (X the noise or
+  the tolerance; :func:`~embryo_bench.reporting.compare.is_regression`): another folder against
   the first, or any folder against the reference file. Fewer than
   :data:`~embryo_bench.reporting.compare.MIN_PAIRS` runs give a ratio and no verdict, so no
   regression (the table says so).
@@ -74,8 +75,8 @@ from .runs import Run
 #: against the first, a folder's own rounds against its base, a folder against the
 #: reference file.
 SECTIONS = ("across", "within", "reference")
-#: The verdicts that have an interval (the others say why there is none).
-CALLED = ("faster", "slower", "no measured difference")
+#: The verdicts' directions that have an interval (the others say why there is none).
+CALLED = (compare.FASTER, compare.SLOWER, compare.SAME, compare.UNRESOLVED)
 #: What a row says where one side has no runs of its target.
 ONLY_FIRST = "not in this folder"
 ONLY_THIS = "not in the first folder"
@@ -188,7 +189,7 @@ class Comparison:
             images_per_s (geometric mean of the row's runs, images/s), flagged_runs and
             reference_flagged_runs (runs that carry a stability flag, each side), differs
             (run settings and software that differ from the first folder's), regression
-            (True where the throughput verdict is "slower" across folders or against the
+            (True where the throughput verdict is "at least X slower" across folders or against the
             reference).
         within: (folder, workload, base, :func:`embryo_bench.reporting.compare.comparison_table`)
             per folder and workload with two or more targets: the folder's own rounds.
@@ -357,7 +358,7 @@ def ratio_words(row, prefix: str = "") -> str:
     ratio = number_text(row[f"{prefix}ratio"], ".3f")
     if not ratio:
         return ""
-    if row[f"{prefix}verdict"] not in CALLED:
+    if compare.direction(row[f"{prefix}verdict"]) not in CALLED:
         return ratio
     return f"{ratio} [{number_text(row[f'{prefix}low' if prefix else 'ratio_low'], '.3f')}, " + (
         f"{number_text(row[f'{prefix}high' if prefix else 'ratio_high'], '.3f')}]"
@@ -393,11 +394,10 @@ def markdown(result: Comparison) -> str:
         f"Reference point: `{first}` (the first folder). Other folders' targets against it: "
         "the ratio of the geometric means of images/s (above 1: faster), with Welch's 95 % "
         "t interval on the logarithms, **unpaired** (runs in different folders share no "
-        "rounds); time to accuracy likewise, as a speed. A difference is called with at "
-        f"least {compare.MIN_PAIRS} runs on each side, an interval that excludes 1 and a "
-        f"ratio further from 1 than {md:.0%} on the log scale (below {1 / (1 + md):.3g} or "
-        f"above {1 + md:.3g}; --min-difference). Runs of one target on different machines "
-        "are never pooled: such a target is split, `<target>@<machine>`.",
+        "rounds); time to accuracy likewise, as a speed. "
+        + compare.verdict_rule(md, "--min-difference", "runs on each side")
+        + " A regression: at least that much slower. Runs of one target on different "
+        "machines are never pooled: such a target is split, `<target>@<machine>`.",
     ]
     for outdir in result.folders[1:]:
         rows = t[(t["section"] == "across") & (t["folder"] == outdir)]
@@ -480,8 +480,8 @@ def markdown(result: Comparison) -> str:
             f"## Against the reference `{result.reference}`",
             "",
             "Each folder's runs over the expected images/s: the geometric mean with a 95 % t "
-            "interval on the logarithms; slower when the interval is below 1 and the ratio "
-            "below 1 / (1 + tolerance).",
+            "interval on the logarithms; a regression where the whole interval lies below "
+            "1 / (1 + tolerance).",
             "",
             shown.to_markdown(index=False),
         ]

@@ -284,7 +284,7 @@ def across_row(part: Part, ref: Part, first: str, min_difference: float) -> dict
         flagged_runs=int(r["flagged_runs"]),
         reference_flagged_runs=int(by_side.loc["first", "flagged_runs"]),
         differs=_differs(part, ref),
-        regression=r["throughput_verdict"] == "slower",
+        regression=compare.is_regression(r["throughput_verdict"]),
     )
 
 
@@ -312,7 +312,7 @@ def reference_row(part: Part, expected: Expected, reference: str) -> dict:
         "ratio_low": low,
         "ratio_high": high,
         "verdict": why,
-        "regression": why == "slower",
+        "regression": compare.is_regression(why),
     }
 
 

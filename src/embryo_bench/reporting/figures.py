@@ -507,11 +507,11 @@ def make_all(
         "Paired rows: the geometric mean of the ratios within each round, with a 95 % "
         "t interval on their logarithms. Unpaired rows (runs merged from elsewhere, or no "
         "round shared with the base): the ratio of the geometric means, with Welch's 95 % "
-        "t interval, wider as the rounds' speeds do not cancel. A difference is called only "
-        f"with at least {compare.MIN_PAIRS} pairs (unpaired: runs on each side), an interval "
-        f"that excludes 1 and a ratio further from 1 than {min_difference:.0%} on the log "
-        f"scale (above {1 + min_difference:.3g} or below {1 / (1 + min_difference):.3g}; "
-        f"compare.min_difference). {order_note}. "
+        "t interval, wider as the rounds' speeds do not cancel. "
+        + compare.verdict_rule(
+            min_difference, "compare.min_difference", "pairs (unpaired: runs on each side)"
+        )
+        + f" {order_note}. "
         + readable_tables.comparison_note(paired)  # once here, not on every row
     ).strip()
     if rounds_note:  # compare.until: why the rounds stopped

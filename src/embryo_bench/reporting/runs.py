@@ -211,8 +211,8 @@ class Machine:
             prefix of the fingerprint, at least 4 hex digits, that no other machine's
             readable words share).
         fingerprint: sha256 (first 12 hex digits) of the identity's compared fields.
-        identity: the compared fields of :func:`machine_identity` (a field some run did
-            not record is not compared, and not here).
+        identity: the fields of :func:`machine_identity` its runs were told apart by (those
+            its most complete run recorded).
     """
 
     label: str
@@ -226,13 +226,16 @@ class Machine:
 
 
 class Machines:
-    """The machines a set of runs ran on: runs are on one machine when every field of
-    :func:`machine_identity` that *all* the runs recorded is equal. A field that some run
-    did not record (it was made before the field was) is compared for none of them, so runs
-    made before and after a field was recorded on one machine stay one machine; such runs
-    are told apart by the fields they all have (CPU model and host name always, CPU flags
-    and cores since 2026-11-25, the Docker daemon's ID since 2026-11-23, CPU ID and host
-    memory since the runs were first grouped by machine, the same day).
+    """The machines a set of runs ran on. Two runs are on one machine when every field of
+    :func:`machine_identity` that *both* recorded is equal: the runs that recorded the most
+    fields make the machines, and a run that lacks some field (made before it was recorded)
+    joins the one machine it agrees with on the fields it has, or is a machine of its own
+    where it agrees with several (it cannot tell them apart) or with none. A field one run
+    lacks is thus never dropped for the others: one old run without ``cpu_id`` no longer
+    pools every CPU model's runs of a host (a statistical review found it did). The fields
+    and since when they are recorded: CPU model and host name always, CPU flags and cores
+    since 2026-11-25, the Docker daemon's ID since 2026-11-23, CPU ID and host memory since
+    the runs were first grouped by machine, the same day.
 
     Args:
         runs: every run the tables will show (this workflow's and the merged ones), so
@@ -241,24 +244,38 @@ class Machines:
 
     def __init__(self, runs: list[Run]):
         identities = [machine_identity(r.metrics) for r in runs]
-        self.fields = tuple(f for f in IDENTITY_FIELDS if all(i[f] is not None for i in identities))
-        self._machines: dict[tuple, Machine] = {}
-        found: dict[tuple, tuple[str, str]] = {}
-        for identity in identities:
+        recorded = lambda i: {f: i[f] for f in IDENTITY_FIELDS if i[f] is not None}  # noqa: E731
+        groups: list[dict] = []  # each machine's identity: the fields its first run recorded
+        self._of: dict[tuple, int] = {}
+        for identity in sorted(identities, key=lambda i: -len(recorded(i))):
             key = self._key(identity)
-            if key not in found:
-                compared = dict(key)
-                digest = hashlib.sha256(json.dumps(compared, sort_keys=True).encode()).hexdigest()
-                found[key] = ("-".join(describe_machine(compared)), digest)
-        for key, (words, digest) in found.items():
-            same = [d for k, (w, d) in found.items() if w == words and k != key]
-            n = 4
-            while any(d[:n] == digest[:n] for d in same):
-                n += 1
-            self._machines[key] = Machine(f"{words}-{digest[:n]}", digest[:12], dict(key))
+            if key in self._of:
+                continue
+            mine = recorded(identity)
+            agree = [
+                n for n, g in enumerate(groups)
+                if all(g[f] == v for f, v in mine.items() if f in g)
+            ]  # fmt: skip
+            if len(agree) == 1 and set(mine) <= set(groups[agree[0]]):
+                self._of[key] = agree[0]
+            else:
+                self._of[key] = len(groups)
+                groups.append(mine)
+        found = []
+        for compared in groups:
+            digest = hashlib.sha256(json.dumps(compared, sort_keys=True).encode()).hexdigest()
+            found.append(("-".join(describe_machine(compared)), digest))
+        self._machines = []
+        for n, (words, digest) in enumerate(found):
+            same = [d for m, (w, d) in enumerate(found) if w == words and m != n]
+            k = 4
+            while any(d[:k] == digest[:k] for d in same):
+                k += 1
+            self._machines.append(Machine(f"{words}-{digest[:k]}", digest[:12], groups[n]))
 
-    def _key(self, identity: dict) -> tuple:
-        return tuple((f, identity[f]) for f in self.fields)
+    @staticmethod
+    def _key(identity: dict) -> tuple:
+        return tuple((f, identity[f]) for f in IDENTITY_FIELDS)
 
     def of(self, run: Run) -> Machine:
         """The machine ``run`` ran on.
@@ -267,7 +284,7 @@ class Machines:
             KeyError: ``run`` was not among the runs this was made for, and ran on none
                 of their machines.
         """
-        return self._machines[self._key(machine_identity(run.metrics))]
+        return self._machines[self._of[self._key(machine_identity(run.metrics))]]
 
 
 def read_table(path: Path) -> pd.DataFrame:

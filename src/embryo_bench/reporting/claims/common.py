@@ -196,8 +196,9 @@ class TargetRatio:
 
     def compare_verdict(self, min_difference: float) -> str:
         """:func:`embryo_bench.reporting.compare.verdict`'s words for this ratio (a speed's:
-        above 1 the target is faster): "faster", "slower", "no measured difference", or why
-        there is none ("one pair: no interval", "2 pairs: too few for a verdict (3 needed)");
+        above 1 the target is faster; :func:`embryo_bench.reporting.compare.direction` reads
+        them), or why there is none ("one pair: no interval", "2 pairs: too few for a verdict
+        (3 needed)");
         "the ratio of the medians only: no interval" for :data:`MEDIANS`.
 
         Args:

@@ -22,13 +22,14 @@ import pandas as pd
 
 from ...published.studies import parse_settings
 from ...training.inputs import INPUT_BOUND_SHARE, input_bound
+from .. import compare
 from .common import CANNOT, DOES_NOT_HOLD, HOLDS, Claim, paired_workload_ratio
 
 #: The settings :func:`published_text` shows (those that tell a study's numbers apart).
 SHOWN_SETTINGS = ("batch_size", "workers", "augmentation")
 
-#: compare's verdict words that decide a CPU-vs-CPU claim (reporting/compare.verdict).
-_FASTER, _SLOWER, _ALIKE = "faster", "slower", "no measured difference"
+#: compare's verdict directions that decide a CPU-vs-CPU claim (reporting/compare.direction).
+_FASTER, _SLOWER, _ALIKE = compare.FASTER, compare.SLOWER, compare.SAME
 
 
 def _number(value: float) -> str:
@@ -156,10 +157,11 @@ def more_cores_claim(
     CPU targets (``gpus`` 0, memory input) with the most and the fewest ``cpus`` stand in.
 
     Verdict: compare's verdict of the many-core target against the few-core one when the
-    few-core target is the comparison's base (its row has no ratio, or 1): "faster" ->
-    :data:`HOLDS`, "slower" or "no measured difference" -> :data:`DOES_NOT_HOLD`;
-    :data:`CANNOT` when fewer than two core counts ran, when the few-core target is not the
-    base, or when compare gave no verdict (too few rounds; its words are the why).
+    few-core target is the comparison's base (its row has no ratio, or 1), by its direction
+    (:func:`embryo_bench.reporting.compare.direction`): faster -> :data:`HOLDS`, slower or the
+    same within the noise -> :data:`DOES_NOT_HOLD`; :data:`CANNOT` when fewer than two core
+    counts ran, when the few-core target is not the base, or when compare gave no verdict
+    (too few rounds, or unresolved; its words are the why).
     """
     cpu = ours[(ours["catalog"] == catalog) & (ours["input"] == "memory") & (ours["gpus"] == 0)]
     if cpu["cpus"].nunique() < 2:
@@ -180,9 +182,10 @@ def more_cores_claim(
     if not is_base or math.isnan(many["ratio"]):
         why = f"{few['target']} is not the comparison's base"
         return Claim(claim, CANNOT, theirs, text, source, why=why)
-    if many["verdict"] == _FASTER:
-        return Claim(claim, HOLDS, theirs, text + f" ({_FASTER})", source)
-    if many["verdict"] in (_SLOWER, _ALIKE):
+    called = compare.direction(many["verdict"])
+    if called == _FASTER:
+        return Claim(claim, HOLDS, theirs, text + f" ({many['verdict']})", source)
+    if called in (_SLOWER, _ALIKE):
         return Claim(claim, DOES_NOT_HOLD, theirs, text + f" ({many['verdict']})", source)
     why = f"no verdict: {many['verdict'] or 'none given'}"
     return Claim(claim, CANNOT, theirs, text, source, why=why)

@@ -9,14 +9,15 @@ nowhere, so no GPU number of theirs is quoted.
    target (so every GPU target against every CPU target), images/s paired within the rounds
    (:func:`embryo_bench.reporting.claims.gpu.speedups`); "significantly" is compare's verdict
    with the configuration's ``compare.min_difference``
-   (:func:`embryo_bench.reporting.compare.verdict`): "faster" holds, "slower" or "no
-   measured difference" does not hold, too few rounds cannot be checked.
+   (:func:`embryo_bench.reporting.compare.verdict`, by its direction): faster holds, slower
+   or the same within the noise does not hold, unresolved or too few rounds cannot be
+   checked.
 2. :data:`VCPUS_ALIKE` (III. Conclusion; I. Testing Systems: the cloud K80 with 1 vCPU
    "performed similar" to the one with 8): two GPU targets with the same GPUs and batch size
    and different cores (else different threads) feeding them, the most-cores one's images/s
-   over the fewest-cores one's, paired within the rounds: holds where compare finds no
-   measured difference and the interval lies within the machine's noise either way, does not
-   hold where compare finds one faster; cannot be checked otherwise.
+   over the fewest-cores one's, paired within the rounds: holds where the interval lies
+   within the machine's noise either way, does not hold where it lies wholly beyond it;
+   cannot be checked otherwise.
 
 3. :data:`CORES_NOT_LINEAR` (I. Testing Systems, the paragraph after Figure 4): CPU training
    time is "not quite linear" in cores x clock: the 2-core laptop at 2.5 GHz took 309 min, so
@@ -40,6 +41,7 @@ import pandas as pd
 
 from ...published import paper
 from ...published.studies import studies
+from ...reporting import compare
 from ...reporting.claims.common import (
     CANNOT,
     DOES_NOT_HOLD,
@@ -62,8 +64,9 @@ GPUS_OUTPERFORM = "TensorFlow on GPUs significantly outperforms TensorFlow on CP
 VCPUS_ALIKE = "1 vCPU vs. 8 vCPUs feeding the GPU did not make much difference"
 CORES_NOT_LINEAR = "CPU training time is not quite linear in cores x clock"
 
-#: compare's verdict words that decide these claims (reporting/compare.verdict).
-_FASTER, _SLOWER, _ALIKE = "faster", "slower", "no measured difference"
+#: compare's verdict directions that decide these claims (reporting/compare.direction).
+_FASTER, _SLOWER, _ALIKE = compare.FASTER, compare.SLOWER, compare.SAME
+_CALLED = (_FASTER, _SLOWER, _ALIKE, compare.UNRESOLVED)
 
 
 def _seed() -> str:
@@ -112,11 +115,12 @@ def outperform_claims(
             f"compare: {words}"
             + ("" if math.isnan(noise) else f" (the machine's noise {noise:.0%})")
         )
-        if words in (_FASTER, _SLOWER, _ALIKE) and math.isnan(noise):
+        called = compare.direction(words)
+        if called in _CALLED and math.isnan(noise):
             out.append(cannot(GPUS_OUTPERFORM, theirs, source, _noise_why(noise), text))
-        elif words == _FASTER:
+        elif called == _FASTER:
             out.append(Claim(GPUS_OUTPERFORM, HOLDS, theirs, text, source))
-        elif words in (_SLOWER, _ALIKE):
+        elif called in (_SLOWER, _ALIKE):
             out.append(Claim(GPUS_OUTPERFORM, DOES_NOT_HOLD, theirs, text, source))
         else:
             out.append(cannot(GPUS_OUTPERFORM, theirs, source, words, text))
@@ -193,14 +197,17 @@ def vcpus_claim(published: pd.DataFrame, ours: pd.DataFrame, runs: pd.DataFrame)
         + ("" if math.isnan(noise) else f" (the machine's noise {noise:.0%})")
         + synthetic(lo)
     )
-    if _noise_why(noise) and words in (_FASTER, _SLOWER, _ALIKE):
+    called = compare.direction(words)
+    if _noise_why(noise) and called in _CALLED:
         return cannot(VCPUS_ALIKE, theirs, source, _noise_why(noise), text)
-    if words in (_FASTER, _SLOWER):
-        return Claim(VCPUS_ALIKE, DOES_NOT_HOLD, theirs, text, source)
-    if words != _ALIKE:
+    if called not in _CALLED:  # too few rounds: its words say so
         return cannot(VCPUS_ALIKE, theirs, source, words, text)
+    # "Not much difference": the interval within the machine's noise, whether or not it
+    # excludes 1; a difference beyond the noise does not hold.
     if 1 / (1 + noise) <= ratio.low and ratio.high <= 1 + noise:
         return Claim(VCPUS_ALIKE, HOLDS, theirs, text, source)
+    if ratio.low > 1 + noise or ratio.high < 1 / (1 + noise):
+        return Claim(VCPUS_ALIKE, DOES_NOT_HOLD, theirs, text, source)
     why = (
         f"the interval reaches beyond the machine's noise ({noise:.0%} either way): more rounds "
         "would resolve it"
