@@ -29,10 +29,15 @@ def _marked() -> dict[str, set[str]]:
 
 def _steps(text: str) -> dict[str, set[str] | None]:
     """step name -> the test files its pytest line names (None: the whole tests folder), from
-    the lines of .ci/run that add the step to EMBRYO_BENCH_REQUIRE and run pytest."""
+    the lines of .ci/run that add the step to EMBRYO_BENCH_REQUIRE and run pytest, in the
+    foreground or beside another step (``beside NAME env EMBRYO_BENCH_REQUIRE=...``)."""
     steps: dict[str, set[str] | None] = {}
     for line in text.splitlines():
-        m = re.match(r'EMBRYO_BENCH_REQUIRE="\$EMBRYO_BENCH_REQUIRE ([\w-]+)" pytest (.*)', line)
+        m = re.match(
+            r'(?:beside [\w-]+ env )?EMBRYO_BENCH_REQUIRE="\$EMBRYO_BENCH_REQUIRE ([\w-]+)" '
+            r"pytest (.*)",
+            line,
+        )
         if m:
             files = {w for w in shlex.split(m.group(2)) if w.startswith("tests/")}
             steps[m.group(1)] = files or None
@@ -85,3 +90,21 @@ def test_ci_runs_the_readmes_two_commands():
         install, run = parts[2], " && ".join(parts[3:])
         assert install.startswith('pip install -e ".[') and run, command
         assert run in ci, f".ci/run does not run the README's {run!r}"
+
+
+def test_the_check_reads_a_step_run_beside_another():
+    text = (
+        'beside catalog-runs env EMBRYO_BENCH_REQUIRE="$EMBRYO_BENCH_REQUIRE catalog-runs" '
+        "pytest -n 0 tests/b.py"
+    )
+    assert _steps(text) == {"catalog-runs": {"tests/b.py"}}
+
+
+def test_every_step_run_beside_another_is_joined_after_it():
+    """A step started with ``beside NAME`` counts only where ``joined NAME`` (which waits for
+    it and fails as it failed) follows it: without, its failure would never turn CI red."""
+    lines = (ROOT / ".ci/run").read_text().splitlines()
+    started = [(i, ln.split()[1]) for i, ln in enumerate(lines) if ln.startswith("beside ")]
+    assert started, "no step of .ci/run runs beside another"
+    for i, name in started:
+        assert f"joined {name}" in lines[i + 1 :], f".ci/run never joins {name}"

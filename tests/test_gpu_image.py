@@ -2,21 +2,31 @@
 holds its own wheelhouse only (a cpu build never sends the 3.2 GiB of gpu wheels), a gpu image
 whose TensorFlow is not a CUDA build is refused where it is built, and - when asked for, as
 .ci/run does after the suite - the gpu image is built through the workflow and trains on the
-CPU. That last test takes minutes and ~19 GiB of disk, so it runs only when
-EMBRYO_BENCH_REQUIRE names "gpu-image"; everything that needs a GPU stays in
-tests/test_docker.py (test_gpu_target_samples_nvml), skipped without one."""
+CPU. That last test takes minutes (8 min 34 s on the 2-core Zen 3 VM) and ~19 GiB of disk, so
+it runs only when EMBRYO_BENCH_REQUIRE names "gpu-image", and there only when what decides the
+gpu image (:data:`RECORD_FILES` and the code of the commands that fetch its wheels and build
+it) differs from :data:`RECORD`, the last build that passed, or when
+EMBRYO_BENCH_GPU_IMAGE=build; a passing build rewrites the record (commit it with the change
+it verified). The trainer that runs in it is the cpu image's, trained in every CI run.
+Everything that needs a GPU stays in tests/test_docker.py (test_gpu_target_samples_nvml),
+skipped without one."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import platform
 import shutil
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from embryo_bench.errors import DockerError
+from embryo_bench.recording.hardware import cpu_model
 from embryo_bench.runners.containers import (
     WHEELHOUSE_ROOT,
     build_context_files,
@@ -24,11 +34,84 @@ from embryo_bench.runners.containers import (
     requirements_file,
     wheelhouse_dir,
 )
+from embryo_bench.vocabulary.codehash import code_hash
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import require_or_skip  # noqa: E402
 from workflow_helpers import locked_versions, offline_config, snakemake  # noqa: E402
+
+#: The last gpu-image build that passed: what decided it (:func:`build_identity`), when, where.
+RECORD = Path(__file__).with_name("gpu-image-verified.json")
+#: The files that decide the gpu image besides the commands' code: its Dockerfile (shared
+#: with the cpu image), its hash-locked requirements, what the build context leaves out and
+#: the rules that run the commands.
+RECORD_FILES = (
+    "containers/Dockerfile",
+    requirements_file("gpu"),
+    ".dockerignore",
+    "workflow/rules/images.smk",
+)
+#: The embryo-bench commands that fetch the gpu image's wheels and build it.
+RECORD_COMMANDS = ("wheelhouse", "build-image")
+
+
+def build_identity(repo: Path = REPO) -> dict:
+    """What a gpu-image build verifies: the code hash of each of :data:`RECORD_COMMANDS` and
+    the sha256 of each of :data:`RECORD_FILES` in ``repo``."""
+    return {
+        "code": {c: code_hash(f"cli:{c}", root=repo / "src/embryo_bench") for c in RECORD_COMMANDS},
+        "files": {f: hashlib.sha256((repo / f).read_bytes()).hexdigest() for f in RECORD_FILES},
+    }
+
+
+def tested_commit() -> str:
+    """The checkout's commit (short), "+ changes" when its tracked files differ from it."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    try:
+        return git("rev-parse", "--short", "HEAD") + (
+            " + changes" if git("status", "--porcelain", "--untracked-files=no") else ""
+        )
+    except (OSError, subprocess.CalledProcessError) as exc:
+        return f"unknown ({exc})"
+
+
+def rebuild_reason(repo: Path = REPO, record: Path = RECORD) -> str | None:
+    """Why the gpu image is built in this run (None: it is as :data:`RECORD` verified):
+    EMBRYO_BENCH_GPU_IMAGE=build, no record, or what changed since it."""
+    if os.environ.get("EMBRYO_BENCH_GPU_IMAGE") == "build":
+        return "EMBRYO_BENCH_GPU_IMAGE=build"
+    if not record.exists():
+        return f"no {record.name}"
+    was, now = json.loads(record.read_text()), build_identity(repo)
+    changed = [c for c in RECORD_COMMANDS if was.get("code", {}).get(c) != now["code"][c]]
+    changed += [f for f in RECORD_FILES if was.get("files", {}).get(f) != now["files"][f]]
+    return f"changed since {record.name}: {', '.join(changed)}" if changed else None
+
+
+def test_the_gpu_image_is_rebuilt_when_what_decides_it_changes(tmp_path, monkeypatch):
+    """The record holds today's identity (else CI builds the image); an edit to any of its
+    files, or no record, asks for a build."""
+    monkeypatch.delenv("EMBRYO_BENCH_GPU_IMAGE", raising=False)
+    repo = tmp_path / "repo"
+    for name in RECORD_FILES:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / name, repo / name)
+    shutil.copytree(REPO / "src/embryo_bench", repo / "src/embryo_bench")
+    record = tmp_path / "record.json"
+    assert rebuild_reason(repo, record) == "no record.json"
+    record.write_text(json.dumps(build_identity(repo)))
+    assert rebuild_reason(repo, record) is None
+    with open(repo / requirements_file("gpu"), "a") as lock:
+        lock.write("# an edit\n")
+    assert rebuild_reason(repo, record) == f"changed since record.json: {requirements_file('gpu')}"
+    monkeypatch.setenv("EMBRYO_BENCH_GPU_IMAGE", "build")
+    assert rebuild_reason(repo, record) == "EMBRYO_BENCH_GPU_IMAGE=build"
 
 
 def _fake_repo(root: Path) -> Path:
@@ -109,10 +192,21 @@ def test_the_gpu_image_builds_and_trains_on_the_cpu(tmp_path):
     """The workflow builds the gpu image from its wheelhouse (hash-locked), TensorFlow in it
     is a CUDA build, and a docker target on it with no GPU trains one epoch of the tiny
     config on one core: everything a GPU user runs, but the GPU. Minutes and ~19 GiB of
-    disk: only when EMBRYO_BENCH_REQUIRE names gpu-image (.ci/run's last step)."""
+    disk: only when EMBRYO_BENCH_REQUIRE names gpu-image (.ci/run's step of its own), and
+    there only when :func:`rebuild_reason` gives one."""
     required = os.environ.get("EMBRYO_BENCH_REQUIRE", "").replace(",", " ").split()
     if "gpu-image" not in required:
         pytest.skip("builds the gpu image (6.5 GiB): set EMBRYO_BENCH_REQUIRE=gpu-image")
+    why = rebuild_reason()
+    if why is None:
+        was = json.loads(RECORD.read_text())
+        pytest.skip(
+            f"the gpu image's inputs are as built and verified on {was['date']} "
+            f"({was['machine']}, commit {was['commit']}; {RECORD.name}): not rebuilt "
+            "(EMBRYO_BENCH_GPU_IMAGE=build builds it anyway)"
+        )
+    print(f"gpu-image: built ({why})", file=sys.stderr)
+    started = time.monotonic()
     from embryo_bench.runners.docker_api import docker_client
 
     try:
@@ -145,3 +239,18 @@ def test_the_gpu_image_builds_and_trains_on_the_cpu(tmp_path):
     assert set(installed) - set(locked) <= {"pip", "embryo-bench"}
     assert "tensorflow" in installed and "tensorflow-cpu" not in installed
     assert metrics["telemetry"]["energy_j"].startswith("not measured")  # no GPU here
+    RECORD.write_text(
+        json.dumps(
+            {
+                **build_identity(),
+                "commit": tested_commit(),
+                "seconds": round(time.monotonic() - started),
+                "date": time.strftime("%Y-%m-%d"),
+                "machine": f"{cpu_model()}, {os.cpu_count()} cpus",
+                "python": platform.python_version(),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    print(f"gpu-image: passed; {RECORD} written (commit it)", file=sys.stderr)
