@@ -12,9 +12,6 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 
 
-report: "workflow/report/workflow.rst"
-
-
 # Reads every configfile again and checks the merged configuration against
 # config/schema.yaml, naming the file and the setting it refuses in one line; then plans.
 include: "workflow/rules/common.smk"
@@ -22,6 +19,11 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/rounds.smk"
 # What a run and a figures job read, by their workload's input kind.
 include: "workflow/rules/inputs.smk"
+
+
+# The report opens on the answer: the landing page the last successful run wrote (the
+# description below and the answer's tables; onsuccess), else the description alone.
+report: landing_page(OUT, DESCRIPTION)
 
 
 # The same schema through Snakemake's own check (which would print the whole configuration
@@ -76,6 +78,9 @@ rule all:
 # The answer where a run ends: each workload's speed and cost relative to the base target,
 # the readable tables its figures job wrote (not after a dry run or one with nothing to do).
 onsuccess:
-    from embryo_bench.reporting.answer import print_answer
+    from embryo_bench.reporting.answer import print_answer, write_landing
 
+    write_landing(
+        OUT, list(PLAN.workloads), os.path.join(workflow.basedir, DESCRIPTION)
+    )
     print_answer(OUT, list(PLAN.workloads))

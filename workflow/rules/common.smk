@@ -22,6 +22,7 @@ from embryo_bench.runners.lifeline import TIE_ENV, forward_sigint_to_jobs
 from embryo_bench.runners.outdir_lock import claim as claim_outdir
 from embryo_bench.vocabulary.config import load_schema, read_config_files
 from embryo_bench.planning.plan import Plan
+from embryo_bench.reporting.answer import landing_page
 from embryo_bench.vocabulary.spec import INPUT_ARRAYS, INPUT_SHARDS
 from embryo_bench.vocabulary.training_input import TrainingInput
 
@@ -97,6 +98,9 @@ for _note in (
 CONFIG = PLAN.config  # every default filled in
 OUT = CONFIG["outdir"]
 LOGS = f"{OUT}/logs"
+# The workflow's description in the report (a Jinja template Snakemake renders), first on
+# its landing page (the Snakefile's report: directive).
+DESCRIPTION = "workflow/report/workflow.rst"
 DATASET = CONFIG["dataset"]
 PP = CONFIG["preprocess"]
 CONTAINERS = CONFIG["containers"]

@@ -1,11 +1,16 @@
 """The answer a benchmark ends with, printed where the run ends (the workflow's ``onsuccess``
 and ``embryo-bench run``): each workload's speed and cost relative to the base target, as the
-readable tables the figures job wrote (:mod:`embryo_bench.reporting.readable_tables`)."""
+readable tables the figures job wrote (:mod:`embryo_bench.reporting.readable_tables`); and the
+same tables as the report's landing page (:func:`write_landing`), so that the report opens on
+the answer rather than on the rule graph."""
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+
+from tabulate import tabulate
 
 from ..vocabulary import layout
 
@@ -57,3 +62,82 @@ def print_answer(outdir: str | Path, workloads: list[str]) -> None:
     text = answer_text(outdir, workloads)
     if text:
         print(text, flush=True)
+
+
+def _inline(line: str) -> str:
+    """A line of our Markdown with its `code` spans as reStructuredText's ``code``."""
+    return re.sub(r"(?<!`)`([^`]+)`(?!`)", r"``\1``", line)
+
+
+def _cells(line: str) -> list[str]:
+    """The cells of a Markdown pipe-table row (``| a | b |``), stripped."""
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def markdown_to_rst(text: str) -> str:
+    """Our readable tables' Markdown as reStructuredText: paragraphs (``**bold**`` is the
+    same in both), ``#`` headings as section titles, `code` spans, and pipe tables (as
+    :meth:`pandas.DataFrame.to_markdown` writes them: a header row, a rule, the rows) as grid
+    tables through :func:`tabulate.tabulate` (a grid table allows empty cells, a simple one
+    not in its first column).
+
+    Args:
+        text: the Markdown of :func:`answer_files` (str).
+    """
+    out: list[str] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.lstrip().startswith("|"):
+            block = []
+            while i < len(lines) and lines[i].lstrip().startswith("|"):
+                block.append(lines[i])
+                i += 1
+            header, rows = _cells(block[0]), [_cells(r) for r in block[2:]]
+            out += ["", tabulate(rows, headers=header, tablefmt="grid", disable_numparse=True), ""]
+            continue
+        heading = re.match(r"^(#+)\s+(.*)$", line)
+        if heading:
+            title = _inline(heading.group(2).strip())
+            out += ["", title, "~" * len(title), ""]
+        else:
+            out.append(_inline(line))
+        i += 1
+    return "\n".join(out).strip() + "\n"
+
+
+def landing_rst(outdir: str | Path, workloads: list[str], description: str) -> str:
+    """The report's landing page: ``description`` (the workflow's, workflow/report/
+    workflow.rst: a Jinja template Snakemake renders), then a section "The answer" with each
+    of :func:`answer_files` as reStructuredText (:func:`markdown_to_rst`) under its path
+    relative to ``outdir``; inside a Jinja raw block, so that nothing in a table is read as
+    a template. ``description`` alone when there is no table."""
+    tables = answer_files(outdir, workloads)
+    if not tables:
+        return description
+    parts = [description.rstrip(), "", "The answer", "==========", "", "{% raw %}"]
+    for table in tables:
+        name = str(table.relative_to(outdir))
+        parts += ["", name, "-" * len(name), "", markdown_to_rst(table.read_text())]
+    return "\n".join(parts + ["{% endraw %}", ""])
+
+
+def write_landing(outdir: str | Path, workloads: list[str], description: str | Path) -> Path:
+    """Write :func:`landing_rst` (``description`` read from that file) to the outdir's
+    :data:`~embryo_bench.vocabulary.layout.REPORT_LANDING` (through a temporary file, so that a
+    report never reads half of it); the path written."""
+    out = Path(outdir) / layout.REPORT_LANDING
+    text = landing_rst(outdir, workloads, Path(description).read_text())
+    part = out.with_name(out.name + ".part")
+    part.write_text(text)
+    part.replace(out)
+    return out
+
+
+def landing_page(outdir: str | Path, description: str) -> str:
+    """What the workflow's ``report:`` directive names: the landing page the last successful
+    run wrote (:func:`write_landing`; an absolute path, since Snakemake reads it relative to
+    the Snakefile's folder), else ``description`` (no run has ended yet)."""
+    page = Path(outdir) / layout.REPORT_LANDING
+    return str(page.resolve()) if page.is_file() else description

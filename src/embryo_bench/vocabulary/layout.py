@@ -92,6 +92,9 @@ TABLE_FORMATS = ("csv", "md")
 
 #: Where each figure and table sits in the ``snakemake --report`` (category, numbered so the
 #: paper's own figures come first) and the words it is listed under.
+#: The report's landing page, under the outdir: the workflow's description and the answer's
+#: tables, written where a run ends (:func:`embryo_bench.reporting.answer.write_landing`).
+REPORT_LANDING = "report-landing.rst"
 #: The report's categories (Snakemake shows them sorted by name, so each is numbered when the
 #: report is made: :func:`numbered_category`, over those a configuration's report has). The
 #: workload x target view leads when a configuration has several workloads, then the study's
