@@ -27,14 +27,15 @@ from embryo_bench.reporting.compare import (
     compare,
     comparison_table,
     direction,
-    in_planned_order,
     more_rounds,
     noise,
     paired_ratios,
     ratio_interval,
+    simultaneous_confidence,
     unpaired_interval,
     verdict,
 )
+from embryo_bench.reporting.run_order import in_planned_order
 from embryo_bench.reporting.stability import flag_runs
 from embryo_bench.vocabulary.config import load_schema
 
@@ -265,6 +266,34 @@ def test_an_a_a_comparison_calls_no_difference_in_95_percent_of_experiments(roun
     # Called faster or slower in about 5 %: the interval's own level, no gate on top (two
     # standard errors of 200 experiments above it; across rows, more: see the benchmark).
     assert calls.get("faster", 0) + calls.get("slower", 0) <= (0.05 + 2 * 0.0154) * 200, calls
+
+
+def test_a_table_of_identical_targets_calls_one_different_in_at_most_5_percent():
+    """Three targets identical to the base, 5 rounds: with each row at 95 % some row is
+    called faster or slower in about 14 % of tables; with the table's intervals holding
+    together (simultaneous_confidence) in at most 5 % (two standard errors of 200 above)."""
+    truth = {"A": 100.0, "B": 100.0, "C": 100.0, "D": 100.0}
+    per_row = together = 0
+    for seed in range(200):
+        runs = _experiment(truth, 5, seed).rename(columns={"repeat": "round"})
+        alone = compare(runs, "A", 0.05)
+        joint = compare(runs, "A", 0.05, confidence=simultaneous_confidence(3))
+        per_row += any(direction(v) in ("faster", "slower") for v in alone["verdict"])
+        together += any(direction(v) in ("faster", "slower") for v in joint["verdict"])
+    assert together <= (0.05 + 2 * 0.0154) * 200, (together, per_row)
+    assert per_row > together
+
+
+def test_the_table_widens_throughput_to_its_rows_and_leaves_time_to_accuracy_at_95():
+    table = _experiment({"A": 100.0, "B": 120.0, "C": 90.0}, 5, seed=4)
+    table["time_to_accuracy_s"] = 1000.0 / table["images_per_s"]
+    out = comparison_table(table, "A", 0.05).set_index("target")
+    assert out.loc["B", "throughput_confidence"] == pytest.approx(1 - 0.05 / 2)
+    assert out.loc["B", "time_to_accuracy_confidence"] == 0.95
+    alone = compare(table.rename(columns={"repeat": "round"}), "A", 0.05).set_index("target")
+    assert out.loc["B", "throughput_low"] < alone.loc["B", "ratio_low"]
+    assert out.loc["B", "throughput_high"] > alone.loc["B", "ratio_high"]
+    assert simultaneous_confidence(1) == simultaneous_confidence(0) == 0.95
 
 
 def _min_difference_bounds() -> tuple[float, float]:

@@ -115,8 +115,16 @@ def fig_comparison(comparison: pd.DataFrame, order_note: str, out_dir: Path, foo
         ax.margins(x=0.15, y=0.3)
     axes[0][0].set_yticks(y, comparison["target"], fontsize=8)
     note = readable_tables.interval_note(comparison)
+    level = (
+        comparison["throughput_confidence"].iloc[0]
+        if "throughput_confidence" in comparison
+        else None
+    )
+    label = readable_tables.interval_label(level)
+    if readable_tables.family_rows(level) > 1:
+        label += " (throughput; time to accuracy: 95 % each)"
     fig.suptitle(
-        f"Comparison with {base}: ratio (geometric mean) with its 95 % interval; "
+        f"Comparison with {base}: ratio (geometric mean) with its {label}; "
         f"{int(comparison['flagged_runs'].sum())} run(s) flagged, all counted\n{order_note}"
         + (f"\n{note}" if note else "")
         + ("".join(f"\n{m}" for m in missing) if measures else ""),

@@ -43,7 +43,7 @@ from ..io import atomic_path
 from ..published import paper
 from ..vocabulary.layout import TABLE_NAMES, utilisation_name
 from ..vocabulary.spec import Preprocessing
-from . import compare, readable_tables, summary
+from . import compare, readable_tables, relative_time, run_order, summary
 from .comparison_figures import fig_comparison, fig_paper_vs_ours
 from .plotting import (
     COLORS,
@@ -262,8 +262,8 @@ def fig_cost(
     norm: pd.DataFrame | None, base: str | None, why: str, out_dir: Path, footer: str
 ) -> None:
     """Training time and cost of each priced target relative to the base target
-    (:func:`embryo_bench.reporting.summary.cost_intervals`), each bar with its 95 % interval
-    where the rounds give one."""
+    (:func:`embryo_bench.reporting.relative_time.cost_intervals`), each bar with its interval
+    where the rounds give one (all of them holding together at 95 %)."""
     fig, ax = plt.subplots(figsize=(7, 4))
     if norm is None or norm.empty:
         empty_panel(ax, why)
@@ -279,9 +279,12 @@ def fig_cost(
         ax.set_xticks(x, list(norm["target"]), fontsize=7, rotation=20)
         ax.set_ylabel(f"relative to {base} (= 1)")
         ax.legend(fontsize=7)
+    label = readable_tables.interval_label(
+        norm["confidence"].iloc[0] if norm is not None and "confidence" in norm else None
+    )
     ax.set_title(
-        "Time and cost relative to the base target (paired within the rounds, 95 % "
-        "interval; config prices)",
+        f"Time and cost relative to the base target (paired within the rounds, {label}; "
+        "config prices)",
         fontsize=9,
     )
     save_named_figure(fig, out_dir, "cost", footer)
@@ -482,12 +485,12 @@ def make_all(
     norm, why = summary.cost_summary(main, cost_base, cost_note)
     if norm is not None:
         main_runs = table[table["sweep"].fillna("").astype(str) == ""]
-        norm = summary.cost_intervals(norm, main_runs, cost_base, min_difference, elsewhere)
+        norm = relative_time.cost_intervals(norm, main_runs, cost_base, min_difference, elsewhere)
     fig_cost(norm, cost_base or None, why, out_dir, footer)
     paired = compare.comparison_table(
         table, compare_base or ours["target"].iloc[0], min_difference, elsewhere=elsewhere
     )
-    ordered, order_note = compare.in_planned_order(
+    ordered, order_note = run_order.in_planned_order(
         ours, [(r.name, r.metrics["repeat"]) for r in own]
     )
     order_note = ("NOT IN PLANNED ORDER: " if ordered is False else "") + order_note

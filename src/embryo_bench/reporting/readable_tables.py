@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .compare import MEASURES, MIN_PAIRS
+from .compare import CONFIDENCE, MEASURES, MIN_PAIRS, family_note, level_text
 from .runs import as_number
 from .stability import FLAGS
 
@@ -92,6 +92,29 @@ def verdict_text(row, measure: str, paired: pd.DataFrame) -> str:
     return verdict if shows_interval(row, measure) else ""
 
 
+def family_rows(confidence) -> int:
+    """How many rows a table's intervals hold together over, from their level (each at
+    :func:`embryo_bench.reporting.compare.simultaneous_confidence` of that many rows; 1
+    where there is none)."""
+    level = as_number(confidence)
+    if level is None or level <= CONFIDENCE:
+        return 1
+    return max(1, round((1 - CONFIDENCE) / (1 - level)))
+
+
+def interval_label(confidence) -> str:
+    """A table's interval column says its level: "95 % interval" where each row's stands
+    alone, "95 % simultaneous interval" where they hold together (:func:`family_rows` > 1:
+    each wider; the note says how much)."""
+    joint = " simultaneous" if family_rows(confidence) > 1 else ""
+    return f"{level_text(CONFIDENCE)}{joint} interval"
+
+
+def _table_level(table: pd.DataFrame, column: str):
+    """The intervals' level of a table (one value in ``column``; None without it)."""
+    return table[column].iloc[0] if column in table and len(table) else None
+
+
 def interval_note(paired: pd.DataFrame) -> str:
     """The sentence the comparison figure and tables say once, instead of on every row, when
     a ratio rests on fewer than :data:`INTERVAL_MIN_PAIRS` pairs: that an interval and a
@@ -126,7 +149,12 @@ def comparison_note(paired: pd.DataFrame) -> str:
     Args:
         paired: :func:`embryo_bench.reporting.compare.comparison_table` (the base first).
     """
-    notes = [interval_note(paired)]
+    level = _table_level(paired, "throughput_confidence")
+    notes = [family_note(family_rows(level), "throughput"), interval_note(paired)]
+    if family_rows(level) > 1:
+        notes.append(
+            "Time to accuracy is a secondary measure: each of its intervals is at 95 % on its own."
+        )
     if base_unreached(paired, "time_to_accuracy"):
         notes.append(
             f"The base, {paired['target'].iloc[0]}, never reached the accuracy target: "
@@ -221,7 +249,8 @@ def readable_runs(table: pd.DataFrame) -> pd.DataFrame:
 def readable_comparison(paired: pd.DataFrame) -> pd.DataFrame:
     """The comparison table as a person reads it: target, rounds, flagged runs, pairing
     (where the table has it: "paired" or "unpaired", and "base"), and for throughput and time
-    to accuracy the ratio to the base (geometric mean) [95 % interval] and the verdict
+    to accuracy the ratio to the base (geometric mean) [interval: :func:`interval_label`] and
+    the verdict
     (:func:`ratio_text`, :func:`verdict_text`: below :data:`INTERVAL_MIN_PAIRS` rounds the
     ratio alone and no verdict, said once by :func:`comparison_note`)."""
     rows = [r for _, r in paired.iterrows()]
@@ -232,8 +261,9 @@ def readable_comparison(paired: pd.DataFrame) -> pd.DataFrame:
     }
     if "pairing" in paired:
         table["pairing"] = paired["pairing"]
+    label = interval_label(_table_level(paired, "throughput_confidence"))
     for measure, ratio, verdict in (
-        ("throughput", "throughput ratio [95 % interval]", "throughput"),
+        ("throughput", f"throughput ratio [{label}]", "throughput"),
         ("time_to_accuracy", "time-to-accuracy speed ratio", "time to accuracy"),
     ):
         table[ratio] = [ratio_text(r, measure) for r in rows]
@@ -258,15 +288,17 @@ def _relative_text(row, what: str) -> str:
 
 
 def readable_cost(cost: pd.DataFrame) -> pd.DataFrame:
-    """:func:`embryo_bench.reporting.summary.cost_intervals` as a person reads it: target,
-    training time and cost relative to the base with their 95 % intervals, the verdict on
+    """:func:`embryo_bench.reporting.relative_time.cost_intervals` as a person reads it: target,
+    training time and cost relative to the base with their intervals (:func:`interval_label`:
+    95 %, simultaneous over the table's rows), the verdict on
     the time ("faster" is less time), the median run's training time (s) and cost (USD), and
     the price (USD/h); the prices' sources go under the table (:func:`cost_note`)."""
+    label = interval_label(_table_level(cost, "confidence"))
     return pd.DataFrame(
         {
             "target": cost["target"],
-            "time vs base [95 % interval]": [_relative_text(r, "time") for _, r in cost.iterrows()],
-            "cost vs base [95 % interval]": [_relative_text(r, "cost") for _, r in cost.iterrows()],
+            f"time vs base [{label}]": [_relative_text(r, "time") for _, r in cost.iterrows()],
+            f"cost vs base [{label}]": [_relative_text(r, "cost") for _, r in cost.iterrows()],
             "time verdict": [
                 "" if v == "base" or (as_number(p) or 0) < INTERVAL_MIN_PAIRS else v
                 for v, p in zip(cost["verdict"], cost["pairs"], strict=True)
@@ -285,9 +317,10 @@ def cost_note(cost: pd.DataFrame, base: str) -> str:
     for target, source in zip(cost["target"], cost["price_source"], strict=True):
         sources.setdefault(str(source), []).append(str(target))
     priced = "; ".join(f"{', '.join(t)}: {s}" for s, t in sources.items())
+    family = family_note(family_rows(_table_level(cost, "confidence")), "time and cost")
     return (
         f"Training time and cost relative to {base}'s (below 1: less time, cheaper): the "
         "ratio of the speeds 1 / training time, paired within the rounds (geometric mean, "
-        "95 % t interval), as in the comparison table; the cost is that ratio times the two "
-        f"prices, so its interval is the time's, scaled. Prices: {priced}."
-    )
+        "t interval), as in the comparison table; the cost is that ratio times the two "
+        f"prices, so its interval is the time's, scaled. {family} Prices: {priced}."
+    ).replace("  ", " ")

@@ -17,7 +17,6 @@ import pandas as pd
 from ..errors import ConfigError
 from ..published import paper
 from ..vocabulary.layout import PAPER_WORKLOAD
-from . import compare
 from .runs import NOT_MEASURED, Machines, Run, as_number, machine_identity, machine_name
 from .stability import assess, flag_runs, thresholds
 
@@ -465,62 +464,6 @@ def _count_rows(counts: dict, runs: pd.DataFrame) -> list[dict]:
             }
         )
     return rows
-
-
-#: The cost table's columns (:func:`cost_intervals`), in order.
-COST_COLUMNS = [
-    "target", "time_relative", "time_low", "time_high", "cost_relative", "cost_low",
-    "cost_high", "pairing", "pairs", "verdict", "training_s_median", "cost_usd_median",
-    "hourly_usd", "price_source",
-]  # fmt: skip
-
-
-def cost_intervals(
-    norm: pd.DataFrame,
-    runs: pd.DataFrame,
-    base: str,
-    min_difference: float,
-    elsewhere: set[str] | frozenset[str] = frozenset(),
-) -> pd.DataFrame:
-    """:func:`normalised_cost` with the rounds' intervals: each priced target's training time
-    relative to the base as compare's ratio of 1 / training time, paired within the rounds
-    (:func:`embryo_bench.reporting.compare.time_ratios`), its 95 % interval, and the cost the
-    same ratio times the two hourly prices (a price is a constant: the cost's interval is the
-    time's, scaled); the base at 1. A target with one round keeps the ratio without an
-    interval (NaN ends, as compare gives them).
-
-    Args:
-        norm: :func:`normalised_cost` (its medians).
-        runs: :func:`run_table` rows of the main targets (no sweep points): target, repeat,
-            training_s (s).
-        base: ``cost.base_target``.
-        min_difference, elsewhere: as :func:`embryo_bench.reporting.compare.comparison_table`.
-
-    Returns:
-        :data:`COST_COLUMNS`, the rows of ``norm`` in its order.
-
-    Raises:
-        ValueError: a target with two runs in one round.
-    """
-    priced = runs[runs["target"].isin(set(norm["target"]))]
-    ratios = compare.time_ratios(priced, base, min_difference, elsewhere).set_index("target")
-    hourly = dict(zip(norm["target"], norm["hourly_usd"], strict=True))
-    rows = []
-    for _, r in norm.iterrows():
-        row = r.to_dict()
-        if r["target"] == base:
-            row.update(time_relative=1.0, time_low=1.0, time_high=1.0, pairing="base",
-                       pairs=int((priced["target"] == base).sum()), verdict="base")  # fmt: skip
-        elif r["target"] in ratios.index:
-            row.update(ratios.loc[r["target"]].to_dict())
-        else:
-            row.update(time_low=np.nan, time_high=np.nan, pairing="", pairs=0,
-                       verdict="no run of the base to compare with")  # fmt: skip
-        price = float(hourly[r["target"]]) / float(hourly[base])
-        for end in ("relative", "low", "high"):
-            row[f"cost_{end}"] = row[f"time_{end}"] * price
-        rows.append(row)
-    return pd.DataFrame(rows, columns=COST_COLUMNS)
 
 
 def cost_summary(

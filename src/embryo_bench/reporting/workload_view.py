@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
-from . import compare, readable_tables
+from . import compare, readable_tables, relative_time
 from .runs import as_number
 from .study import (
     SYNTHETIC_NOTE,
@@ -56,6 +56,7 @@ VIEW_COLUMNS = [
     "cost_low",
     "cost_high",
     "verdict",
+    "confidence",
 ]
 
 
@@ -72,8 +73,10 @@ def _view_base(g: pd.DataFrame) -> str:
 
 def workload_view(runs: pd.DataFrame) -> pd.DataFrame:
     """Per workload (in the runs' order) and main target (no sweep points): training time
-    and cost relative to the workload's base target (:func:`_view_base`), with the 95 %
-    interval of compare's ratios (:data:`VIEW_COLUMNS`); the base's row first, at 1.
+    and cost relative to the workload's base target (:func:`_view_base`), with the interval
+    of compare's ratios at :func:`embryo_bench.reporting.compare.simultaneous_confidence`
+    over the view's compared rows, every workload's (its confidence column: the view's
+    verdicts hold together at 95 %) (:data:`VIEW_COLUMNS`); the base's row first, at 1.
 
     Args:
         runs: ``study/runs.csv`` (:func:`embryo_bench.reporting.study.ours_tables`' first
@@ -86,17 +89,21 @@ def workload_view(runs: pd.DataFrame) -> pd.DataFrame:
             :func:`embryo_bench.reporting.compare.paired_ratios`).
     """
     rows = []
-    for workload, g in runs.groupby("workload", sort=False):
-        g = g[g["sweep"].fillna("").astype(str) == ""]
-        if g.empty:
-            continue
+    main = runs[runs["sweep"].fillna("").astype(str) == ""]
+    bases = {}
+    for workload, g in main.groupby("workload", sort=False):
         base = _view_base(g)
-        if not (g["target"] == base).any():
-            base = str(g["target"].iloc[0])
+        bases[workload] = base if (g["target"] == base).any() else str(g["target"].iloc[0])
+    # The view's verdicts hold together over all its compared rows, every workload's.
+    level = compare.simultaneous_confidence(
+        sum(g.loc[g["target"] != bases[w], "target"].nunique() for w, g in main.groupby("workload"))
+    )
+    for workload, g in main.groupby("workload", sort=False):
+        base = bases[workload]
         ratios = (
-            compare.time_ratios(
+            relative_time.time_ratios(
                 g, base, float(g["min_difference"].iloc[0]),
-                set(g.loc[g["merged"].astype(bool), "target"]),
+                set(g.loc[g["merged"].astype(bool), "target"]), level,
             ).set_index("target")
             if g["target"].nunique() > 1
             else None
@@ -131,6 +138,7 @@ def workload_view(runs: pd.DataFrame) -> pd.DataFrame:
             price = row["hourly_usd"] / number_or_nan(hourly.get(base))
             for end in ("relative", "low", "high"):
                 row[f"cost_{end}"] = row[f"time_{end}"] * price
+            row["confidence"] = level
             rows.append(row)
     return pd.DataFrame(rows, columns=VIEW_COLUMNS)
 
@@ -149,8 +157,10 @@ def _ratio_text(row, what: str) -> str:
 
 def readable_view(view: pd.DataFrame) -> pd.DataFrame:
     """:func:`workload_view` as a person reads it: workload, target, machine, pairs, time
-    and cost vs the base [95 % interval], verdict, training (s), images/s."""
+    and cost vs the base [interval: :func:`embryo_bench.reporting.readable_tables.
+    interval_label`], verdict, training (s), images/s."""
     rows = [r for _, r in view.iterrows()]
+    label = readable_tables.interval_label(view["confidence"].iloc[0] if len(view) else None)
     return pd.DataFrame(
         {
             "workload": view["workload"],
@@ -158,8 +168,8 @@ def readable_view(view: pd.DataFrame) -> pd.DataFrame:
             "target": view["target"],
             "machine": view["machine"],
             "pairing (pairs)": [f"{r['pairing']} ({int(r['pairs'])})" for r in rows],
-            "time vs base [95 % interval]": [_ratio_text(r, "time") for r in rows],
-            "cost vs base [95 % interval]": [_ratio_text(r, "cost") for r in rows],
+            f"time vs base [{label}]": [_ratio_text(r, "time") for r in rows],
+            f"cost vs base [{label}]": [_ratio_text(r, "cost") for r in rows],
             "verdict": view["verdict"],
             "training (s)": view["training_seconds"].map(
                 lambda v: readable_tables.number_text(v, ".1f")
@@ -180,8 +190,12 @@ def view_head(view: pd.DataFrame) -> str:
         "(runs merged from elsewhere): the ratio of the geometric means with Welch's "
         "interval. Cost = time x the config's hourly_usd, so its ratio is the time's x the "
         "price ratio (empty where unpriced). The verdict is compare's, on speed (faster = "
-        "shorter)."
-    )
+        "shorter). "
+        + compare.family_note(
+            readable_tables.family_rows(view["confidence"].iloc[0] if len(view) else None),
+            "time and cost",
+        )
+    ).strip()
     if any_synthetic(view):
         text = f"**{SYNTHETIC_NOTE}**\n\n{text}"
     return text
