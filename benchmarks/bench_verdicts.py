@@ -1,0 +1,301 @@
+"""Benchmark: how often the project's verdicts are wrong, and how often right, at a given
+machine noise. Not a test: a simulation through the project's own functions, printing the
+rates that docs/results.md records.
+
+Each simulated experiment draws runs from a noise model and hands them to the same
+functions the workflow's tables, claims and ``embryo-bench compare`` use:
+:func:`embryo_bench.reporting.compare.ratio_interval` (paired rounds),
+:func:`~embryo_bench.reporting.compare.unpaired_interval` (across folders),
+:func:`~embryo_bench.reporting.compare.verdict` and
+:func:`~embryo_bench.reporting.compare.direction` (the words and what they call),
+:func:`embryo_bench.reporting.rounds.half_width` and
+:func:`embryo_bench.planning.rounds.decide` (``compare.until``). Before the tables, one
+experiment per paired cell goes through :func:`~embryo_bench.reporting.compare.
+comparison_table` as well, and its verdicts must be the simulation's (else it stops): the
+tables are the workflow's arithmetic, not a copy of it.
+
+Noise model (the statistical review's, from this machine's measurements): a run's log
+images/s is the target's true log ratio + the round's shock (one draw per round, shared by
+its runs: the machine's speed that minute; sd = the CV) + a drift linear in the run's time
+over the experiment (slope uniform in +-``--drift``, 10 %) + the run's own noise (lognormal,
+CV ``--cv``); with ``--outliers P`` a run is 20 % slow with probability P. Within a round
+the targets run in the rows of a Williams square (``compare.order: balanced``,
+:func:`embryo_bench.planning.schedule.williams_rows`). Across folders each folder (a
+workflow invocation: a session) adds its own effect, sd ``--session`` (0, 3, 6 %), to all
+its runs.
+
+Tables (each cell ``--experiments`` experiments, default 2,000):
+
+* **paired**, per CV x rounds x rows (targets compared with the base in one table): the
+  family-wise A/A rate (every target identical to the base; some row called faster or
+  slower), the A/A "the same within" rate, the coverage of the true ratio by the 95 %
+  interval, and the power at a true 2, 5 and 10 % (the first row that much faster; called
+  faster);
+* **across folders**, per CV x session effect x runs a side: the A/A rate (one target in two
+  folders called faster or slower), the coverage;
+* **until**, per goal x CV: the rounds run (mean), the A/A rate and coverage at the stop and
+  the power at a true 5 %, ``max_rounds`` 10.
+
+The verdict's band X is ``--min-difference`` (``compare.min_difference``, 5 %).
+
+Usage:
+    python benchmarks/bench_verdicts.py [--experiments 2000] [--cv 0.03 0.06 0.09]
+        [--rounds 3 5 10] [--rows 1 3] [--session 0 0.03 0.06] [--goals 0.02 0.03 0.05]
+        [--outliers 0] [--drift 0.10] [--min-difference 0.05] [--seed 0] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from embryo_bench.planning.rounds import decide
+from embryo_bench.planning.schedule import williams_rows
+from embryo_bench.recording.hardware import cpu_model
+from embryo_bench.reporting import compare
+from embryo_bench.reporting.rounds import half_width
+
+#: How much slower an outlier run is (the review's 20 % slow outliers).
+OUTLIER_SLOWDOWN = 0.80
+#: The true differences the power columns are at.
+POWER_AT = (0.02, 0.05, 0.10)
+
+
+def _sd(cv: float) -> float:
+    """The log-scale sd of a lognormal with coefficient of variation ``cv``."""
+    return float(np.sqrt(np.log1p(cv**2)))
+
+
+def paired_logs(
+    rng: np.random.Generator,
+    true_logs: np.ndarray,
+    rounds: int,
+    cv: float,
+    drift: float,
+    outliers: float,
+) -> np.ndarray:
+    """One experiment's log images/s in rounds: shape (rounds, 1 + len(true_logs)) float64,
+    column 0 the base (true log ratio 0), in the order of a Williams square within each
+    round (the times the drift is read at)."""
+    n = 1 + len(true_logs)
+    truth = np.concatenate([[0.0], true_logs])
+    orders = williams_rows(n)
+    slope = rng.uniform(-drift, drift)
+    out = np.empty((rounds, n))
+    for r in range(rounds):
+        shock = rng.normal(0.0, _sd(cv))
+        for position, target in enumerate(orders[r % len(orders)]):
+            t = (r * n + position) / (rounds * n)
+            out[r, target] = truth[target] + shock + np.log1p(slope * t)
+    out += rng.normal(0.0, _sd(cv), size=out.shape)
+    if outliers:
+        out += np.where(rng.random(out.shape) < outliers, np.log(OUTLIER_SLOWDOWN), 0.0)
+    return out
+
+
+def _verdicts(logs: np.ndarray, min_difference: float):
+    """Per compared target (columns 1..): (ratio, low, high, verdict) of its paired ratios to
+    column 0, through :func:`compare.ratio_interval` and :func:`compare.verdict`."""
+    out = []
+    for j in range(1, logs.shape[1]):
+        ratios = np.exp(logs[:, j] - logs[:, 0])
+        ratio, low, high = compare.ratio_interval(ratios)
+        out.append(
+            (ratio, low, high, compare.verdict(len(ratios), ratio, low, high, min_difference))
+        )
+    return out
+
+
+def _called(words: str) -> str:
+    return compare.direction(words)
+
+
+def check_against_table(logs: np.ndarray, min_difference: float) -> None:
+    """The simulation's verdicts of ``logs`` equal :func:`compare.comparison_table`'s on the
+    same runs as a results table (raises AssertionError otherwise)."""
+    rows = [
+        {"target": f"t{j}", "repeat": r + 1, "images_per_s": float(np.exp(logs[r, j])),
+         "time_to_accuracy_s": np.nan, "flags": ""}
+        for r in range(logs.shape[0]) for j in range(logs.shape[1])
+    ]  # fmt: skip
+    table = compare.comparison_table(pd.DataFrame(rows), "t0", min_difference).set_index("target")
+    for j, (_, _, _, words) in enumerate(_verdicts(logs, min_difference), start=1):
+        got = table.loc[f"t{j}", "throughput_verdict"]
+        assert got == words, f"comparison_table says {got!r}, the simulation {words!r}"
+
+
+def paired_cell(rng, cv, rounds, rows, args) -> dict:
+    """The paired table's cell: rates over ``args.experiments`` experiments (fractions)."""
+    n = args.experiments
+    aa_any = aa_same = covered = total = 0
+    for _ in range(n):
+        logs = paired_logs(rng, np.zeros(rows), rounds, cv, args.drift, args.outliers)
+        found = _verdicts(logs, args.min_difference)
+        calls = [_called(w) for *_, w in found]
+        aa_any += any(c in (compare.FASTER, compare.SLOWER) for c in calls)
+        aa_same += sum(c == compare.SAME for c in calls)
+        covered += sum(low <= 1.0 <= high for _, low, high, _ in found)
+        total += len(found)
+    cell = {"aa_familywise": aa_any / n, "aa_same": aa_same / total, "coverage": covered / total}
+    for d in POWER_AT:
+        hits = 0
+        truth = np.zeros(rows)
+        truth[0] = np.log1p(d)
+        for _ in range(n):
+            logs = paired_logs(rng, truth, rounds, cv, args.drift, args.outliers)
+            hits += _called(_verdicts(logs[:, :2], args.min_difference)[0][3]) == compare.FASTER
+        cell[f"power_{d:g}"] = hits / n
+    return cell
+
+
+def across_cell(rng, cv, session, runs, args) -> dict:
+    """Across folders (two sessions, one target, no pairing): A/A rate and coverage."""
+    n = args.experiments
+    called = covered = 0
+    for _ in range(n):
+        sides = []
+        for _folder in range(2):
+            effect = rng.normal(0.0, session) if session else 0.0
+            slope = rng.uniform(-args.drift, args.drift)
+            t = np.arange(runs) / runs
+            logs = effect + np.log1p(slope * t) + rng.normal(0.0, _sd(cv), runs)
+            logs += rng.normal(0.0, _sd(cv), runs)  # each run's minute: no round shares it
+            if args.outliers:
+                logs += np.where(rng.random(runs) < args.outliers, np.log(OUTLIER_SLOWDOWN), 0)
+            sides.append(np.exp(logs))
+        ratio, low, high = compare.unpaired_interval(sides[1], sides[0])
+        words = compare.verdict(runs, ratio, low, high, args.min_difference, paired=False)
+        called += _called(words) in (compare.FASTER, compare.SLOWER)
+        covered += low <= 1.0 <= high
+    return {"aa_called": called / n, "coverage": covered / n}
+
+
+def until_cell(rng, goal, cv, args, max_rounds: int = 10) -> dict:
+    """``compare.until`` = ``goal`` with two targets: rounds until :func:`decide` stops, and
+    the verdict there (A/A and a true 5 %)."""
+    n = args.experiments
+    out = {}
+    for name, truth in (("aa", 0.0), ("true5", np.log1p(0.05))):
+        rounds_run, called, covered, faster = [], 0, 0, 0
+        for _ in range(n):
+            logs = paired_logs(rng, np.array([truth]), max_rounds, cv, args.drift, args.outliers)
+            for r in range(1, max_rounds + 1):
+                ratio, low, high = compare.ratio_interval(np.exp(logs[:r, 1] - logs[:r, 0]))
+                check = {
+                    "workloads": {"w": {"targets": {"x": {"half_width": half_width(low, high)}}}}
+                }
+                if not decide(check, r, goal, max_rounds).more:
+                    break
+            rounds_run.append(r)
+            words = compare.verdict(r, ratio, low, high, args.min_difference)
+            called += _called(words) in (compare.FASTER, compare.SLOWER)
+            faster += _called(words) == compare.FASTER
+            covered += low <= np.exp(truth) <= high
+        out[name] = {
+            "rounds_mean": float(np.mean(rounds_run)),
+            "called": called / n,
+            "faster": faster / n,
+            "coverage": covered / n,
+        }
+    return out
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--experiments", type=int, default=2000)
+    p.add_argument("--cv", type=float, nargs="+", default=[0.03, 0.06, 0.09])
+    p.add_argument("--rounds", type=int, nargs="+", default=[3, 5, 10])
+    p.add_argument("--rows", type=int, nargs="+", default=[1, 3])
+    p.add_argument("--session", type=float, nargs="+", default=[0.0, 0.03, 0.06])
+    p.add_argument("--goals", type=float, nargs="+", default=[0.02, 0.03, 0.05])
+    p.add_argument("--outliers", type=float, default=0.0)
+    p.add_argument("--drift", type=float, default=0.10)
+    p.add_argument("--min-difference", type=float, default=0.05)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", type=Path)
+    args = p.parse_args(argv)
+    rng = np.random.default_rng(args.seed)
+    started = time.monotonic()
+    print(
+        f"bench_verdicts: {cpu_model()}; {args.experiments} experiments a cell; "
+        f"min_difference {_pct(args.min_difference)}, drift +-{_pct(args.drift)}, "
+        f"outliers {_pct(args.outliers)}; seed {args.seed}"
+    )
+    for cv in args.cv:  # the simulation's arithmetic is the workflow's
+        for rounds in args.rounds:
+            for rows in args.rows:
+                check_against_table(
+                    paired_logs(rng, np.zeros(rows), rounds, cv, args.drift, 0.0),
+                    args.min_difference,
+                )
+    result: dict = {
+        "settings": vars(args) | {"json": str(args.json)},
+        "paired": [],
+        "across": [],
+        "until": [],
+    }
+    print("\n## Paired rounds (one table: the base and `rows` targets)\n")
+    head = "| CV | rounds | rows | A/A any row called | A/A same within | coverage |"
+    head += "".join(f" power at {_pct(d)} |" for d in POWER_AT)
+    print(head)
+    print("|" + "---|" * (6 + len(POWER_AT)))
+    for cv in args.cv:
+        for rounds in args.rounds:
+            for rows in args.rows:
+                cell = paired_cell(rng, cv, rounds, rows, args)
+                result["paired"].append({"cv": cv, "rounds": rounds, "rows": rows, **cell})
+                powers = "".join(f" {_pct(cell[f'power_{d:g}'])} |" for d in POWER_AT)
+                print(
+                    f"| {_pct(cv)} | {rounds} | {rows} | {_pct(cell['aa_familywise'])} | "
+                    f"{_pct(cell['aa_same'])} | {_pct(cell['coverage'])} |{powers}",
+                    flush=True,
+                )
+    print("\n## Across folders (two sessions, one target, unpaired)\n")
+    print("| CV | session effect | runs a side | A/A called | coverage |")
+    print("|---|---|---|---|---|")
+    for cv in args.cv:
+        for session in args.session:
+            for runs in args.rounds:
+                cell = across_cell(rng, cv, session, runs, args)
+                result["across"].append({"cv": cv, "session": session, "runs": runs, **cell})
+                print(
+                    f"| {_pct(cv)} | {_pct(session)} | {runs} | {_pct(cell['aa_called'])} | "
+                    f"{_pct(cell['coverage'])} |",
+                    flush=True,
+                )
+    print("\n## compare.until (two targets, max_rounds 10)\n")
+    print(
+        "| goal | CV | A/A rounds | A/A called | A/A coverage "
+        + "| true 5 %: rounds | faster | coverage |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for goal in args.goals:
+        for cv in args.cv:
+            cell = until_cell(rng, goal, cv, args)
+            result["until"].append({"goal": goal, "cv": cv, **cell})
+            aa, t5 = cell["aa"], cell["true5"]
+            print(
+                f"| {_pct(goal)} | {_pct(cv)} | {aa['rounds_mean']:.1f} | {_pct(aa['called'])} | "
+                f"{_pct(aa['coverage'])} | {t5['rounds_mean']:.1f} | {_pct(t5['faster'])} | "
+                f"{_pct(t5['coverage'])} |",
+                flush=True,
+            )
+    result["seconds"] = round(time.monotonic() - started, 1)
+    print(f"\n{result['seconds']} s")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""benchmarks/bench_verdicts.py, the simulation of the project's verdicts: its arithmetic is
+the workflow's (comparison_table gives the same words), and at next to no noise it finds
+what is there and calls identical targets the same."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from workflow_helpers import load_benchmark
+
+bench = load_benchmark("bench_verdicts")
+
+
+def test_its_verdicts_are_the_comparison_tables():
+    rng = np.random.default_rng(1)
+    for rounds in (3, 6):
+        logs = bench.paired_logs(rng, np.array([0.0, np.log1p(0.08)]), rounds, 0.06, 0.1, 0.05)
+        bench.check_against_table(logs, 0.05)
+
+
+def test_the_check_sees_a_verdict_the_table_would_not_give(monkeypatch):
+    logs = bench.paired_logs(np.random.default_rng(2), np.zeros(1), 5, 0.06, 0.1, 0.0)
+    monkeypatch.setattr(bench, "_verdicts", lambda *a: [(1.0, 0.9, 1.1, "faster")])
+    with pytest.raises(AssertionError, match="comparison_table says"):
+        bench.check_against_table(logs, 0.05)
+
+
+def test_at_next_to_no_noise_it_finds_the_difference_and_the_sameness(tmp_path):
+    out = tmp_path / "v.json"
+    args = ["--experiments", "20", "--cv", "0.001", "--rounds", "5", "--rows", "2",
+            "--session", "0", "--goals", "0.03", "--drift", "0", "--json", str(out)]  # fmt: skip
+    assert bench.main(args) == 0
+    result = json.loads(out.read_text())
+    (paired,) = result["paired"]
+    # An interval that excludes 1 says "faster" or "slower" however narrow (5 % of A/As at
+    # any noise); every other identical row is "the same within", none unresolved.
+    assert paired["aa_same"] >= 0.8 and paired["aa_familywise"] <= 0.3
+    assert paired["power_0.02"] == paired["power_0.1"] == 1
+    (across,) = result["across"]
+    assert across["coverage"] >= 0.8
+    (until,) = result["until"]
+    assert until["aa"]["rounds_mean"] == 5  # the goal is met at once: MIN_ROUNDS_TO_STOP
+    assert until["true5"]["faster"] == 1
