@@ -673,7 +673,7 @@ def test_one_round_draws_plain_points_and_says_once_that_intervals_need_rounds(d
     assert tta.iloc[0] == "base: not reached"
     assert all(v == "" or v.startswith("base never reached (this target: ") for v in tta[1:])
     per_target = readable_tables.readable_summary(_summary([_run("host-1cpu-jax", 1, 60.0)]), table)
-    assert per_target["throughput vs base [95 % interval]"].tolist() == [jax]
+    assert per_target["throughput vs base [95 % simultaneous interval]"].tolist() == [jax]
     assert readable_tables.comparison_note(table) == (
         "A 95 % interval and a verdict need at least 3 rounds; ratios from 1 round are shown "
         "alone, as plain points (train.repeats sets the rounds). The base, host-1cpu, never "

@@ -149,9 +149,12 @@ def comparison_note(paired: pd.DataFrame) -> str:
     Args:
         paired: :func:`embryo_bench.reporting.compare.comparison_table` (the base first).
     """
-    level = _table_level(paired, "throughput_confidence")
-    notes = [family_note(family_rows(level), "throughput"), interval_note(paired)]
-    if family_rows(level) > 1:
+    # The intervals' level, said where some row shows one.
+    rows = family_rows(_table_level(paired, "throughput_confidence"))
+    if not any(shows_interval(r, "throughput") for _, r in paired.iloc[1:].iterrows()):
+        rows = 1
+    notes = [family_note(rows, "throughput"), interval_note(paired)]
+    if rows > 1:
         notes.append(
             "Time to accuracy is a secondary measure: each of its intervals is at 95 % on its own."
         )
@@ -174,13 +177,17 @@ def flag_counts(row) -> str:
 
 def readable_summary(summ: pd.DataFrame, paired: pd.DataFrame | None = None) -> pd.DataFrame:
     """The per-target table as a person reads it: target, runs, flagged (how many, by flag),
-    throughput (median and min-max, images/s), the ratio to the base with its 95 % interval
-    and verdict (:func:`embryo_bench.reporting.compare.comparison_table`; the ratio alone
-    below :data:`INTERVAL_MIN_PAIRS` rounds, :func:`comparison_note`; "unpaired" on a row
-    compared without pairs; "not compared" for a target the table does not hold), time to
+    throughput (median and min-max, images/s), the ratio to the base with its interval
+    (:func:`interval_label`) and verdict
+    (:func:`embryo_bench.reporting.compare.comparison_table`; the ratio alone below
+    :data:`INTERVAL_MIN_PAIRS` rounds, :func:`comparison_note`; "unpaired" on a row compared
+    without pairs; "not compared" for a target the table does not hold), time to
     accuracy (median, s, and how many runs reached it), cost (median, USD). Values are
     text."""
     by_target = paired.set_index("target", drop=False) if paired is not None else None
+    label = interval_label(
+        _table_level(paired, "throughput_confidence") if paired is not None else None
+    )
     rows = []
     for _, r in summ.iterrows():
         if by_target is not None and r["target"] in by_target.index:
@@ -205,7 +212,7 @@ def readable_summary(summ: pd.DataFrame, paired: pd.DataFrame | None = None) -> 
                     f"{number_text(r['images_per_s_median'])} "
                     f"({number_text(r['images_per_s_min'])}-{number_text(r['images_per_s_max'])})"
                 ),
-                "throughput vs base [95 % interval]": vs_base,
+                f"throughput vs base [{label}]": vs_base,
                 "time to accuracy (s)": (
                     f"{tta} ({int(r['tta_reached'])}/{int(r['repeats'])} reached)"
                     if tta
