@@ -35,7 +35,9 @@ def half_width(low: float, high: float) -> float | None:
 
 
 def measure(runs: pd.DataFrame, base: str, min_difference: float) -> dict[str, dict]:
-    """Every target's throughput ratio to ``base`` and its interval's half-width.
+    """Every target's throughput ratio to ``base`` and its interval's half-width, at the
+    comparison table's level (:func:`embryo_bench.reporting.compare.simultaneous_confidence`
+    over the targets other than ``base``).
 
     Args:
         runs: one row per run: target, round (int), images_per_s (images/s).
@@ -50,7 +52,10 @@ def measure(runs: pd.DataFrame, base: str, min_difference: float) -> dict[str, d
     Raises:
         ValueError: ``base`` has no run, or a target has two runs in one round.
     """
-    table = compare.compare(runs, base, min_difference).set_index("target")
+    # At the level the comparison table gives these targets (their intervals hold together),
+    # so that compare.until's goal is met by the intervals the table shows.
+    level = compare.simultaneous_confidence(runs.loc[runs["target"] != base, "target"].nunique())
+    table = compare.compare(runs, base, min_difference, confidence=level).set_index("target")
     out = {}
     for target in dict.fromkeys(runs["target"]):
         if target == base:
