@@ -342,11 +342,14 @@ def fig_backends(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
 def fig_sweeps(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
     """Throughput and final test accuracy per sweep point: x = batch size, one line per
     swept target, thread count and precision (named where not float32)."""
-    fig, (ax_t, ax_a) = plt.subplots(1, 2, figsize=(11, 4))
     points = summ[summ["sweep"] != ""]
-    if points.empty:
-        empty_panel(ax_t, "no sweeps: in this config")
-        empty_panel(ax_a, "no sweeps: in this config")
+    if points.empty:  # one line saying so, not two empty panels
+        fig, ax = plt.subplots(figsize=(6, 1.6))
+        empty_panel(ax, "no sweeps: in this config (sweeps: sets a batch size x threads grid)")
+        ax.set_title("Sweep: throughput and final test accuracy", fontsize=9)
+        save_named_figure(fig, out_dir, "sweeps", footer)
+        return
+    fig, (ax_t, ax_a) = plt.subplots(1, 2, figsize=(11, 4))
     if "precision" not in points:  # tables written before precision was recorded
         points = points.assign(precision="float32")
     for (base, threads, precision), g in points.groupby(["sweep", "threads", "precision"]):
@@ -358,14 +361,13 @@ def fig_sweeps(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
             spread = err if np.isfinite(err).any() else None
             ax.errorbar(g["batch_size"], med, yerr=spread, marker="o", capsize=3, label=label)
     for ax, ylabel in ((ax_t, "training throughput (images/s)"), (ax_a, "final test accuracy")):
-        if not points.empty:
-            ax.set_xscale("log", base=2)
-            sizes = sorted(points["batch_size"].unique())
-            ax.set_xticks(sizes, [str(b) for b in sizes])
-            ax.minorticks_off()
-            ax.set_xlabel("batch size")
-            ax.set_ylabel(ylabel)
-            ax.legend(fontsize=7)
+        ax.set_xscale("log", base=2)
+        sizes = sorted(points["batch_size"].unique())
+        ax.set_xticks(sizes, [str(b) for b in sizes])
+        ax.minorticks_off()
+        ax.set_xlabel("batch size")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=7)
     ax_t.set_title("Sweep: throughput", fontsize=9)
     ax_a.set_title("Sweep: final test accuracy (same epochs for every point)", fontsize=9)
     save_named_figure(fig, out_dir, "sweeps", footer)
