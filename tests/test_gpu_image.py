@@ -65,7 +65,7 @@ def build_identity(repo: Path = REPO) -> dict:
     }
 
 
-def tested_commit() -> str:
+def checkout_commit() -> str:
     """The checkout's commit (short), "+ changes" when its tracked files differ from it."""
 
     def git(*args: str) -> str:
@@ -243,7 +243,7 @@ def test_the_gpu_image_builds_and_trains_on_the_cpu(tmp_path):
         json.dumps(
             {
                 **build_identity(),
-                "commit": tested_commit(),
+                "commit": checkout_commit(),
                 "seconds": round(time.monotonic() - started),
                 "date": time.strftime("%Y-%m-%d"),
                 "machine": f"{cpu_model()}, {os.cpu_count()} cpus",
