@@ -203,11 +203,6 @@ FASTER, SLOWER, SAME, UNRESOLVED = "faster", "slower", "same", "unresolved"
 MAX_ROUNDS_ESTIMATE = 100
 
 
-def _percent(fraction: float) -> str:
-    """0.05 -> "5 %"."""
-    return f"{fraction * 100:.3g} %"
-
-
 def simultaneous_confidence(rows: int, confidence: float = CONFIDENCE) -> float:
     """The level of each of ``rows`` intervals such that all of them hold at once with
     probability ``confidence`` (Bonferroni: 1 - (1 - confidence) / rows; ``confidence`` for
@@ -218,9 +213,10 @@ def simultaneous_confidence(rows: int, confidence: float = CONFIDENCE) -> float:
     return confidence if rows <= 1 else 1.0 - (1.0 - confidence) / rows
 
 
-def level_text(confidence: float) -> str:
-    """0.95 -> "95 %", 0.975 -> "97.5 %", 0.98333 -> "98.3 %"."""
-    return f"{confidence * 100:.3g} %"
+def level_text(fraction: float) -> str:
+    """A fraction as a person reads it: 0.05 -> "5 %", 0.975 -> "97.5 %", 0.98333 ->
+    "98.3 %" (a confidence level, a band, a noise)."""
+    return f"{fraction * 100:.3g} %"
 
 
 def family_note(rows: int, what: str, confidence: float = CONFIDENCE) -> str:
@@ -307,15 +303,15 @@ def verdict(
     band = float(np.log1p(machine_noise))
     lo, hi = float(np.log(low)), float(np.log(high))
     if band > 0 and lo > band:
-        return f"at least {_percent(machine_noise)} {FASTER}"
+        return f"at least {level_text(machine_noise)} {FASTER}"
     if band > 0 and hi < -band:
-        return f"at least {_percent(machine_noise)} {SLOWER}"
+        return f"at least {level_text(machine_noise)} {SLOWER}"
     if lo > 0:
         return FASTER
     if hi < 0:
         return SLOWER
     if band > 0 and -band <= lo and hi <= band:
-        return f"the {SAME} within ±{_percent(machine_noise)}"
+        return f"the {SAME} within ±{level_text(machine_noise)}"
     more = more_rounds(n, ratio, low, high, machine_noise, confidence)
     if more is None:
         what = "rounds" if paired else "runs on each side"
@@ -330,7 +326,7 @@ def verdict_rule(machine_noise: float, setting: str, unit: str = "pairs") -> str
     ``setting`` names where the noise comes from ("compare.min_difference",
     "--min-difference"); ``unit`` what the fewest count ("pairs (unpaired: runs on each
     side)", "runs on each side")."""
-    x = _percent(machine_noise)
+    x = level_text(machine_noise)
     return (
         f"A verdict needs at least {MIN_PAIRS} {unit} and comes from the interval alone: "
         f"faster or slower where it excludes 1; at least {x} faster or slower where it lies "
