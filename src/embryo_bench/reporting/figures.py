@@ -43,7 +43,7 @@ from ..io import atomic_path
 from ..published import paper
 from ..vocabulary.layout import TABLE_NAMES, utilisation_name
 from ..vocabulary.spec import Preprocessing
-from . import compare, readable_tables, relative_time, run_order, summary
+from . import compare, readable_tables, relative_time, robust, run_order, summary
 from .comparison_figures import fig_comparison, fig_paper_vs_ours
 from .plotting import (
     COLORS,
@@ -489,8 +489,12 @@ def make_all(
         main_runs = table[table["sweep"].fillna("").astype(str) == ""]
         norm = relative_time.cost_intervals(norm, main_runs, cost_base, min_difference, elsewhere)
     fig_cost(norm, cost_base or None, why, out_dir, footer)
-    paired = compare.comparison_table(
-        table, compare_base or ours["target"].iloc[0], min_difference, elsewhere=elsewhere
+    base = compare_base or ours["target"].iloc[0]
+    paired = compare.comparison_table(table, base, min_difference, elsewhere=elsewhere)
+    # Beside it, the robust view: throughput without the flagged runs.
+    level = paired["throughput_confidence"].iloc[0]
+    paired = robust.with_clean_view(
+        paired, robust.clean_view(table, base, min_difference, level, elsewhere)
     )
     ordered, order_note = run_order.in_planned_order(
         ours, [(r.name, r.metrics["repeat"]) for r in own]
@@ -518,6 +522,8 @@ def make_all(
         )
         + f" {order_note}. "
         + readable_tables.comparison_note(paired)  # once here, not on every row
+        + " "
+        + robust.disagreement_note(paired)
     ).strip()
     if rounds_note:  # compare.until: why the rounds stopped
         paired_note += f" Rounds: {rounds_note}."
