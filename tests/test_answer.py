@@ -82,6 +82,13 @@ def test_the_landing_page_is_the_description_then_the_answer(tmp_path):
     assert "{{ not a template }} {% x %}" in html  # a table's text is never a template
     assert html.index("Every workload") < html.index("1.659")  # answer_files' order
     assert f"{layout.WORKLOAD_VIEW}.md" in html
+    # On the landing page the answer comes first: the table before the note on how it was
+    # computed, and without the column empty in every row.
+    assert html.index("1.659 [1.483, 1.857]") < html.index("Each target's speed relative")
+    assert "time to accuracy" in html and "not reached" in html
+    empty = "| target | ratio | never |\n|:--|:--|:--|\n| a | 1.000 | |\n| b | 1.2 | |\n"
+    assert "never" in markdown_to_rst(empty)
+    assert "never" not in markdown_to_rst(empty, landing=True)
 
 
 def test_the_report_names_the_landing_page_once_a_run_wrote_it(tmp_path):

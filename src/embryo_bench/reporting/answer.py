@@ -74,7 +74,64 @@ def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
-def markdown_to_rst(text: str) -> str:
+def _blocks(text: str) -> list[tuple]:
+    """Our Markdown as blocks: ("heading", title), ("para", lines), ("table", header,
+    rows)."""
+    blocks: list[tuple] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.lstrip().startswith("|"):
+            rows = []
+            while i < len(lines) and lines[i].lstrip().startswith("|"):
+                rows.append(_cells(lines[i]))
+                i += 1
+            blocks.append(("table", rows[0], rows[2:]))
+            continue
+        heading = re.match(r"^(#+)\s+(.*)$", line)
+        if heading:
+            blocks.append(("heading", heading.group(2).strip()))
+        elif line.strip():
+            if blocks and blocks[-1][0] == "para" and lines[i - 1].strip():
+                blocks[-1][1].append(line)
+            else:
+                blocks.append(("para", [line]))
+        i += 1
+    return blocks
+
+
+def _landing_order(blocks: list[tuple]) -> list[tuple]:
+    """Within each heading's section: the lead paragraphs (the data's label, a bold line)
+    first, then the tables without their columns empty in every row, then the notes, so
+    that the answer comes before how it was computed."""
+    out: list[tuple] = []
+    section: list[tuple] = []
+
+    def flush():
+        lead = [b for b in section if b[0] == "para" and b[1][0].startswith(("Data:", "**"))]
+        tables = []
+        for b in section:
+            if b[0] == "table":
+                keep = [k for k in range(len(b[1])) if any(r[k] for r in b[2] if k < len(r))]
+                header = [b[1][k] for k in keep]
+                rows = [[r[k] if k < len(r) else "" for k in keep] for r in b[2]]
+                tables.append(("table", header, rows))
+        notes = [b for b in section if b[0] == "para" and b not in lead]
+        out.extend(lead + tables + notes)
+        section.clear()
+
+    for b in blocks:
+        if b[0] == "heading":
+            flush()
+            out.append(b)
+        else:
+            section.append(b)
+    flush()
+    return out
+
+
+def markdown_to_rst(text: str, landing: bool = False) -> str:
     """Our readable tables' Markdown as reStructuredText: paragraphs (``**bold**`` is the
     same in both), ``#`` headings as section titles, `code` spans, and pipe tables (as
     :meth:`pandas.DataFrame.to_markdown` writes them: a header row, a rule, the rows) as grid
@@ -83,34 +140,30 @@ def markdown_to_rst(text: str) -> str:
 
     Args:
         text: the Markdown of :func:`answer_files` (str).
+        landing: for the report's landing page (:func:`_landing_order`): the tables before
+            the notes, without their empty columns.
     """
+    blocks = _blocks(text)
+    if landing:
+        blocks = _landing_order(blocks)
     out: list[str] = []
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if line.lstrip().startswith("|"):
-            block = []
-            while i < len(lines) and lines[i].lstrip().startswith("|"):
-                block.append(lines[i])
-                i += 1
-            header, rows = _cells(block[0]), [_cells(r) for r in block[2:]]
-            out += ["", tabulate(rows, headers=header, tablefmt="grid", disable_numparse=True), ""]
-            continue
-        heading = re.match(r"^(#+)\s+(.*)$", line)
-        if heading:
-            title = _inline(heading.group(2).strip())
+    for b in blocks:
+        if b[0] == "table":
+            table = tabulate(b[2], headers=b[1], tablefmt="grid", disable_numparse=True)
+            out += ["", table, ""]
+        elif b[0] == "heading":
+            title = _inline(b[1])
             out += ["", title, "~" * len(title), ""]
         else:
-            out.append(_inline(line))
-        i += 1
+            out += ["", *(_inline(line) for line in b[1]), ""]
     return "\n".join(out).strip() + "\n"
 
 
 def landing_rst(outdir: str | Path, workloads: list[str], description: str) -> str:
     """The report's landing page: ``description`` (the workflow's, workflow/report/
     workflow.rst: a Jinja template Snakemake renders), then a section "The answer" with each
-    of :func:`answer_files` as reStructuredText (:func:`markdown_to_rst`) under its path
+    of :func:`answer_files` as reStructuredText (:func:`markdown_to_rst`, its tables before
+    its notes, without empty columns) under its path
     relative to ``outdir``; inside a Jinja raw block, so that nothing in a table is read as
     a template. ``description`` alone when there is no table."""
     tables = answer_files(outdir, workloads)
@@ -119,7 +172,7 @@ def landing_rst(outdir: str | Path, workloads: list[str], description: str) -> s
     parts = [description.rstrip(), "", "The answer", "==========", "", "{% raw %}"]
     for table in tables:
         name = str(table.relative_to(outdir))
-        parts += ["", name, "-" * len(name), "", markdown_to_rst(table.read_text())]
+        parts += ["", name, "-" * len(name), "", markdown_to_rst(table.read_text(), landing=True)]
     return "\n".join(parts + ["{% endraw %}", ""])
 
 
