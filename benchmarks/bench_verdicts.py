@@ -65,6 +65,8 @@ from embryo_bench.reporting.rounds import half_width
 
 #: How much slower an outlier run is (the review's 20 % slow outliers).
 OUTLIER_SLOWDOWN = 0.80
+#: The tables, in the order printed.
+PARTS = ("paired", "across", "until")
 #: The true differences the power columns are at.
 POWER_AT = (0.02, 0.05, 0.10)
 
@@ -233,6 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--drift", type=float, default=0.10)
     p.add_argument("--min-difference", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--parts", nargs="+", choices=PARTS, default=list(PARTS), help="the tables to print"
+    )
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
     rng = np.random.default_rng(args.seed)
@@ -255,6 +260,21 @@ def main(argv: list[str] | None = None) -> int:
         "across": [],
         "until": [],
     }
+    if "paired" in args.parts:
+        paired_table(rng, args, result)
+    if "across" in args.parts:
+        across_table(rng, args, result)
+    if "until" in args.parts:
+        until_table(rng, args, result)
+    result["seconds"] = round(time.monotonic() - started, 1)
+    print(f"\n{result['seconds']} s")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+def paired_table(rng, args, result) -> None:
+    """The paired rounds' table, printed as each cell ends."""
     print("\n## Paired rounds (one table: the base and `rows` targets)\n")
     head = (
         "| CV | rounds | rows | A/A any row called | (each row at 95 %) | A/A same within "
@@ -275,6 +295,10 @@ def main(argv: list[str] | None = None) -> int:
                     f"{_pct(cell['coverage'])} |{powers}",
                     flush=True,
                 )
+
+
+def across_table(rng, args, result) -> None:
+    """The across-folders table, printed as each cell ends."""
     print("\n## Across folders (two sessions, one target, unpaired)\n")
     print("| CV | session effect | runs a side | A/A called | coverage |")
     print("|---|---|---|---|---|")
@@ -288,6 +312,10 @@ def main(argv: list[str] | None = None) -> int:
                     f"{_pct(cell['coverage'])} |",
                     flush=True,
                 )
+
+
+def until_table(rng, args, result) -> None:
+    """compare.until's table, printed as each cell ends."""
     print("\n## compare.until (two targets, max_rounds 10)\n")
     print(
         "| goal | CV | A/A rounds | A/A called | A/A coverage "
@@ -305,11 +333,6 @@ def main(argv: list[str] | None = None) -> int:
                 f"{_pct(t5['coverage'])} |",
                 flush=True,
             )
-    result["seconds"] = round(time.monotonic() - started, 1)
-    print(f"\n{result['seconds']} s")
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=1) + "\n")
-    return 0
 
 
 if __name__ == "__main__":
