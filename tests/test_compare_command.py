@@ -449,3 +449,45 @@ def test_folders_that_share_no_target_are_refused_in_one_line(tmp_path, capsys):
         "paper/docker-2cpu, paper/host-1cpu, paper/host-2cpu); expected folders of the same "
         "workloads' runs\n"
     )
+
+
+def test_a_control_target_divides_out_a_slower_session_and_finds_a_target_that_slowed(
+    tmp_path, capsys
+):
+    a = result_folder(tmp_path / "monday", 100.0)
+    # A session 10 % slower for every target (another day's CPU): the plain rows call it a
+    # slowdown; relative to host-1cpu, run in both sessions, it divides out.
+    slow_day = result_folder(tmp_path / "slow-day", 90.0, OTHER_NOISE)
+    csv = tmp_path / "slow-day.csv"
+    status, out, err = run(capsys, a, slow_day, "--control", "host-1cpu", "--csv", csv)
+    assert status == 0, err
+    table = pd.read_csv(csv, keep_default_na=False)
+    across = table[table["section"] == "across"]
+    assert set(across["verdict"]) == {"at least 5 % slower"}  # shown ...
+    assert not across["regression"].astype(bool).any()  # ... but not the gate
+    controlled = table[table["section"] == "controlled"]
+    # One row: host-2cpu on the paper's workload (the control's own rows and mnist-mlp,
+    # which ran only the control, have nothing to divide).
+    assert controlled[["workload", "target"]].values.tolist() == [["paper", "host-2cpu"]]
+    row = controlled.iloc[0]
+    assert row["pairing"] == "relative to host-1cpu"
+    assert (row["runs"], row["reference_runs"]) == (5, 5)  # rounds with the control
+    assert row["ratio"] == pytest.approx(1.0, abs=0.02)
+    assert compare.direction(row["verdict"]) in (compare.SAME, compare.UNRESOLVED), row["verdict"]
+    assert f"## `{slow_day}` against `{a}`, relative to `host-1cpu`" in out
+    assert "None measured (exit status 0)." in out
+
+    # host-2cpu 15 % slower relative to the control in the second session: a regression.
+    slowed = result_folder(tmp_path / "slowed", 100.0, OTHER_NOISE, faster=1.6 * 0.85)
+    status, out, err = run(capsys, a, slowed, "--control", "host-1cpu")
+    assert status == 1
+    slower = [line for line in err.splitlines() if line.startswith("embryo-bench: slower:")]
+    assert len(slower) == 1 and "host-2cpu" in slower[0] and "relative to host-1cpu" in slower[0]
+    assert re.search(
+        r"\| host-2cpu .*\| 0\.8[45]\d \[0\.8\d\d, 0\.8\d\d\]\s*\| at least 5 % slower", out
+    )
+
+    # A control a folder did not run: one line naming it, nothing compared.
+    status, out, err = run(capsys, a, slowed, "--control", "host-4cpu")
+    assert status == 2 and out == ""
+    assert "compare --control host-4cpu:" in err and "has no run of host-4cpu" in err

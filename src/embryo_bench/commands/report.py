@@ -241,6 +241,15 @@ def cmd_compare(p):
         "{images_per_s: 900, tolerance: 0.05}}}'; an interval wholly below 1 / (1 + tolerance) "
         "is a regression",
     )
+    p.add_argument(
+        "--control",
+        default="",
+        help="a target every folder ran in each workload compared (an unchanged machine): "
+        "each other folder's targets are also compared with the first's relative to it, "
+        "round by round, so that a speed shared by all of one session's runs (the day's "
+        "CPU, the host's load) divides out; those rows then decide the regressions "
+        "(default: none)",
+    )
     p.add_argument("--csv", help="write every row, every column, as CSV here")
     p.add_argument("--markdown", help="write the Markdown here too")
 
@@ -289,7 +298,7 @@ def cmd_compare(p):
             outputs[where] = option
         reference = crossfolder.read_reference(a.reference, min_difference) if a.reference else None
         result = crossfolder.compare_folders(
-            a.folders, min_difference, reference, a.reference or ""
+            a.folders, min_difference, reference, a.reference or "", a.control
         )
         for note in result.notes:
             log.info("%s", note)

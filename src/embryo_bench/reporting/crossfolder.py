@@ -24,6 +24,12 @@ A result folder is a workflow's ``outdir``: the paper's runs under
   paired comparison with its ``compare.base`` (from its ``figures-spec.json``; without one,
   the first target by name), as its figures show it. Shown beside, never an exit status: a
   target slower than another target is no regression.
+* **Relative to a control** (``--control``, :func:`~embryo_bench.reporting.crossfolder_rows.
+  controlled_row`): a target run unchanged in every folder; each other target's paired
+  ratios to it in each folder's rounds, this folder's over the first's (Welch on the
+  logarithms, a folder's rows at once at 95 %, Bonferroni). A session's own speed (the
+  day's CPU, the host's load, the invocation's drift) moves all its runs and divides out,
+  which the plain rows cannot do; with a control, these rows decide the regressions.
 * **A reference file** (:func:`read_reference`): expected images/s per target, each with a
   tolerance, as ReFrame's performance references give a value and thresholds per system.
   Every folder's runs of a target are compared with its expected value: the geometric mean
@@ -32,7 +38,8 @@ A result folder is a workflow's ``outdir``: the paper's runs under
   "at least 10 % slower" a ratio whose whole interval lies below 1 / 1.10 = 0.909).
 * **A regression** is a row whose throughput verdict is "at least X slower" (X the noise or
   the tolerance; :func:`~embryo_bench.reporting.compare.is_regression`): another folder against
-  the first, or any folder against the reference file. Fewer than
+  the first (relative to the control where there is one), or any folder against the
+  reference file. Fewer than
   :data:`~embryo_bench.reporting.compare.MIN_PAIRS` runs give a ratio and no verdict, so no
   regression (the table says so).
 
@@ -60,9 +67,11 @@ from . import compare
 from .crossfolder_rows import (
     COLUMNS,
     Expected,
+    Part,
     across_row,
     base_of,
     check_comparable,
+    controlled_row,
     folder_parts,
     read_folder,
     reference_row,
@@ -72,9 +81,9 @@ from .readable_tables import comparison_note, number_text, readable_comparison
 from .runs import Run
 
 #: The sections of a comparison, as its CSV's ``section`` column names them: another folder
-#: against the first, a folder's own rounds against its base, a folder against the
-#: reference file.
-SECTIONS = ("across", "within", "reference")
+#: against the first, the same relative to a control target (``--control``), a folder's own
+#: rounds against its base, a folder against the reference file.
+SECTIONS = ("across", "controlled", "within", "reference")
 #: The verdicts' directions that have an interval (the others say why there is none).
 CALLED = (compare.FASTER, compare.SLOWER, compare.SAME, compare.UNRESOLVED)
 #: What a row says where one side has no runs of its target.
@@ -181,7 +190,7 @@ class Comparison:
 
     Attributes:
         folders: the result folders, the first the reference point.
-        table: one row per compared (folder, workload, target),
+        table: one row per compared (section, folder, workload, target),
         :data:`embryo_bench.reporting.crossfolder_rows.COLUMNS`: section
             (:data:`SECTIONS`), ratio (above 1: faster than the reference side), ratio_low
             and ratio_high (95 % interval), verdict, threshold (the fraction within which a
@@ -196,6 +205,7 @@ class Comparison:
         notes: sentences to show once (split targets, unfinished runs left out, bases).
         min_difference: the fraction used.
         reference: the reference file, or "".
+        control: the control target (``--control``), or "".
     """
 
     folders: list[str]
@@ -204,6 +214,7 @@ class Comparison:
     notes: list[str]
     min_difference: float
     reference: str = ""
+    control: str = ""
 
     @property
     def regressions(self) -> pd.DataFrame:
@@ -216,6 +227,7 @@ def compare_folders(
     min_difference: float,
     reference: dict[tuple[str, str], Expected] | None = None,
     reference_name: str = "",
+    control: str = "",
 ) -> Comparison:
     """Compare result folders: every other folder's targets against the first folder's,
     each folder's own rounds, and every folder against ``reference`` (the module's
@@ -228,6 +240,11 @@ def compare_folders(
             (``compare.min_difference``, e.g. 0.05).
         reference: :func:`read_reference`'s entries, or None.
         reference_name: the reference file's name, for the table.
+        control: a target every folder ran in each workload they share (``--control``):
+            each other folder's targets are then compared with the first's relative to it
+            as well (section "controlled", :func:`embryo_bench.reporting.crossfolder_rows.
+            controlled_row`), and those rows, not the plain across rows, are the
+            regressions; "" for none.
 
     Returns:
         :class:`Comparison`.
@@ -238,7 +255,8 @@ def compare_folders(
             images/s not a positive finite number included:
             :func:`embryo_bench.reporting.merge.check_measurements`), runs of a workload on
             other data or preprocessing than the first folder's, a ``reference`` of which no
-            entry matches a run (one line naming it).
+            entry matches a run (one line naming it), a ``control`` that a folder did not
+            run in a workload it shares with the first.
         DataError: a folder's ``figures-spec.json`` is unreadable.
     """
     seen: dict[Path, str] = {}
@@ -257,7 +275,9 @@ def compare_folders(
     notes += split_notes
     first = outdirs[0]
     rows = []
+    matched_parts: dict[str, list[tuple[Part, Part]]] = {}
     for outdir in outdirs[1:]:
+        matched_parts[outdir] = []
         workloads = dict.fromkeys([*folders[first], *folders[outdir]])
         for workload in workloads:
             theirs = parts.get((first, workload), [])
@@ -271,6 +291,7 @@ def compare_folders(
                     rows.append(row_of("across", part, None, reference=first, verdict=ONLY_THIS))
                     continue
                 used.add(ref.name)
+                matched_parts[outdir].append((part, ref))
                 rows.append(across_row(part, ref, first, min_difference))
             for ref in theirs:
                 if ref.name not in used:
@@ -288,6 +309,11 @@ def compare_folders(
                     f"compare: {outdir} and {first} share no workload and target (their runs: "
                     f"{', '.join(ran)}); expected folders of the same workloads' runs"
                 )
+    if control:
+        rows = [r | {"regression": False} if r["section"] == "across" else r for r in rows]
+        for outdir in outdirs[1:]:
+            rows += _controlled(outdir, first, matched_parts[outdir], parts, splits, control,
+                                min_difference)  # fmt: skip
     within = []
     for (outdir, workload), ps in parts.items():
         names = [p.name for p in ps]
@@ -349,7 +375,55 @@ def compare_folders(
                    "threshold": expected.tolerance}
             )  # fmt: skip
     table = pd.DataFrame(rows, columns=COLUMNS)
-    return Comparison(list(outdirs), table, within, notes, min_difference, reference_name)
+    return Comparison(list(outdirs), table, within, notes, min_difference, reference_name, control)
+
+
+def _controlled(
+    outdir: str,
+    first: str,
+    matched: list[tuple[Part, Part]],
+    parts: dict[tuple[str, str], list[Part]],
+    splits: dict,
+    control: str,
+    min_difference: float,
+) -> list[dict]:
+    """The controlled rows of ``outdir`` against ``first``: one per matched (part, ref) other
+    than the control's own, their intervals holding together at 95 %
+    (:func:`embryo_bench.reporting.compare.simultaneous_confidence`). Each side's control is
+    the control's part on that side's machine, else the part that stands for it there.
+
+    Raises:
+        ConfigError: a folder ran no ``control`` in a workload both folders ran.
+    """
+
+    def controls(folder: str, workload: str) -> list[Part]:
+        found = [p for p in parts[folder, workload] if p.target == control]
+        if not found:
+            raise ConfigError(
+                f"compare --control {control}: {folder}, workload {workload} has no run of "
+                f"{control}; expected the control target in every folder's runs of each "
+                "workload compared"
+            )
+        return found
+
+    def control_of(part: Part) -> Part:
+        mine = controls(part.folder, part.workload)
+        stands = splits[part.folder, part.workload].name(control)
+        return next(
+            (p for p in mine if p.machine == part.machine),
+            next((p for p in mine if p.name == stands), mine[0]),
+        )
+
+    for workload in dict.fromkeys(part.workload for part, _ in matched):
+        controls(outdir, workload)  # raises where a folder lacks the control
+        controls(first, workload)
+    pairs = [(part, ref) for part, ref in matched if part.target != control]
+    level = compare.simultaneous_confidence(len(pairs))
+    return [
+        controlled_row(part, ref, (control_of(part), control_of(ref)), first, min_difference,
+                       level)
+        for part, ref in pairs
+    ]  # fmt: skip
 
 
 def ratio_words(row, prefix: str = "") -> str:
@@ -445,7 +519,48 @@ def markdown(result: Comparison) -> str:
             }
         )
         lines += ["", f"## `{outdir}` against `{first}`", ""]
+        if result.control:
+            lines += [
+                f"With `--control {result.control}`: shown, not a regression check (each "
+                "folder's own speed that day is in these ratios).",
+                "",
+            ]
         lines.append(shown.to_markdown(index=False) if len(shown) else "Nothing in common.")
+    for outdir in result.folders[1:] if result.control else []:
+        rows = t[(t["section"] == "controlled") & (t["folder"] == outdir)]
+        shown = pd.DataFrame(
+            {
+                "workload": rows["workload"],
+                "target": rows["target"],
+                "machine (this / first)": [
+                    (r["machine"] or "-")
+                    + (
+                        " / same"
+                        if r["machine"] == r["reference_machine"]
+                        else f" / {r['reference_machine'] or '-'}"
+                    )
+                    for _, r in rows.iterrows()
+                ],
+                "rounds with the control (this / first)": [_sides(r) for _, r in rows.iterrows()],
+                "ratio of ratios [interval]": [ratio_words(r) for _, r in rows.iterrows()],
+                "verdict": rows["verdict"],
+                "differs from the first folder's runs": rows["differs"],
+            }
+        )
+        lines += [
+            "",
+            f"## `{outdir}` against `{first}`, relative to `{result.control}`",
+            "",
+            f"Each target's images/s over `{result.control}`'s in the same round, in each "
+            "folder; this folder's geometric mean of those ratios over the first's, with "
+            "Welch's t interval on the logarithms: a speed shared by all of one session's "
+            "runs (the day's CPU, the host's load) divides out, and a change that slows "
+            f"`{result.control}` as much as the target is not seen. These rows, not the "
+            "plain ones above, are the regressions. "
+            + (compare.family_note(len(rows), "ratio-of-ratios") or "The interval is at 95 %."),
+            "",
+            shown.to_markdown(index=False) if len(shown) else "Nothing in common.",
+        ]
     if result.within:
         lines += [
             "",
@@ -506,6 +621,7 @@ def regression_lines(result: Comparison) -> list[str]:
             f"the reference's {number_text(r['reference_images_per_s'])} images/s"
             if r["section"] == "reference"
             else f"{r['reference']}'s {r['reference_target']}"
+            + (f", {r['pairing']}" if r["section"] == "controlled" else "")
         )
         out.append(
             f"{r['folder']}, workload {r['workload']}, {r['target']}: {ratio_words(r)} of "

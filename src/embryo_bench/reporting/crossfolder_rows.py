@@ -7,6 +7,7 @@ reference file's expected images/s, or not compared and why (:data:`COLUMNS`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -286,6 +287,70 @@ def across_row(part: Part, ref: Part, first: str, min_difference: float) -> dict
         differs=_differs(part, ref),
         regression=compare.is_regression(r["throughput_verdict"]),
     )
+
+
+def round_ratios(part: Part, control: Part) -> np.ndarray:
+    """``part``'s images/s over ``control``'s in each round both ran in (one folder's paired
+    ratios, :func:`embryo_bench.reporting.compare.paired_ratios`), float64, in round order;
+    empty where they share no round."""
+    sides = [control.rows.assign(target="control"), part.rows.assign(target="this")]
+    both = pd.concat(sides, ignore_index=True).assign(round=lambda t: t["repeat"].astype(int))
+    ratios = compare.paired_ratios(both, "control").sort_values("round")["ratio"]
+    ratios = ratios.to_numpy(dtype=float)
+    return ratios[np.isfinite(ratios) & (ratios > 0)]
+
+
+def controlled_row(
+    part: Part,
+    ref: Part,
+    controls: tuple[Part, Part],
+    first: str,
+    min_difference: float,
+    confidence: float = compare.CONFIDENCE,
+) -> dict:
+    """``part`` (another folder's) against ``ref`` (the first folder's) relative to a control
+    target run in both sessions: each folder's paired ratios to its control
+    (:func:`round_ratios`, ``controls`` = (this folder's control, the first folder's)), and
+    the ratio of their geometric means with Welch's interval
+    (:func:`embryo_bench.reporting.compare.unpaired_interval`), a ratio of ratios.
+
+    A speed shared by all of one session's runs (the day's CPU, the host's load, one
+    invocation's drift) divides out, which the plain across row cannot do: a statistical
+    review found an A/A pair of folders called different in up to 27.5 % with a session
+    effect. The price: a change that slows the control as much as the target is not seen.
+
+    Returns:
+        a :data:`COLUMNS` row, section "controlled": runs and reference_runs are the pairs
+        each side, pairing names the control, ratio/low/high at ``confidence``, verdict
+        (:func:`~embryo_bench.reporting.compare.verdict`, unpaired, at least
+        :data:`~embryo_bench.reporting.compare.MIN_PAIRS` pairs a side), regression.
+    """
+    mine, theirs = round_ratios(part, controls[0]), round_ratios(ref, controls[1])
+    cells = {
+        "reference": first,
+        "threshold": min_difference,
+        "pairing": f"relative to {controls[0].name}",
+        "differs": _differs(part, ref),
+    }
+    row = row_of("controlled", part, ref, **cells)
+    row |= {"runs": mine.size, "reference_runs": theirs.size}
+    if not mine.size or not theirs.size:
+        side = "this folder" if not mine.size else "the first folder"
+        return row | {"verdict": f"no round with the control in {side}"}
+    ratio, low, high = compare.unpaired_interval(mine, theirs, confidence)
+    n = min(mine.size, theirs.size)
+    words = compare.verdict(
+        n, ratio, low, high, min_difference, paired=False, confidence=confidence
+    )
+    # Each side's unit is a round with the control, not a run.
+    words = re.sub(r"\b(run)(s?) on (a|each) side", r"round\2 with the control on \3 side", words)
+    return row | {
+        "ratio": ratio,
+        "ratio_low": low,
+        "ratio_high": high,
+        "verdict": words,
+        "regression": compare.is_regression(words),
+    }
 
 
 def reference_row(part: Part, expected: Expected, reference: str) -> dict:
