@@ -33,8 +33,11 @@ Tables (each cell ``--experiments`` experiments, default 2,000):
   the tables held their rows together), the A/A "the same within" rate, the coverage of the
   true ratio by the table's intervals, and the power at a true 2, 5 and 10 % (the first row
   that much faster, the others identical; called faster);
-* **across folders**, per CV x session effect x runs a side: the A/A rate (one target in two
-  folders called faster or slower), the coverage;
+* **across folders**, per CV x session effect x rounds a side (each folder's rounds of a
+  target and a control, paired as above): the A/A rate (the target in two folders called
+  faster or slower) and the coverage of the plain row (its runs unpaired) and of the row
+  relative to the control (:func:`embryo_bench.reporting.crossfolder_rows.controlled_row`,
+  ``compare --control``), and the controlled row's power at a true 5 % slowdown;
 * **until**, per goal x CV: the rounds run (mean), the A/A rate and coverage at the stop and
   the power at a true 5 %, ``max_rounds`` 10.
 
@@ -61,6 +64,7 @@ from embryo_bench.planning.rounds import decide
 from embryo_bench.planning.schedule import williams_rows
 from embryo_bench.recording.hardware import cpu_model
 from embryo_bench.reporting import compare
+from embryo_bench.reporting.crossfolder_rows import Part, controlled_row
 from embryo_bench.reporting.rounds import half_width
 
 #: How much slower an outlier run is (the review's 20 % slow outliers).
@@ -167,26 +171,63 @@ def paired_cell(rng, cv, rounds, rows, args) -> dict:
     return cell
 
 
+def _part(folder: str, name: str, logs: np.ndarray) -> Part:
+    """One folder's runs of one target, as ``embryo-bench compare`` reads them: a
+    :class:`Part` whose rows are a results table's (round = repeat, images/s, no flags)."""
+    rows = pd.DataFrame(
+        {
+            "target": name,
+            "repeat": np.arange(1, logs.size + 1),
+            "images_per_s": np.exp(logs),
+            "flags": "",
+        }
+    )
+    return Part(folder, "w", name, name, "m", rows)
+
+
 def across_cell(rng, cv, session, runs, args) -> dict:
-    """Across folders (two sessions, one target, no pairing): A/A rate and coverage."""
+    """Across folders (two sessions, ``runs`` rounds each of a target and a control, paired
+    within each folder's rounds as :func:`paired_logs` draws them, plus a session effect of
+    sd ``session`` on all of a folder's runs): the plain row (the target's runs, unpaired:
+    :func:`compare.unpaired_interval`) and the row relative to the control
+    (:func:`~embryo_bench.reporting.crossfolder_rows.controlled_row`, ``compare --control``):
+    A/A rate and coverage of each, and the controlled row's power at a true 5 % slowdown of
+    the target in the second session (called slower)."""
     n = args.experiments
-    called = covered = 0
+    called = covered = c_called = c_covered = c_power = 0
     for _ in range(n):
-        sides = []
-        for _folder in range(2):
-            effect = rng.normal(0.0, session) if session else 0.0
-            slope = rng.uniform(-args.drift, args.drift)
-            t = np.arange(runs) / runs
-            logs = effect + np.log1p(slope * t) + rng.normal(0.0, _sd(cv), runs)
-            logs += rng.normal(0.0, _sd(cv), runs)  # each run's minute: no round shares it
-            if args.outliers:
-                logs += np.where(rng.random(runs) < args.outliers, np.log(OUTLIER_SLOWDOWN), 0)
-            sides.append(np.exp(logs))
-        ratio, low, high = compare.unpaired_interval(sides[1], sides[0])
-        words = compare.verdict(runs, ratio, low, high, args.min_difference, paired=False)
-        called += _called(words) in (compare.FASTER, compare.SLOWER)
-        covered += low <= 1.0 <= high
-    return {"aa_called": called / n, "coverage": covered / n}
+        for slowdown in (0.0, 0.05):
+            sides = []
+            for k in range(2):
+                effect = rng.normal(0.0, session) if session else 0.0
+                truth = np.array([np.log1p(-slowdown) if k else 0.0])
+                sides.append(paired_logs(rng, truth, runs, cv, args.drift, args.outliers) + effect)
+            first, this = (
+                (_part(f, "control", s[:, 0]), _part(f, "target", s[:, 1]))
+                for f, s in zip(("first", "this"), sides, strict=True)
+            )
+            row = controlled_row(
+                this[1], first[1], (this[0], first[0]), "first", args.min_difference
+            )
+            c_call = _called(row["verdict"])
+            if slowdown:
+                c_power += c_call == compare.SLOWER
+                continue
+            c_called += c_call in (compare.FASTER, compare.SLOWER)
+            c_covered += row["ratio_low"] <= 1.0 <= row["ratio_high"]
+            ratio, low, high = compare.unpaired_interval(
+                np.exp(sides[1][:, 1]), np.exp(sides[0][:, 1])
+            )
+            words = compare.verdict(runs, ratio, low, high, args.min_difference, paired=False)
+            called += _called(words) in (compare.FASTER, compare.SLOWER)
+            covered += low <= 1.0 <= high
+    return {
+        "aa_called": called / n,
+        "coverage": covered / n,
+        "controlled_aa_called": c_called / n,
+        "controlled_coverage": c_covered / n,
+        "controlled_power_0.05": c_power / n,
+    }
 
 
 def until_cell(rng, goal, cv, args, max_rounds: int = 10) -> dict:
@@ -299,9 +340,13 @@ def paired_table(rng, args, result) -> None:
 
 def across_table(rng, args, result) -> None:
     """The across-folders table, printed as each cell ends."""
-    print("\n## Across folders (two sessions, one target, unpaired)\n")
-    print("| CV | session effect | runs a side | A/A called | coverage |")
-    print("|---|---|---|---|---|")
+    print("\n## Across folders (two sessions; plain: one target unpaired; controlled: relative")
+    print("to a control target run in both)\n")
+    print(
+        "| CV | session effect | rounds a side | plain: A/A called | coverage | controlled: A/A "
+        "called | coverage | a true 5 % slowdown called |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for cv in args.cv:
         for session in args.session:
             for runs in args.rounds:
@@ -309,7 +354,9 @@ def across_table(rng, args, result) -> None:
                 result["across"].append({"cv": cv, "session": session, "runs": runs, **cell})
                 print(
                     f"| {_pct(cv)} | {_pct(session)} | {runs} | {_pct(cell['aa_called'])} | "
-                    f"{_pct(cell['coverage'])} |",
+                    f"{_pct(cell['coverage'])} | {_pct(cell['controlled_aa_called'])} | "
+                    f"{_pct(cell['controlled_coverage'])} | "
+                    f"{_pct(cell['controlled_power_0.05'])} |",
                     flush=True,
                 )
 

@@ -43,3 +43,14 @@ def test_at_next_to_no_noise_it_finds_the_difference_and_the_sameness(tmp_path):
     (until,) = result["until"]
     assert until["aa"]["rounds_mean"] == 5  # the goal is met at once: MIN_ROUNDS_TO_STOP
     assert until["true5"]["faster"] == 1
+    assert across["controlled_coverage"] >= 0.8 and across["controlled_power_0.05"] == 1
+
+
+def test_a_session_effect_misleads_the_plain_row_and_divides_out_of_the_controlled_one():
+    # Sessions 20 % apart (sd), next to no other noise: the plain unpaired row calls most
+    # A/As different; relative to the control, the session divides out.
+    args = bench.argparse.Namespace(experiments=40, drift=0.0, outliers=0.0, min_difference=0.05)
+    cell = bench.across_cell(np.random.default_rng(3), 0.001, 0.2, 5, args)
+    assert cell["aa_called"] >= 0.5 and cell["coverage"] <= 0.5
+    assert cell["controlled_aa_called"] <= 0.15 and cell["controlled_coverage"] >= 0.85
+    assert cell["controlled_power_0.05"] == 1
