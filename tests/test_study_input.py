@@ -235,7 +235,9 @@ def test_v100_blog_claims_read_the_studys_side():
     assert out[0].verdict == DOES_NOT_HOLD and "catsdogs-cnn" not in out[0].ours
     relative = published[(published["metric"] == "relative_time") & published["used"]]
     gpu = [c for c in out if c.why == NO_GPU]
-    assert len(gpu) == len(relative) + 2
+    assert len(gpu) == len(relative) + 3  # the speed-ups, the GPU's drop, utilisation, speeds
+    drop = [c for c in out if "trains about 85 % slower" in c.claim]
+    assert [c.why for c in drop] == ["no CPU target ran catsdogs-cnn and catsdogs-128 from files"]
     assert out[-1].verdict == HOLDS
     gpus = set(published.loc[published["metric"] == "gpu_utilisation", "system"])
     cpu = published[
@@ -278,3 +280,44 @@ def test_the_study_configs_plan_both_input_modes_and_name_the_study(study, catal
     if len(os.sched_getaffinity(0)) < 8 and os.cpu_count() < 8:
         assert gpus[0] in plan.skipped
         assert all("\n" not in why for why in plan.skipped.values())
+
+
+def _drop_runs(ratios, target="host-1cpu"):
+    """catsdogs-cnn-files and catsdogs-128-files on ``target``, one round a ratio: the 128 px
+    network's images/s ``ratio`` x the original's while the machine's speed moves."""
+    original = [60.0, 48.0, 72.0, 66.0][: len(ratios)]
+    return study_runs(
+        *(dict(workload="catsdogs-cnn-files", target=target, repeat=k, images_per_s=v)
+          for k, v in enumerate(original, 1)),
+        *(dict(workload="catsdogs-128-files", target=target, repeat=k, images_per_s=v * r)
+          for k, (v, r) in enumerate(zip(original, ratios, strict=True), 1)),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("ratios", "verdict", "why"),
+    [
+        ((0.15, 0.16, 0.14), HOLDS, ""),  # a drop of 85 % [84, 86]: inside 80-90 %
+        ((0.40, 0.42, 0.41), DOES_NOT_HOLD, ""),  # 59 %: the drop is far smaller here
+        ((0.10, 0.20, 0.15), CANNOT, "the interval crosses the band's edge"),
+        ((0.15, 0.16), CANNOT, "2 rounds: too few for a verdict (3 needed)"),
+    ],
+)
+def test_the_improved_networks_drop_on_a_cpu_is_judged_against_about_85_percent(
+    ratios, verdict, why
+):
+    published = pub.load_numbers("v100-blog")
+    ours = ours_frame(
+        dict(workload="catsdogs-cnn-files", catalog="catsdogs-cnn", target="host-1cpu",
+             input="files", throughput=60.0),
+        dict(workload="catsdogs-128-files", catalog="catsdogs-128", target="host-1cpu",
+             input="files", throughput=9.0),
+    )  # fmt: skip
+    cpu, gpu = v100_blog.drop_claims(published, ours, _drop_runs(ratios))
+    assert cpu.claim == "catsdogs-128 trains about 85 % slower than catsdogs-cnn on a CPU (80-90 %)"
+    assert cpu.verdict == verdict and cpu.why.startswith(why)
+    assert "host-1cpu: catsdogs-128-files over catsdogs-cnn-files x0." in cpu.ours
+    assert "a drop of" in cpu.ours and "SYNTHETIC" in cpu.ours
+    assert "Xeon server (2x Silver 4110): ~85 % fewer images/s" in cpu.theirs
+    # The GPU's ~20 % needs a GPU target that ran both.
+    assert gpu.claim.endswith("on a GPU (15-25 %)") and gpu.why == NO_GPU

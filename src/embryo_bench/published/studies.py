@@ -52,6 +52,9 @@ METRICS = {
     "steps_per_epoch": "count",  # training steps (batches) an epoch
     "images": "count",  # training images (samples) the study's dataset holds
     "throughput": "images/s",  # samples per second of training (images, sequences)
+    # images/s lost from one network to another on one system, 100 x (1 - new / old): the
+    # network it is from in the ``from`` setting
+    "throughput_drop": "%",
     "test_accuracy": "fraction",
     "relative_time": "x base",  # training time / the study's base system's
     "relative_cost": "x base",  # training cost / the study's base system's
@@ -98,6 +101,7 @@ SETTING_KEYS = {
     "augmentation",  # true / false: the generator augmented the images
     "gpus",  # GPUs the number was measured with (0: CPU only)
     "base",  # the system an x-base number is relative to (every x-base row names one)
+    "from",  # the catalog workload a throughput_drop is from
 }
 
 

@@ -64,6 +64,9 @@ THEIR_METRICS = {
 }
 
 
+#: Their metrics only a claim reads: a change between two networks is no row of one.
+CLAIMS_ONLY = ("throughput_drop",)
+
 #: Their per-system metrics (rows with workload ""): price and cores.
 SYSTEM_METRICS = ("hourly_usd", "vcpus", "gpus")
 
@@ -102,7 +105,7 @@ def theirs_table(published: pd.DataFrame, study: Study) -> pd.DataFrame:
     used = published[published["used"]]
     facts = _system_facts(used)
     keyed: dict[tuple[str, str, str], dict] = {}
-    for _, r in used[used["workload"] != ""].iterrows():
+    for _, r in used[(used["workload"] != "") & ~used["metric"].isin(CLAIMS_ONLY)].iterrows():
         # A relative number's base is not a setting of the measurement: it joins the row of
         # the same system, workload and settings, its base kept beside it.
         settings = parse_settings(r["settings"])

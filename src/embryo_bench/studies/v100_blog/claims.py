@@ -7,6 +7,9 @@ claims, checked on our runs:
 * the original network is input-bound (GPU at 0-10 %, "the bottleneck is at the input
   pipeline"), checked as files vs memory input of the same workload on each of our targets,
   GPU targets included (the post's claim is about its GPU);
+* the improved (128 px, 94 %) network's drop in images/s against the original: "~85 %" on
+  the CPU, checked on our CPU targets that ran both from files, paired within the rounds;
+  "~20 %" on the GPU, where a GPU target ran both;
 * the V100's speed-ups over the server (4x on the original network, 23x on the 128 px one,
   the post's ``relative_time`` rows): where a GPU target of ours ran the network from the
   post's input, its images/s over our fastest CPU target's, paired within the rounds
@@ -29,7 +32,7 @@ import math
 import pandas as pd
 
 from ...published.studies import parse_settings
-from ...reporting.claims.common import DOES_NOT_HOLD, HOLDS, Claim
+from ...reporting.claims.common import DOES_NOT_HOLD, HOLDS, Claim, paired_workload_ratio
 from ...reporting.claims.gpu import (
     NO_UTILISATION,
     cannot,
@@ -38,9 +41,11 @@ from ...reporting.claims.gpu import (
     no_gpu_why,
     speedup_claim,
     speedups,
+    synthetic,
     utilisation_missing,
 )
 from ...reporting.claims.input_bound import input_bound_claims, more_cores_claim, published_text
+from ...reporting.compare import MIN_PAIRS
 
 #: The original network (the input-bound one) and TensorFlow's CIFAR-10 example.
 ORIGINAL, CIFAR = "catsdogs-cnn", "tf-cifar10"
@@ -141,9 +146,87 @@ def speeds_claim(published: pd.DataFrame, ours: pd.DataFrame) -> Claim:
     return cannot(claim, theirs, source, why, text)
 
 
+#: How far a published "~N %" reaches either side, in percentage points: the post rounds its
+#: drops to 5 (~20 %, ~85 %), so ~85 % is read as 80-90 %.
+ABOUT_POINTS = 5.0
+
+
+def drop_claims(published: pd.DataFrame, ours: pd.DataFrame, runs: pd.DataFrame) -> list[Claim]:
+    """One claim per published ``throughput_drop`` (the improved network's images/s against
+    the original's on one system: ~85 % on the CPU, ~20 % on the GPU) and target of ours of
+    that kind (CPU: no GPU; GPU: one or more) that ran both networks from the row's input:
+    the drop from our runs, 100 x (1 - the improved over the original), paired within the
+    rounds (:func:`~embryo_bench.reporting.claims.common.paired_workload_ratio`); it holds
+    where the drop's interval lies within the published value ± :data:`ABOUT_POINTS`, does
+    not hold where it lies wholly outside, and cannot be checked with fewer than
+    :data:`~embryo_bench.reporting.compare.MIN_PAIRS` rounds or an interval across the
+    band's edge; one "cannot be checked here" with why where no such target ran."""
+    used = published[published["used"] & (published["metric"] == "throughput_drop")]
+    out = []
+    for _, row in used.iterrows():
+        settings = parse_settings(row["settings"])
+        old, new, mode = settings["from"], row["workload"], settings.get("input") or None
+        value, gpu = float(row["value"]), row["system"] in _gpu_systems(published)
+        low_band, high_band = value - ABOUT_POINTS, value + ABOUT_POINTS
+        kind = "GPU" if gpu else "CPU"
+        claim = (
+            f"{new} trains about {value:g} % slower than {old} on a {kind} "
+            f"({low_band:g}-{high_band:g} %)"
+        )
+        theirs = f"{row['system']}: ~{value:g} % fewer images/s ({row['note'].split(':', 1)[0]})"
+        source = f"{SEED}, {row['source'].split(', ', 1)[-1]}"
+        both = finished(ours, new, mode).merge(
+            finished(ours, old, mode), on="target", suffixes=("", "_old")
+        )
+        both = both[(both["gpus"] > 0) == gpu]
+        if both.empty:
+            why = (
+                no_gpu_why(ours, new, mode)
+                if gpu
+                else f"no CPU target ran {old} and {new}" + (f" from {mode}" if mode else "")
+            )
+            out.append(cannot(claim, theirs, source, why))
+            continue
+        for _, mine in both.iterrows():
+            ratio = paired_workload_ratio(
+                runs, mine["target"], mine["workload"], mine["workload_old"], "images_per_s"
+            )
+            if ratio is None:
+                out.append(cannot(claim, theirs, source, f"{mine['target']}: no round ran both"))
+                continue
+            drop, low, high = (100 * (1 - r) for r in (ratio.ratio, ratio.high, ratio.low))
+            ours_text = (
+                f"{mine['target']}: {mine['workload']} over {mine['workload_old']} "
+                f"{ratio.text}, a drop of {drop:.0f} % [{low:.0f}, {high:.0f}]"
+                f"{synthetic(mine)}"
+            )
+            if ratio.pairs < MIN_PAIRS:
+                why = (
+                    "one round: no interval"
+                    if ratio.pairs < 2
+                    else f"{ratio.pairs} rounds: too few for a verdict ({MIN_PAIRS} needed)"
+                )
+                out.append(cannot(claim, theirs, source, why, ours_text))
+            elif low_band <= low and high <= high_band:
+                out.append(Claim(claim, HOLDS, theirs, ours_text, source))
+            elif high < low_band or low > high_band:
+                out.append(Claim(claim, DOES_NOT_HOLD, theirs, ours_text, source))
+            else:
+                why = "the interval crosses the band's edge: more rounds would resolve it"
+                out.append(cannot(claim, theirs, source, why, ours_text))
+    return out
+
+
+def _gpu_systems(published: pd.DataFrame) -> set[str]:
+    """The post's GPU systems: those it gives a GPU utilisation for."""
+    used = published[published["used"]]
+    return set(used.loc[used["metric"] == "gpu_utilisation", "system"])
+
+
 def claims(published: pd.DataFrame, ours: pd.DataFrame, runs: pd.DataFrame) -> list[Claim]:
     """Study 004's claims on our runs, in this order: one input-bound claim per files-mode run
     of ``catsdogs-cnn`` (or one "cannot"), the GPU's speed-ups (:func:`speedup_claims`), the
+    improved network's drop against the original on a CPU and a GPU (:func:`drop_claims`), the
     GPU's utilisation by network (:func:`utilisation_claim`), the GPU's speeds
     (:func:`speeds_claim`), and the CPU-vs-CPU claim on ``tf-cifar10``.
 
@@ -175,6 +258,7 @@ def claims(published: pd.DataFrame, ours: pd.DataFrame, runs: pd.DataFrame) -> l
         small,
     )
     out += speedup_claims(published, ours, runs)
+    out += drop_claims(published, ours, runs)
     out.append(utilisation_claim(published, ours, runs))
     out.append(speeds_claim(published, ours))
     cpu_speeds = used[
