@@ -806,3 +806,22 @@ def test_the_footer_sits_under_slanted_machine_labels():
         other = label.get_window_extent(renderer)
         assert not box.overlaps(other), label.get_text()
     figures.plt.close(fig)
+
+
+def test_a_readable_tables_numbers_print_as_written_and_align_right(tmp_path):
+    from embryo_bench.reporting.readable_tables import usd_text
+
+    assert [usd_text(v) for v in (8.434e-05, 0.095, 1.2549, float("nan"))] == [
+        "0.0000843", "0.095", "1.25", ""
+    ]  # fmt: skip
+    readable = pd.DataFrame(
+        {"target": ["a", "b"], "cost (USD, median)": [usd_text(8.434e-05), usd_text(1.2e-4)],
+         "verdict": ["base", "faster"]}
+    )  # fmt: skip
+    figures._write_table(readable, tmp_path, "cost_table", "SYNTHETIC", readable, "a note")
+    text = (tmp_path / "cost_table.md").read_text()
+    assert "0.0000843 |" in text and "0.00012 |" in text and "e-0" not in text
+    rule = next(line for line in text.splitlines() if line.startswith("|:"))
+    target, cost, verdict = rule.strip("|").split("|")
+    assert cost.endswith(":") and not cost.startswith(":")  # a number column: right
+    assert target.startswith(":") and verdict.startswith(":") and not verdict.endswith(":")

@@ -56,7 +56,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from jsonschema import Draft202012Validator
 
@@ -77,7 +76,7 @@ from .crossfolder_rows import (
     reference_row,
     row_of,
 )
-from .readable_tables import comparison_note, number_text, readable_comparison
+from .readable_tables import comparison_note, number_text, readable_comparison, usd_text
 from .runs import Run
 
 #: The sections of a comparison, as its CSV's ``section`` column names them: another folder
@@ -444,18 +443,6 @@ def _sides(row) -> str:
     return f"{int(row['runs'])} / {int(row['reference_runs'])}"
 
 
-def _usd(value) -> str:
-    """A cost for people: "0.000214" (three significant digits, never an exponent); "-"
-    without a price."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return "-"
-    if not np.isfinite(v):
-        return "-"
-    return np.format_float_positional(v, precision=3, unique=False, fractional=False, trim="-")
-
-
 def markdown(result: Comparison) -> str:
     """The comparison as Markdown: what was compared and how, one table per other folder
     against the first, each folder's own rounds, the reference file's table, and the
@@ -501,7 +488,7 @@ def markdown(result: Comparison) -> str:
                     for _, r in rows.iterrows()
                 ],
                 "cost a run, USD (this / first)": [
-                    f"{_usd(r['cost_usd'])} / {_usd(r['reference_cost_usd'])}"
+                    f"{usd_text(r['cost_usd']) or '-'} / {usd_text(r['reference_cost_usd']) or '-'}"
                     for _, r in rows.iterrows()
                 ],
                 "time-to-accuracy ratio": [

@@ -389,12 +389,38 @@ def _write_table(
     with atomic_path(out_dir / f"{name}.csv") as tmp:
         table.to_csv(tmp, index=False)
     with atomic_path(out_dir / f"{name}.md") as tmp:
-        shown = table if readable is None else readable
-        text = shown.to_markdown(index=False, floatfmt=".4g")
+        if readable is None:
+            text = table.to_markdown(index=False, floatfmt=".4g")
+        else:
+            # Its cells are text already, as they should read: parsed back as numbers, a
+            # cost of 0.0000843 USD would print as 8.43e-05. Numbers still align right.
+            text = readable.to_markdown(
+                index=False, disable_numparse=True, colalign=_alignment(readable)
+            )
         head = f"Data: **{label}**\n\n" + (f"{note}\n\n" if note else "")
         if readable is not None:
             head += f"Every column: {name}.csv.\n\n"
         tmp.write_text(f"{head}{text}\n")
+
+
+def _alignment(table: pd.DataFrame) -> list[str]:
+    """Each column's alignment in a Markdown table: "right" where every non-empty cell reads
+    as a number, else "left"."""
+
+    def numeric(cell) -> bool:
+        try:
+            float(str(cell).replace(",", ""))
+        except ValueError:
+            return False
+        return True
+
+    return [
+        "right"
+        if all(numeric(c) for c in table[col] if str(c).strip())
+        and any(str(c).strip() for c in table[col])
+        else "left"
+        for col in table.columns
+    ]
 
 
 def _not_this_workload(out_dir: Path, name: str, what: str, workload: str, footer: str) -> None:

@@ -23,6 +23,15 @@ def number_text(value, fmt: str = ".4g") -> str:
     return "" if v is None else format(v, fmt)
 
 
+def usd_text(value) -> str:
+    """A price or cost (USD, USD/h) as people read it: three significant digits, never an
+    exponent ("0.0000843", "0.095", "1.25"); "" for missing or NaN."""
+    v = as_number(value)
+    if v is None:
+        return ""
+    return np.format_float_positional(v, precision=3, unique=False, fractional=False, trim="-")
+
+
 #: A ratio over fewer pairs than this (one or two rounds) is shown alone, without an interval
 #: or a verdict: no 95 % interval comes from one or two pairs. The figure and the tables say
 #: so once (:func:`comparison_note`) instead of on every row.
@@ -311,8 +320,8 @@ def readable_cost(cost: pd.DataFrame) -> pd.DataFrame:
                 for v, p in zip(cost["verdict"], cost["pairs"], strict=True)
             ],
             "training time (s, median)": cost["training_s_median"].map(number_text),
-            "cost (USD, median)": cost["cost_usd_median"].map(number_text),
-            "USD/h": cost["hourly_usd"].map(number_text),
+            "cost (USD, median)": cost["cost_usd_median"].map(usd_text),
+            "USD/h": cost["hourly_usd"].map(usd_text),
         }
     )
 
