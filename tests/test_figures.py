@@ -825,3 +825,25 @@ def test_a_readable_tables_numbers_print_as_written_and_align_right(tmp_path):
     target, cost, verdict = rule.strip("|").split("|")
     assert cost.endswith(":") and not cost.startswith(":")  # a number column: right
     assert target.startswith(":") and verdict.startswith(":") and not verdict.endswith(":")
+
+
+def test_a_row_resting_on_a_flagged_run_says_so_and_where_the_robust_view_differs(drawn):
+    from embryo_bench.reporting import compare, robust
+
+    rows = []
+    for k, (base, fast) in enumerate([(100, 150), (102, 156), (98, 60), (101, 150)], 1):
+        rows += [
+            {"target": "a", "repeat": k, "images_per_s": base, "flags": ""},
+            {"target": "b", "repeat": k, "images_per_s": fast,
+             "flags": "drifted" if k == 3 else ""},
+        ]  # fmt: skip
+    runs = pd.DataFrame(rows).assign(time_to_accuracy_s=np.nan)
+    table = compare.comparison_table(runs, "a", 0.05)
+    level = table["throughput_confidence"].iloc[0]
+    table = robust.with_clean_view(table, robust.clean_view(runs, "a", 0.05, level))
+    label = comparison_figures._comparison_label(table.iloc[1], "throughput", table)
+    assert "flagged runs 1 (drifted 1)" in label
+    # The slow flagged round leaves the main verdict unresolved; the other three say faster.
+    assert compare.direction(table.iloc[1]["throughput_verdict"]) == compare.UNRESOLVED
+    assert label.endswith("without them: at least 5 % faster")
+    assert "flagged" not in comparison_figures._comparison_label(table.iloc[0], "throughput", table)

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from . import compare, readable_tables
+from . import compare, readable_tables, robust
 from .plotting import empty_panel, save_named_figure
 
 VERDICT_COLORS = {compare.FASTER: "tab:green", compare.SLOWER: "tab:red"}
@@ -24,18 +24,29 @@ def _comparison_label(row, measure: str, paired: pd.DataFrame) -> str:
     """The text beside one row of the comparison figure: "base: N run(s) measured", the
     ratio (geometric mean) with its interval and verdict and how many pairs, the ratio alone below
     :data:`embryo_bench.reporting.readable_tables.INTERVAL_MIN_PAIRS` pairs, or the verdict where
-    there is no ratio; "unpaired" on a row compared without pairs."""
+    there is no ratio; "unpaired" on a row compared without pairs; its flagged runs by flag
+    where it has any, and the robust view's verdict
+    (:mod:`embryo_bench.reporting.robust`) where it points another way."""
     verdict = row[f"{measure}_verdict"]
     if verdict == "base":
-        return f"base: {readable_tables.pair_count(row, measure)} run(s) measured"
-    words = [
-        readable_tables.ratio_text(row, measure),
-        readable_tables.verdict_text(row, measure, paired),
-    ]
-    if readable_tables.shows_interval(row, measure) and not readable_tables.is_unpaired(row):
-        words.append(f"{readable_tables.pair_count(row, measure)} pairs")
-    if readable_tables.is_unpaired(row):
-        words.append("unpaired")
+        words = [f"base: {readable_tables.pair_count(row, measure)} run(s) measured"]
+    else:
+        words = [
+            readable_tables.ratio_text(row, measure),
+            readable_tables.verdict_text(row, measure, paired),
+        ]
+    if verdict != "base":
+        if readable_tables.shows_interval(row, measure) and not readable_tables.is_unpaired(row):
+            words.append(f"{readable_tables.pair_count(row, measure)} pairs")
+        if readable_tables.is_unpaired(row):
+            words.append("unpaired")
+    if int(row.get("flagged_runs") or 0):
+        # Marked on its row, as the bar figures hatch theirs: the reader sees which ratio
+        # rests on a flagged run (and the robust view's verdict where it differs).
+        words.append(f"flagged runs {readable_tables.flag_counts(row)}")
+        clean = compare.direction(str(row.get(f"{measure}_clean_verdict", "") or ""))
+        if clean in robust.DEFINITE and clean != compare.direction(str(verdict)):
+            words.append(f"without them: {row[f'{measure}_clean_verdict']}")
     return ", ".join(w for w in words if w)
 
 
