@@ -552,11 +552,14 @@ def test_paper_vs_ours_draws_each_ratio_and_names_what_was_not_compared(drawn):
     )
     comparison_figures.fig_paper_vs_ours(comparison, None, "")
     (ax,) = drawn["paper_vs_ours"].axes
-    bars = ax.patches
-    assert [(b.get_y() + b.get_height() / 2, b.get_width()) for b in bars] == [(0, 0.5), (1, 2.0)]
+    assert not ax.patches  # no bars: a bar on a log axis starts where the axis does
+    points, parity = ax.get_lines()
+    assert list(points.get_xdata()) == [0.5, 2.0] and list(points.get_ydata()) == [0, 1]
+    assert points.get_marker() == "o"
+    (stems,) = ax.collections  # each point joined to 1
+    assert [sorted(s[:, 0]) for s in stems.get_segments()] == [[0.5, 1.0], [1.0, 2.0]]
     assert _ticks(ax, "y") == ["training time, 2-core laptop", "parameters"]
     assert _texts(ax) == [" 0.5  (1 min)", " 2  (16,834,436)"]
-    (parity,) = ax.get_lines()
     assert list(parity.get_xdata()) == [1.0, 1.0]  # 1 = as in the paper
     assert ax.get_xscale() == "log"
     assert ax.get_xlabel() == "ours / paper (log scale; times per image-epoch)"

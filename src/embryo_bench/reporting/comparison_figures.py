@@ -145,21 +145,27 @@ def fig_comparison(comparison: pd.DataFrame, order_note: str, out_dir: Path, foo
 
 
 def fig_paper_vs_ours(comparison: pd.DataFrame, out_dir: Path, footer: str) -> None:
-    """Our value / the paper's for every comparable quantity (1 = as in the paper)."""
+    """Our value / the paper's for every comparable quantity (1 = as in the paper): a point
+    on a log axis joined to 1 by a line, not a bar (a bar on a log axis has no zero to start
+    from: its length would be where the axis happens to begin)."""
     fig, ax = plt.subplots(figsize=(7, 4))
     rows = comparison[comparison["ratio"].notna()]
     if rows.empty:
         empty_panel(ax, "nothing comparable measured")
     else:
         y = np.arange(len(rows))
-        ax.barh(y, rows["ratio"].astype(float), color="tab:purple")
+        ratios = rows["ratio"].astype(float).to_numpy()
+        ax.hlines(y, 1.0, ratios, color="tab:purple", lw=2)
+        ax.plot(ratios, y, "o", color="tab:purple")
         ax.axvline(1.0, color="gray", ls="--", lw=0.8)
         ax.set_yticks(y, list(rows["quantity"]), fontsize=7)
-        for yi, (r, ours) in enumerate(zip(rows["ratio"], rows["ours"], strict=True)):
-            ax.annotate(f" {float(r):.3g}  ({ours})", (float(r), yi), va="center", fontsize=6)
+        for yi, (r, ours) in enumerate(zip(ratios, rows["ours"], strict=True)):
+            # Right of both the point and the line at 1, so neither is written over.
+            ax.annotate(f" {r:.3g}  ({ours})", (max(r, 1.0), yi), va="center", fontsize=6,
+                        xytext=(4, 0), textcoords="offset points")  # fmt: skip
         ax.set_xscale("log")
         ax.set_xlabel("ours / paper (log scale; times per image-epoch)")
-        ax.margins(x=0.6)
+        ax.margins(x=1.0)
     missing = comparison[comparison["ratio"].isna()]
     if len(missing):
         ax.set_title(
