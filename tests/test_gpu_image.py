@@ -13,12 +13,9 @@ skipped without one."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import platform
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -26,7 +23,6 @@ from pathlib import Path
 import pytest
 
 from embryo_bench.errors import DockerError
-from embryo_bench.recording.hardware import cpu_model
 from embryo_bench.runners.containers import (
     WHEELHOUSE_ROOT,
     build_context_files,
@@ -34,11 +30,11 @@ from embryo_bench.runners.containers import (
     requirements_file,
     wheelhouse_dir,
 )
-from embryo_bench.vocabulary.codehash import code_hash
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import require_or_skip  # noqa: E402
+from verified_records import Verified  # noqa: E402
 from workflow_helpers import locked_versions, offline_config, snakemake  # noqa: E402
 
 #: The last gpu-image build that passed: what decided it (:func:`build_identity`), when, where.
@@ -56,42 +52,25 @@ RECORD_FILES = (
 RECORD_COMMANDS = ("wheelhouse", "build-image")
 
 
+#: What a passing build verified.
+VERIFIED = Verified(
+    RECORD,
+    commands=RECORD_COMMANDS,
+    files=RECORD_FILES,
+    setting=("EMBRYO_BENCH_GPU_IMAGE", "build"),
+)
+
+
 def build_identity(repo: Path = REPO) -> dict:
     """What a gpu-image build verifies: the code hash of each of :data:`RECORD_COMMANDS` and
     the sha256 of each of :data:`RECORD_FILES` in ``repo``."""
-    return {
-        "code": {c: code_hash(f"cli:{c}", root=repo / "src/embryo_bench") for c in RECORD_COMMANDS},
-        "files": {f: hashlib.sha256((repo / f).read_bytes()).hexdigest() for f in RECORD_FILES},
-    }
-
-
-def checkout_commit() -> str:
-    """The checkout's commit (short), "+ changes" when its tracked files differ from it."""
-
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", *args], cwd=REPO, capture_output=True, text=True, check=True
-        ).stdout.strip()
-
-    try:
-        return git("rev-parse", "--short", "HEAD") + (
-            " + changes" if git("status", "--porcelain", "--untracked-files=no") else ""
-        )
-    except (OSError, subprocess.CalledProcessError) as exc:
-        return f"unknown ({exc})"
+    return VERIFIED.identity(repo)
 
 
 def rebuild_reason(repo: Path = REPO, record: Path = RECORD) -> str | None:
     """Why the gpu image is built in this run (None: it is as :data:`RECORD` verified):
     EMBRYO_BENCH_GPU_IMAGE=build, no record, or what changed since it."""
-    if os.environ.get("EMBRYO_BENCH_GPU_IMAGE") == "build":
-        return "EMBRYO_BENCH_GPU_IMAGE=build"
-    if not record.exists():
-        return f"no {record.name}"
-    was, now = json.loads(record.read_text()), build_identity(repo)
-    changed = [c for c in RECORD_COMMANDS if was.get("code", {}).get(c) != now["code"][c]]
-    changed += [f for f in RECORD_FILES if was.get("files", {}).get(f) != now["files"][f]]
-    return f"changed since {record.name}: {', '.join(changed)}" if changed else None
+    return VERIFIED.reason(repo, record)
 
 
 def test_the_gpu_image_is_rebuilt_when_what_decides_it_changes(tmp_path, monkeypatch):
@@ -199,11 +178,9 @@ def test_the_gpu_image_builds_and_trains_on_the_cpu(tmp_path):
         pytest.skip("builds the gpu image (6.5 GiB): set EMBRYO_BENCH_REQUIRE=gpu-image")
     why = rebuild_reason()
     if why is None:
-        was = json.loads(RECORD.read_text())
         pytest.skip(
-            f"the gpu image's inputs are as built and verified on {was['date']} "
-            f"({was['machine']}, commit {was['commit']}; {RECORD.name}): not rebuilt "
-            "(EMBRYO_BENCH_GPU_IMAGE=build builds it anyway)"
+            f"the gpu image's inputs are as built and verified {VERIFIED.as_verified()}: not "
+            "rebuilt (EMBRYO_BENCH_GPU_IMAGE=build builds it anyway)"
         )
     print(f"gpu-image: built ({why})", file=sys.stderr)
     started = time.monotonic()
@@ -239,18 +216,5 @@ def test_the_gpu_image_builds_and_trains_on_the_cpu(tmp_path):
     assert set(installed) - set(locked) <= {"pip", "embryo-bench"}
     assert "tensorflow" in installed and "tensorflow-cpu" not in installed
     assert metrics["telemetry"]["energy_j"].startswith("not measured")  # no GPU here
-    RECORD.write_text(
-        json.dumps(
-            {
-                **build_identity(),
-                "commit": checkout_commit(),
-                "seconds": round(time.monotonic() - started),
-                "date": time.strftime("%Y-%m-%d"),
-                "machine": f"{cpu_model()}, {os.cpu_count()} cpus",
-                "python": platform.python_version(),
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    VERIFIED.write(time.monotonic() - started)
     print(f"gpu-image: passed; {RECORD} written (commit it)", file=sys.stderr)

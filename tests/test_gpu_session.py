@@ -5,10 +5,8 @@ outside the folder. The rehearsal is .ci/run's step gpu-session (5-7 min on 2 co
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
-import os
 import subprocess
 import sys
 import tarfile
@@ -17,9 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from verified_records import Verified
 from workflow_helpers import REPO, load_benchmark, snakemake
-
-from embryo_bench.recording.hardware import cpu_model
 
 session = load_benchmark("gpu_session")
 
@@ -214,21 +211,21 @@ REHEARSAL_FILES = (
 )
 
 
+#: What a passing rehearsal verified.
+VERIFIED = Verified(
+    REHEARSAL_RECORD, files=REHEARSAL_FILES, setting=("EMBRYO_BENCH_GPU_SESSION", "run")
+)
+
+
 def rehearsal_identity(repo: Path = REPO) -> dict:
-    """The sha256 of each of :data:`REHEARSAL_FILES` in ``repo``."""
-    return {f: hashlib.sha256((repo / f).read_bytes()).hexdigest() for f in REHEARSAL_FILES}
+    """The sha256 of each of :data:`REHEARSAL_FILES` in ``repo`` (``files``)."""
+    return VERIFIED.identity(repo)
 
 
 def rehearsal_reason(repo: Path = REPO, record: Path = REHEARSAL_RECORD) -> str | None:
     """Why the rehearsal runs (None: its files are as :data:`REHEARSAL_RECORD` verified):
     EMBRYO_BENCH_GPU_SESSION=run, no record, or which files changed since it."""
-    if os.environ.get("EMBRYO_BENCH_GPU_SESSION") == "run":
-        return "EMBRYO_BENCH_GPU_SESSION=run"
-    if not record.exists():
-        return f"no {record.name}"
-    was, now = json.loads(record.read_text()).get("files", {}), rehearsal_identity(repo)
-    changed = [f for f in REHEARSAL_FILES if was.get(f) != now[f]]
-    return f"changed since {record.name}: {', '.join(changed)}" if changed else None
+    return VERIFIED.reason(repo, record)
 
 
 def test_the_rehearsal_runs_when_its_files_change(tmp_path, monkeypatch):
@@ -238,7 +235,7 @@ def test_the_rehearsal_runs_when_its_files_change(tmp_path, monkeypatch):
         (tmp_path / name).write_bytes((REPO / name).read_bytes())
     record = tmp_path / "record.json"
     assert rehearsal_reason(tmp_path, record) == "no record.json"
-    record.write_text(json.dumps({"files": rehearsal_identity(tmp_path)}))
+    record.write_text(json.dumps(rehearsal_identity(tmp_path)))
     assert rehearsal_reason(tmp_path, record) is None
     (tmp_path / "config/gpu.yaml").write_text("# an edit\n")
     assert rehearsal_reason(tmp_path, record) == "changed since record.json: config/gpu.yaml"
@@ -254,11 +251,10 @@ def test_the_rehearsal_runs_every_part_and_its_paper_runs_merge_beside_ours(tmp_
     :data:`REHEARSAL_RECORD` (commit it with the change it verified)."""
     why = rehearsal_reason()
     if why is None:
-        was = json.loads(REHEARSAL_RECORD.read_text())
         pytest.skip(
-            f"the GPU session's script and configurations are as rehearsed on {was['date']} "
-            f"({was['machine']}, commit {was['commit']}; {REHEARSAL_RECORD.name}): not "
-            "rehearsed again (EMBRYO_BENCH_GPU_SESSION=run rehearses anyway)"
+            f"the GPU session's script and configurations are as rehearsed "
+            f"{VERIFIED.as_verified()}: not rehearsed again (EMBRYO_BENCH_GPU_SESSION=run "
+            "rehearses anyway)"
         )
     print(f"gpu-session: rehearsed ({why})", file=sys.stderr)
     started = time.monotonic()
@@ -305,19 +301,4 @@ def test_the_rehearsal_runs_every_part_and_its_paper_runs_merge_beside_ours(tmp_
     assert merged == {"cpu-jax", "cpu-jax-1cpu", "cpu-jax-bf16", "cpu-torch", "cpu-torch-bf16"}
     assert "here-1cpu" in set(table["target"])
     assert set(table["precision"]) == {"float32", "mixed_bfloat16"}
-    REHEARSAL_RECORD.write_text(
-        json.dumps(
-            {
-                "files": rehearsal_identity(),
-                "commit": subprocess.run(
-                    ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                    text=True, check=False,
-                ).stdout.strip() or "unknown",
-                "seconds": round(time.monotonic() - started),
-                "date": time.strftime("%Y-%m-%d"),
-                "machine": f"{cpu_model()}, {os.cpu_count()} cpus",
-            },
-            indent=2,
-        )
-        + "\n"
-    )  # fmt: skip
+    VERIFIED.write(time.monotonic() - started)

@@ -20,10 +20,8 @@ It needs the Docker daemon and runs only when EMBRYO_BENCH_REQUIRE names "paper-
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -35,13 +33,13 @@ import pytest
 import yaml
 
 from embryo_bench.published import paper
-from embryo_bench.recording.hardware import cpu_model, size_mib
-from embryo_bench.vocabulary.codehash import code_hash
+from embryo_bench.recording.hardware import size_mib
 from embryo_bench.workloads.paper import PAPER_PARAMETERS
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import require_or_skip  # noqa: E402
+from verified_records import Verified  # noqa: E402
 from workflow_helpers import snakemake_command  # noqa: E402
 
 TARGET = "laptop-2cpu"
@@ -60,26 +58,18 @@ SHORT = {
 }
 
 
-def verified_identity() -> dict:
-    """What a full-size run verifies: the code hash of each of :data:`STAGES` and the sha256
-    of config/paper-synthetic.yaml."""
-    return {
-        "code": {stage: code_hash(f"cli:{stage}") for stage in STAGES},
-        "config_sha256": hashlib.sha256(PAPER_CONFIG.read_bytes()).hexdigest(),
-    }
+#: What a full-size run verifies: the stages' code and the paper's configuration.
+VERIFIED = Verified(
+    RECORD,
+    commands=STAGES,
+    files=(str(PAPER_CONFIG.relative_to(REPO)),),
+    setting=("EMBRYO_BENCH_PAPER_SCALE", "full"),
+)
 
 
 def full_size_reason() -> str | None:
     """Why this run generates 480 px frames (None: the counts form will do)."""
-    if os.environ.get("EMBRYO_BENCH_PAPER_SCALE") == "full":
-        return "EMBRYO_BENCH_PAPER_SCALE=full"
-    if not RECORD.exists():
-        return f"no {RECORD.name}"
-    record, now = json.loads(RECORD.read_text()), verified_identity()
-    changed = [s for s in STAGES if record.get("code", {}).get(s) != now["code"][s]]
-    if record.get("config_sha256") != now["config_sha256"]:
-        changed.append(PAPER_CONFIG.name)
-    return f"changed since {RECORD.name}: {', '.join(changed)}" if changed else None
+    return VERIFIED.reason()
 
 
 @pytest.fixture(scope="module")
@@ -121,20 +111,7 @@ def paper_run(request, tmp_path_factory):
     failed_before = request.session.testsfailed
     yield work / "out", targets[0], short.get("dataset", config["dataset"])["label"]
     if why_full is not None and request.session.testsfailed == failed_before:
-        RECORD.write_text(
-            json.dumps(
-                {
-                    **verified_identity(),
-                    "frame_size": size,
-                    "seconds": round(seconds),
-                    "date": time.strftime("%Y-%m-%d"),
-                    "machine": f"{cpu_model()}, {os.cpu_count()} cpus",
-                    "python": platform.python_version(),
-                },
-                indent=2,
-            )
-            + "\n"
-        )
+        VERIFIED.write(seconds, frame_size=size)
         print(f"paper-scale: full size passed; {RECORD} written (commit it)", file=sys.stderr)
 
 
