@@ -491,3 +491,20 @@ def test_a_control_target_divides_out_a_slower_session_and_finds_a_target_that_s
     status, out, err = run(capsys, a, slowed, "--control", "host-4cpu")
     assert status == 2 and out == ""
     assert "compare --control host-4cpu:" in err and "has no run of host-4cpu" in err
+
+
+def test_the_rows_across_folders_hold_together_at_95_percent(tmp_path, capsys):
+    # Three rows against the first folder (two paper targets, one workload's): each interval
+    # at 1 - 0.05 / 3, wider than one row's 95 %, and the Markdown says so once.
+    a = result_folder(tmp_path / "monday", 100.0)
+    b = result_folder(tmp_path / "tuesday", 100.0, OTHER_NOISE)
+    csv = tmp_path / "c.csv"
+    status, out, _ = run(capsys, a, b, "--csv", csv)
+    assert status == 0 and "95 % for all 3 compared rows at once (each at 98.3 %" in out
+    row = pd.read_csv(csv).query("section == 'across' and target == 'host-1cpu'").iloc[0]
+    runs_a = [100.0 * f for f in NOISE]
+    runs_b = [100.0 * f for f in OTHER_NOISE]
+    _, low95, high95 = compare.unpaired_interval(runs_b, runs_a, 0.95)
+    _, low, high = compare.unpaired_interval(runs_b, runs_a, 1 - 0.05 / 3)
+    assert (row["ratio_low"], row["ratio_high"]) == pytest.approx((low, high))
+    assert low < low95 and high > high95

@@ -214,8 +214,9 @@ def cmd_compare(p):
     p.description = (
         "Each other folder's targets (per workload: train/<target>/repeat-k, "
         "workloads/<name>/train/<target>/repeat-k) against the first folder's: the ratio of "
-        "the geometric means of images/s with Welch's 95 % t interval on the logarithms, "
-        "unpaired (runs in different folders share no rounds), and a verdict from the interval "
+        "the geometric means of images/s with Welch's t interval on the logarithms, "
+        "unpaired (runs in different folders share no rounds), all rows' intervals holding "
+        "together at 95 % (Bonferroni), and a verdict from the interval "
         "(at least 3 runs a side; --min-difference the band of 'the same within' and 'at "
         "least', on the log scale). A target whose runs in one folder ran on several machines is "
         "split, <target>@<machine>, never pooled; each folder's own rounds are shown paired "

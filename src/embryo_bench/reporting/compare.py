@@ -469,6 +469,7 @@ def comparison_table(
     min_difference: float,
     order: list[str] | None = None,
     elsewhere: Collection[str] = (),
+    family: int | None = None,
 ) -> pd.DataFrame:
     """The headline comparison: per target, its speed relative to
     ``base``, for throughput and for time to accuracy: paired within the rounds it shares
@@ -484,6 +485,9 @@ def comparison_table(
         elsewhere: targets whose runs were made elsewhere (merged from other machines or
             days): their repeat numbers are not rounds of this workflow, so they are always
             compared unpaired, as is a target none of whose rounds holds a base run.
+        family: how many rows the throughput intervals hold together over, where the table
+            is part of a larger family (``embryo-bench compare``'s rows across folders);
+            default: the targets compared here.
 
     Returns:
         one row per target, the base first: target, pairing ("base", "paired" or
@@ -520,7 +524,7 @@ def comparison_table(
         # Throughput is the table's primary measure: its intervals hold together over the
         # targets it compares (simultaneous_confidence); time to accuracy is secondary,
         # each interval at CONFIDENCE on its own.
-        compared = measured.loc[measured["target"] != base, "target"].nunique()
+        compared = family or measured.loc[measured["target"] != base, "target"].nunique()
         levels[measure] = (
             simultaneous_confidence(compared) if measure == PRIMARY_MEASURE else CONFIDENCE
         )

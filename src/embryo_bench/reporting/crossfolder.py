@@ -7,7 +7,8 @@ A result folder is a workflow's ``outdir``: the paper's runs under
 
 * **The first folder is the reference point.** For each other folder, each (workload,
   target) it shares with the first gets the ratio of its images/s to the first folder's:
-  the ratio of the geometric means with Welch's 95 % t interval on the logarithms, and the
+  the ratio of the geometric means with Welch's t interval on the logarithms (every row
+  against the first folder one of a family that holds together at 95 %, Bonferroni), and the
   same verdict rule as the figures (:func:`embryo_bench.reporting.compare.verdict`: at least
   :data:`~embryo_bench.reporting.compare.MIN_PAIRS` runs on each side, the interval alone
   deciding, ``min_difference`` the band on the log scale). Always
@@ -291,11 +292,18 @@ def compare_folders(
                     continue
                 used.add(ref.name)
                 matched_parts[outdir].append((part, ref))
-                rows.append(across_row(part, ref, first, min_difference))
+                rows.append({"pending": (part, ref)})  # once the family's size is known
             for ref in theirs:
                 if ref.name not in used:
                     row = row_of("across", None, ref, reference=first, verdict=ONLY_FIRST)
                     rows.append(row | {"folder": outdir})
+    # Every folder's rows against the first are one family: their intervals hold together at
+    # 95 % (Bonferroni), so that some A/A row is called different at most 5 % of the time.
+    family = sum(len(m) for m in matched_parts.values())
+    rows = [
+        across_row(*r["pending"], first, min_difference, family) if "pending" in r else r
+        for r in rows
+    ]
     if not reference:
         for outdir in outdirs[1:]:
             mine = [r for r in rows if r["folder"] == outdir]
@@ -310,9 +318,12 @@ def compare_folders(
                 )
     if control:
         rows = [r | {"regression": False} if r["section"] == "across" else r for r in rows]
+        controlled = sum(
+            1 for m in matched_parts.values() for part, _ in m if part.target != control
+        )
         for outdir in outdirs[1:]:
             rows += _controlled(outdir, first, matched_parts[outdir], parts, splits, control,
-                                min_difference)  # fmt: skip
+                                min_difference, controlled)  # fmt: skip
     within = []
     for (outdir, workload), ps in parts.items():
         names = [p.name for p in ps]
@@ -385,9 +396,11 @@ def _controlled(
     splits: dict,
     control: str,
     min_difference: float,
+    family: int,
 ) -> list[dict]:
     """The controlled rows of ``outdir`` against ``first``: one per matched (part, ref) other
-    than the control's own, their intervals holding together at 95 %
+    than the control's own, their intervals one of ``family`` (every folder's controlled
+    rows) that hold together at 95 %
     (:func:`embryo_bench.reporting.compare.simultaneous_confidence`). Each side's control is
     the control's part on that side's machine, else the part that stands for it there.
 
@@ -417,7 +430,7 @@ def _controlled(
         controls(outdir, workload)  # raises where a folder lacks the control
         controls(first, workload)
     pairs = [(part, ref) for part, ref in matched if part.target != control]
-    level = compare.simultaneous_confidence(len(pairs))
+    level = compare.simultaneous_confidence(family)
     return [
         controlled_row(part, ref, (control_of(part), control_of(ref)), first, min_difference,
                        level)
@@ -449,13 +462,16 @@ def markdown(result: Comparison) -> str:
     regressions found."""
     t, first = result.table, result.folders[0]
     md = result.min_difference
+    across = t[(t["section"] == "across") & ~t["verdict"].isin([ONLY_THIS, ONLY_FIRST])]
     lines = [
         "# embryo-bench compare",
         "",
         f"Reference point: `{first}` (the first folder). Other folders' targets against it: "
-        "the ratio of the geometric means of images/s (above 1: faster), with Welch's 95 % "
-        "t interval on the logarithms, **unpaired** (runs in different folders share no "
-        "rounds); time to accuracy likewise, as a speed. "
+        "the ratio of the geometric means of images/s (above 1: faster), with Welch's t "
+        "interval on the logarithms, **unpaired** (runs in different folders share no "
+        "rounds); time to accuracy likewise, as a speed (its intervals at 95 % each). "
+        + (compare.family_note(len(across), "throughput") or "The interval is at 95 %.")
+        + " "
         + compare.verdict_rule(md, "--min-difference", "runs on each side")
         + " A regression: at least that much slower. Runs of one target on different "
         "machines are never pooled: such a target is split, `<target>@<machine>`.",
@@ -480,7 +496,7 @@ def markdown(result: Comparison) -> str:
                     f"{number_text(r['images_per_s'])} / {number_text(r['reference_images_per_s'])}"
                     for _, r in rows.iterrows()
                 ],
-                "ratio [95 % interval]": [ratio_words(r) for _, r in rows.iterrows()],
+                "ratio [interval]": [ratio_words(r) for _, r in rows.iterrows()],
                 "verdict": rows["verdict"],
                 # a flag is a warning, not a gate: counted beside
                 "flagged runs (this / first)": [
@@ -544,7 +560,10 @@ def markdown(result: Comparison) -> str:
             "runs (the day's CPU, the host's load) divides out, and a change that slows "
             f"`{result.control}` as much as the target is not seen. These rows, not the "
             "plain ones above, are the regressions. "
-            + (compare.family_note(len(rows), "ratio-of-ratios") or "The interval is at 95 %."),
+            + (
+                compare.family_note(int((t["section"] == "controlled").sum()), "ratio-of-ratios")
+                or "The interval is at 95 %."
+            ),
             "",
             shown.to_markdown(index=False) if len(shown) else "Nothing in common.",
         ]

@@ -258,12 +258,15 @@ def row_of(section: str, part: Part | None, ref: Part | None, **cells) -> dict:
     return row | cells
 
 
-def across_row(part: Part, ref: Part, first: str, min_difference: float) -> dict:
+def across_row(part: Part, ref: Part, first: str, min_difference: float, family: int = 1) -> dict:
     """``part`` (another folder's) against ``ref`` (the first folder's), unpaired
-    (:func:`embryo_bench.reporting.compare.comparison_table` with ``part`` made elsewhere)."""
+    (:func:`embryo_bench.reporting.compare.comparison_table` with ``part`` made elsewhere),
+    its throughput interval one of ``family`` that hold together at 95 %."""
     sides = [ref.rows.assign(target="first"), part.rows.assign(target="this")]
     both = pd.concat(sides, ignore_index=True)
-    table = compare.comparison_table(both, "first", min_difference, elsewhere={"this"})
+    table = compare.comparison_table(
+        both, "first", min_difference, elsewhere={"this"}, family=family
+    )
     by_side = table.set_index("target")
     r = by_side.loc["this"]
     return row_of(
