@@ -11,8 +11,10 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_machine_identity import (  # noqa: E402
@@ -24,7 +26,7 @@ from test_machine_identity import (  # noqa: E402
 )
 
 from embryo_bench.cli import main  # noqa: E402
-from embryo_bench.reporting import compare  # noqa: E402
+from embryo_bench.reporting import compare, reference_file  # noqa: E402
 
 #: Five rounds' noise (a factor each, about 2 %), and the same noise in another order: two
 #: folders of one machine, as two days would give.
@@ -508,3 +510,42 @@ def test_the_rows_across_folders_hold_together_at_95_percent(tmp_path, capsys):
     _, low, high = compare.unpaired_interval(runs_b, runs_a, 1 - 0.05 / 3)
     assert (row["ratio_low"], row["ratio_high"]) == pytest.approx((low, high))
     assert low < low95 and high > high95
+
+
+def test_a_reference_written_from_sessions_is_bound_to_their_machine_and_their_spread(
+    tmp_path, capsys
+):
+    # Three sessions of one machine, each a few per cent apart (a day's own speed).
+    sessions = [
+        result_folder(tmp_path / f"day-{k}", speed, noise)
+        for k, (speed, noise) in enumerate([(100.0, NOISE), (96.0, OTHER_NOISE), (103.0, NOISE)])
+    ]
+    written = tmp_path / "expected.yaml"
+    status, _, err = run(capsys, *sessions, "--write-reference", written)
+    assert status == 0, err
+    text = written.read_text()
+    assert text.startswith("# Written by embryo-bench compare --write-reference on ")
+    reference = reference_file.read_reference(written, 0.05)
+    names = {t for _, t in reference}
+    assert all("@xeon-avx2-2c-24g-" in n for n in names)  # bound to the machine
+    entry = next(v for (w, t), v in reference.items() if w == "paper" and "host-1cpu@" in t)
+    # NOISE and OTHER_NOISE hold the same factors: each day's geometric mean is its speed
+    # times theirs.
+    days = np.array([100.0, 96.0, 103.0]) * np.exp(np.log(NOISE).mean())
+    assert entry.images_per_s == pytest.approx(float(np.exp(np.log(days).mean())), rel=1e-3)
+    logs = np.log([100.0, 96.0, 103.0])
+    spread = stats.t.ppf(0.975, 2) * logs.std(ddof=1) * np.sqrt(1 + 1 / 3)
+    assert entry.tolerance == pytest.approx(np.expm1(spread), abs=0.002) and entry.tolerance > 0.05
+    # Another day like them passes; a day 30 % slower is a regression against it.
+    assert run(capsys, result_folder(tmp_path / "day-4", 98.0), "--reference", written)[0] == 0
+    slow = result_folder(tmp_path / "slow", 70.0)
+    assert run(capsys, slow, "--reference", written)[0] == 1
+    # Two sessions are enough; one has no spread: refused in one line, nothing written.
+    two = tmp_path / "two.yaml"
+    assert run(capsys, sessions[0], sessions[1], "--write-reference", two)[0] == 0
+    assert two.exists()
+    status, out, err = run(
+        capsys, sessions[0], "--reference", written, "--write-reference", tmp_path / "x.yaml"
+    )
+    assert status == 2 and "--write-reference: 1 folder; expected 2 or more" in err
+    assert not (tmp_path / "x.yaml").exists()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 
 from ..errors import ConfigError, DataError
@@ -251,12 +252,19 @@ def cmd_compare(p):
         "CPU, the host's load) divides out; those rows then decide the regressions "
         "(default: none)",
     )
+    p.add_argument(
+        "--write-reference",
+        help="write a reference file here (YAML, for --reference) from the folders, two or "
+        "more sessions' runs of the same targets: each target's expected images/s on the "
+        "machine it ran on (<target>@<machine>) and, as its tolerance, the 95 %% prediction "
+        "interval of one more session from the sessions' spread (at least --min-difference)",
+    )
     p.add_argument("--csv", help="write every row, every column, as CSV here")
     p.add_argument("--markdown", help="write the Markdown here too")
 
     def run(a):
         from ..io import atomic_path
-        from ..reporting import crossfolder
+        from ..reporting import crossfolder, reference_file
         from ..vocabulary.config import apply_defaults, load_schema
 
         # compare.min_difference's default and range, written once: in the schema.
@@ -274,7 +282,11 @@ def cmd_compare(p):
         # What compare reads is never written: --markdown onto the reference file, or --csv
         # onto a run's metrics.json, replaced it with the comparison.
         runs = {Path(f).resolve() / part: f for f in a.folders for part in ("train", "workloads")}
-        for option, path in (("--csv", a.csv), ("--markdown", a.markdown)):
+        for option, path in (
+            ("--csv", a.csv),
+            ("--markdown", a.markdown),
+            ("--write-reference", a.write_reference),
+        ):
             if not path:
                 continue
             where = Path(path).resolve()
@@ -297,12 +309,22 @@ def cmd_compare(p):
             if where in outputs:
                 raise ConfigError(f"{option} {path}: the same file as {outputs[where]}")
             outputs[where] = option
-        reference = crossfolder.read_reference(a.reference, min_difference) if a.reference else None
+        reference = (
+            reference_file.read_reference(a.reference, min_difference) if a.reference else None
+        )
         result = crossfolder.compare_folders(
             a.folders, min_difference, reference, a.reference or "", a.control
         )
         for note in result.notes:
             log.info("%s", note)
+        if a.write_reference:
+            data, notes = reference_file.reference_from(result.parts, a.folders, min_difference)
+            for note in notes:
+                log.info("--write-reference: %s", note)
+            with atomic_path(a.write_reference) as tmp:
+                tmp.write_text(
+                    reference_file.reference_text(data, a.folders, time.strftime("%Y-%m-%d"))
+                )
         text = crossfolder.markdown(result)
         if a.csv:
             with atomic_path(a.csv) as tmp:

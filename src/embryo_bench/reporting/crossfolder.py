@@ -31,8 +31,9 @@ A result folder is a workflow's ``outdir``: the paper's runs under
   logarithms, a folder's rows at once at 95 %, Bonferroni). A session's own speed (the
   day's CPU, the host's load, the invocation's drift) moves all its runs and divides out,
   which the plain rows cannot do; with a control, these rows decide the regressions.
-* **A reference file** (:func:`read_reference`): expected images/s per target, each with a
-  tolerance, as ReFrame's performance references give a value and thresholds per system.
+* **A reference file** (:func:`embryo_bench.reporting.reference_file.read_reference`):
+  expected images/s per target, each with a tolerance, as ReFrame's performance references
+  give a value and thresholds per system.
   Every folder's runs of a target are compared with its expected value: the geometric mean
   over the expected value with a 95 % t interval on the logarithms, and the verdict rule
   with the tolerance in place of ``min_difference`` (log scale: a tolerance of 0.10 calls
@@ -49,20 +50,17 @@ The folders are read, never written, and checked as ``merge:`` checks them
 :func:`~embryo_bench.reporting.merge.read_finished_run`: every run's images/s and times
 positive and finite; the data and preprocessing of each workload's runs alike in every
 folder), before anything is compared: a bad folder is one line naming it, and a reference
-file's numbers are finite (:func:`read_reference`).
+file's numbers are finite (:func:`embryo_bench.reporting.reference_file.read_reference`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-from jsonschema import Draft202012Validator
 
 from ..errors import ConfigError, DataError
-from ..vocabulary.config import read_config_file
-from ..vocabulary.layout import PAPER_WORKLOAD
 from . import compare
 from .crossfolder_rows import (
     COLUMNS,
@@ -91,98 +89,6 @@ ONLY_FIRST = "not in this folder"
 ONLY_THIS = "not in the first folder"
 NO_RUN = "no run"
 
-_ENTRY = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["images_per_s"],
-    "properties": {
-        "images_per_s": {"type": "number", "exclusiveMinimum": 0},
-        "tolerance": {"type": "number", "minimum": 0, "maximum": 1},
-    },
-}
-#: What a reference file (``--reference``) may hold: a tolerance for every entry, the
-#: paper's workload's targets, and other workloads' targets by workload name; an entry is
-#: the expected images/s and, optionally, its own tolerance (a fraction).
-REFERENCE_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "minProperties": 1,
-    "properties": {
-        "tolerance": {"type": "number", "minimum": 0, "maximum": 1},
-        "targets": {"type": "object", "additionalProperties": _ENTRY},
-        "workloads": {
-            "type": "object",
-            "additionalProperties": {"type": "object", "additionalProperties": _ENTRY},
-        },
-    },
-}
-_REFERENCE_VALIDATOR = Draft202012Validator(REFERENCE_SCHEMA)
-
-
-def read_reference(path: str | Path, tolerance: float) -> dict[tuple[str, str], Expected]:
-    """A reference file: expected images/s per target, as ReFrame's references give
-    ``(value, lower, upper, unit)`` per system and variable, here per (workload, target),
-    images/s only and a single tolerance (slowdowns only), e.g.::
-
-        tolerance: 0.10            # every entry's, unless it gives its own
-        targets:                   # the paper's workload
-          host-1cpu: {images_per_s: 52.0}
-          host-2cpu: {images_per_s: 95.0, tolerance: 0.05}
-        workloads:
-          mnist-mlp:
-            host-1cpu: {images_per_s: 900}
-
-    A target name may be a split part's, ``<target>@<machine>``; otherwise an entry holds
-    for every machine's part of that target. Validated against :data:`REFERENCE_SCHEMA`
-    (jsonschema). The tolerance is judged as ``compare.min_difference`` is, on the log
-    scale (:func:`embryo_bench.reporting.compare.verdict`): with 0.10, a geometric mean below
-    expected / 1.10 whose interval is below the expected value is a regression (ReFrame's
-    lower threshold -0.10 would fail below expected x 0.90 on a single value).
-
-    Args:
-        tolerance: the tolerance of entries that give none, in a file that gives none
-            (``--min-difference``).
-
-    Returns:
-        (workload, target) -> :class:`embryo_bench.reporting.crossfolder_rows.Expected`; the paper's
-        workload is :data:`embryo_bench.vocabulary.layout.PAPER_WORKLOAD`.
-
-    Raises:
-        ConfigError: one line naming the file and the key: not a file, not YAML (line and
-            column), a number that is NaN or an infinity, an unknown key, a value of the
-            wrong type or range, no entry.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"--reference {path}: not a file (expected images/s per target, YAML)")
-    data = read_config_file(path)
-    errors = sorted(_REFERENCE_VALIDATOR.iter_errors(data), key=lambda e: list(e.absolute_path))
-    if errors:
-        e = errors[0]
-        where = ".".join(str(p) for p in e.absolute_path)
-        if e.validator == "additionalProperties":
-            known = ", ".join(e.schema.get("properties", {}))
-            extra = [k for k in e.instance if k not in e.schema.get("properties", {})]
-            where = ".".join(p for p in (where, extra[0]) if p)
-            message = f"unknown key; expected one of {known}"
-        elif e.validator == "minProperties":
-            message = "holds no reference; expected targets: or workloads:"
-        else:
-            message = e.message
-        raise ConfigError(f"{path}: {where + ': ' if where else ''}{message}")
-    default = data.get("tolerance", tolerance)
-    entries = {(PAPER_WORKLOAD, t): e for t, e in data.get("targets", {}).items()}
-    for workload, targets in data.get("workloads", {}).items():
-        entries |= {(workload, t): e for t, e in targets.items()}
-    if not entries:
-        raise ConfigError(
-            f"{path}: holds no target; expected images/s under targets: or workloads:"
-        )
-    return {
-        key: Expected(float(e["images_per_s"]), float(e.get("tolerance", default)))
-        for key, e in entries.items()
-    }
-
 
 @dataclass
 class Comparison:
@@ -206,6 +112,9 @@ class Comparison:
         min_difference: the fraction used.
         reference: the reference file, or "".
         control: the control target (``--control``), or "".
+        parts: each folder's runs per workload as parts
+            (:func:`embryo_bench.reporting.crossfolder_rows.folder_parts`), for a reference
+            file written from them (:func:`embryo_bench.reporting.reference_file.reference_from`).
     """
 
     folders: list[str]
@@ -215,6 +124,7 @@ class Comparison:
     min_difference: float
     reference: str = ""
     control: str = ""
+    parts: dict = field(default_factory=dict, repr=False)
 
     @property
     def regressions(self) -> pd.DataFrame:
@@ -238,7 +148,7 @@ def compare_folders(
             point; with ``reference``, one is enough.
         min_difference: the fraction within which a difference is noise
             (``compare.min_difference``, e.g. 0.05).
-        reference: :func:`read_reference`'s entries, or None.
+        reference: :func:`embryo_bench.reporting.reference_file.read_reference`'s entries, or None.
         reference_name: the reference file's name, for the table.
         control: a target every folder ran in each workload they share (``--control``):
             each other folder's targets are then compared with the first's relative to it
@@ -385,7 +295,9 @@ def compare_folders(
                    "threshold": expected.tolerance}
             )  # fmt: skip
     table = pd.DataFrame(rows, columns=COLUMNS)
-    return Comparison(list(outdirs), table, within, notes, min_difference, reference_name, control)
+    return Comparison(
+        list(outdirs), table, within, notes, min_difference, reference_name, control, parts
+    )
 
 
 def _controlled(

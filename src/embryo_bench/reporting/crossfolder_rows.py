@@ -212,7 +212,7 @@ def _differs(mine: Part, theirs: Part) -> str:
     return "; ".join(notes)
 
 
-def _geomean(values: pd.Series) -> float:
+def geomean(values: pd.Series) -> float:
     """Geometric mean of the positive numbers among ``values``; NaN without one."""
     v = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
     v = v[np.isfinite(v) & (v > 0)]
@@ -247,8 +247,8 @@ def row_of(section: str, part: Part | None, ref: Part | None, **cells) -> dict:
         "reference_machine": ref.machine if ref else "",
         "runs": len(part.rows) if part else 0,
         "reference_runs": len(ref.rows) if ref else 0,
-        "images_per_s": _geomean(part.rows["images_per_s"]) if part else np.nan,
-        "reference_images_per_s": _geomean(ref.rows["images_per_s"]) if ref else np.nan,
+        "images_per_s": geomean(part.rows["images_per_s"]) if part else np.nan,
+        "reference_images_per_s": geomean(ref.rows["images_per_s"]) if ref else np.nan,
         "flagged_runs": _flagged(part),
         "reference_flagged_runs": _flagged(ref),
         "cost_usd": _cost(part),
