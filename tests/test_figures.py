@@ -489,6 +489,16 @@ def test_backends_time_to_accuracy_is_the_median_of_the_repeats_that_reached_it(
     assert draw_bars(ax_a)[1] == [35.0]
 
 
+def test_backends_marks_flagged_runs_as_throughput_does(drawn):
+    runs = [_interfered(_run("a", 1, 20.0)), _run("b", 1, 20.0), _interfered(_run("b", 2, 20.0))]
+    figures.fig_backends(_summary(runs), None, "")
+    (ax_t,) = drawn["backends"].axes
+    assert ax_t.get_title().startswith("Throughput per backend; 2 of 3 runs flagged, all counted")
+    hatched = [bar.get_hatch() for bar in ax_t.patches]
+    assert hatched == [plotting.FLAGGED_HATCH, None]  # a: no clean run; b: one clean run
+    assert plotting.FLAGGED_NOTE in add_legend(ax_t)
+
+
 def test_backends_counts_every_run_that_reached_the_target(drawn):
     runs = [
         _set(_run("a", 1, 20.0), time_to_accuracy_seconds=30.0),

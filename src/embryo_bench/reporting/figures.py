@@ -303,21 +303,23 @@ def fig_backends(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
     colors = [COLORS.get(b, "tab:gray") for b in summ["backend"]]
     labels = [f"{t}\n{b}" for t, b in zip(summ["target"], summ["backend"], strict=True)]
     med, err = error_bars(summ, "images_per_s")
-    draw_bars(ax_t, x, med, err, color=colors)
+    # Flagged runs marked as throughput.png marks them: hatched where a target has no clean
+    # run, counted in the title.
+    flagged = mark_flagged(draw_bars(ax_t, x, med, err, color=colors), summ)
     ax_t.set_xticks(x, labels, fontsize=7)
     ax_t.set_ylabel("training throughput (images/s)")
-    ax_t.set_title("Throughput per backend", fontsize=9)
+    ax_t.set_title(f"Throughput per backend{flagged_note(summ)}", fontsize=9)
     if not reached:
         finals = ", ".join(
             f"{t} {a:.3f}"
             for t, a in zip(summ["target"], summ["final_test_accuracy_median"], strict=True)
         )
         ax_t.set_title(
-            "Throughput per backend\nno target reached the accuracy target (final test "
-            f"accuracy: {finals})",
+            f"Throughput per backend{flagged_note(summ)}\nno target reached the accuracy "
+            f"target (final test accuracy: {finals})",
             fontsize=8,
         )
-        add_legend(ax_t, backend_entries(summ["backend"]))
+        add_legend(ax_t, backend_entries(summ["backend"]) + flagged)
         save_named_figure(fig, out_dir, "backends", footer)
         return
     ax_a = axes[0][1]
@@ -335,7 +337,7 @@ def fig_backends(summ: pd.DataFrame, out_dir: Path, footer: str) -> None:
     ax_a.set_ylabel("time to accuracy target (s)")
     ax_a.set_title("Time to accuracy per backend", fontsize=9)
     ax_a.margins(y=0.3)
-    add_legend(ax_a, backend_entries(summ["backend"]))
+    add_legend(ax_a, backend_entries(summ["backend"]) + flagged)
     save_named_figure(fig, out_dir, "backends", footer)
 
 
