@@ -21,6 +21,10 @@ compare_folders` reads the sessions as ``embryo-bench compare <session-1> <sessi
 Every row compares identical settings, so "faster" or "slower" is a false call; "the same
 within ±X %" or "unresolved" is what an A/A should say. The last line counts the false calls.
 
+Time, measured (2026-12-01, the shared 2-core VM, AMD EPYC Zen 4 with AVX-512, 3 sessions of
+the defaults): 243-257 s a session. The result: docs/results.md, "A real A/A, in rounds and
+across three workflow invocations".
+
 Usage:
     python benchmarks/bench_sessions.py [--configfile config/offline.yaml] [--target host-1cpu]
         [--copies 2] [--rounds 5] [--sessions 2] [--out results/sessions] [--cores 2]
