@@ -136,6 +136,7 @@ def test_a_reference_files_regression(tmp_path, capsys):
     assert rows.loc[("absent", "host-1cpu"), "verdict"] == "no run"
     assert list(rows["regression"]) == [True, False, False, False]
     assert "## Against the reference" in out and "the reference's 112 images/s" in err
+    assert "| host-1cpu (any machine) |" in out  # an entry that names no machine says so
     # Met: exit 0. Too few runs for a verdict: a ratio, no regression.
     ref.write_text("targets:\n  host-1cpu: {images_per_s: 99}\n")
     assert run(capsys, a, "--reference", ref)[0] == 0
@@ -393,7 +394,10 @@ def test_a_reference_file_that_matches_no_run_is_refused(tmp_path, capsys):
     )
     ref.write_text("targets:\n  host-1cpu: {images_per_s: 90}\n  host-9cpu: {images_per_s: 9}\n")
     status, out, err = run(capsys, a, "--reference", ref)
-    assert status == 0 and re.search(r"\| host-9cpu +\| +0 \|.*\| no run +\|", out), out
+    assert status == 0, out
+    assert re.search(
+        r"\| host-9cpu +\| +\| host-9cpu \(any machine\) +\| +0 \|.*\| no run +\|", out
+    )
 
 
 def _priced(root: Path, prices: dict[str, float]) -> None:
@@ -537,7 +541,9 @@ def test_a_reference_written_from_sessions_is_bound_to_their_machine_and_their_s
     spread = stats.t.ppf(0.975, 2) * logs.std(ddof=1) * np.sqrt(1 + 1 / 3)
     assert entry.tolerance == pytest.approx(np.expm1(spread), abs=0.002) and entry.tolerance > 0.05
     # Another day like them passes; a day 30 % slower is a regression against it.
-    assert run(capsys, result_folder(tmp_path / "day-4", 98.0), "--reference", written)[0] == 0
+    status, out, _ = run(capsys, result_folder(tmp_path / "day-4", 98.0), "--reference", written)
+    assert status == 0 and "(any machine)" not in out
+    assert re.search(r"\| host-1cpu@xeon-avx2-2c-24g-\w+ +\|", out)  # the entry bound to it
     slow = result_folder(tmp_path / "slow", 70.0)
     assert run(capsys, slow, "--reference", written)[0] == 1
     # Two sessions are enough; one has no spread: refused in one line, nothing written.

@@ -274,7 +274,9 @@ def compare_folders(
             )  # fmt: skip
             if key is not None:
                 matched.add(key)
-                rows.append(reference_row(part, reference[key], reference_name))
+                row = reference_row(part, reference[key], reference_name)
+                # The entry that judged it: bound to one machine (<target>@<machine>) or not.
+                rows.append(row | {"reference_target": key[1]})
     if reference and not matched:
         # Every entry misses (a misspelt target): "no run" rows and exit status 0, so a
         # nightly job against this reference could never fail.
@@ -289,7 +291,8 @@ def compare_folders(
         if (workload, target) not in matched:
             rows.append(
                 row_of("reference", None, None)
-                | {"workload": workload, "target": target, "reference": reference_name,
+                | {"workload": workload, "target": target, "reference_target": target,
+                   "reference": reference_name,
                    "verdict": NO_RUN,
                    "reference_images_per_s": expected.images_per_s,
                    "threshold": expected.tolerance}
@@ -499,6 +502,11 @@ def markdown(result: Comparison) -> str:
                 "folder": rows["folder"],
                 "workload": rows["workload"],
                 "target": rows["target"],
+                "machine": rows["machine"],
+                "entry": [
+                    e if "@" in str(e) else f"{e} (any machine)" if e else ""
+                    for e in rows["reference_target"]
+                ],
                 "runs": rows["runs"],
                 "flagged runs": rows["flagged_runs"],
                 "images/s": rows["images_per_s"].map(number_text),
@@ -514,7 +522,9 @@ def markdown(result: Comparison) -> str:
             "",
             "Each folder's runs over the expected images/s: the geometric mean with a 95 % t "
             "interval on the logarithms; a regression where the whole interval lies below "
-            "1 / (1 + tolerance).",
+            "1 / (1 + tolerance). An entry that names no machine holds for every machine's "
+            "runs of its target, so a day's other CPU is judged against it too; "
+            "`--write-reference` writes entries bound to the machine they were measured on.",
             "",
             shown.to_markdown(index=False),
         ]
