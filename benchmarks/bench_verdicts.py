@@ -236,7 +236,7 @@ def until_cell(rng, goal, cv, args, max_rounds: int = 10) -> dict:
     n = args.experiments
     out = {}
     for name, truth in (("aa", 0.0), ("true5", np.log1p(0.05))):
-        rounds_run, called, covered, faster = [], 0, 0, 0
+        rounds_run, called, covered, faster, early_called = [], 0, 0, 0, 0
         for _ in range(n):
             logs = paired_logs(rng, np.array([truth]), max_rounds, cv, args.drift, args.outliers)
             for r in range(1, max_rounds + 1):
@@ -249,11 +249,18 @@ def until_cell(rng, goal, cv, args, max_rounds: int = 10) -> dict:
             rounds_run.append(r)
             words = compare.verdict(r, ratio, low, high, args.min_difference)
             called += _called(words) in (compare.FASTER, compare.SLOWER)
+            # Split by how it ended: a stop on the width before the cap selects rounds whose
+            # sample sd is small by chance (a larger t for the same mean).
+            early_called += r < max_rounds and _called(words) in (compare.FASTER, compare.SLOWER)
             faster += _called(words) == compare.FASTER
             covered += low <= np.exp(truth) <= high
+        early = int(np.sum(np.array(rounds_run) < max_rounds))
         out[name] = {
             "rounds_mean": float(np.mean(rounds_run)),
             "called": called / n,
+            "stopped_early": early / n,
+            "called_when_early": early_called / early if early else float("nan"),
+            "called_at_cap": (called - early_called) / (n - early) if n > early else float("nan"),
             "faster": faster / n,
             "coverage": covered / n,
         }
@@ -365,10 +372,10 @@ def until_table(rng, args, result) -> None:
     """compare.until's table, printed as each cell ends."""
     print("\n## compare.until (two targets, max_rounds 10)\n")
     print(
-        "| goal | CV | A/A rounds | A/A called | A/A coverage "
-        + "| true 5 %: rounds | faster | coverage |"
+        "| goal | CV | A/A rounds | A/A called | A/A coverage | A/A stopped early | called "
+        "then | called at the cap | true 5 %: rounds | faster | coverage |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for goal in args.goals:
         for cv in args.cv:
             cell = until_cell(rng, goal, cv, args)
@@ -376,7 +383,9 @@ def until_table(rng, args, result) -> None:
             aa, t5 = cell["aa"], cell["true5"]
             print(
                 f"| {_pct(goal)} | {_pct(cv)} | {aa['rounds_mean']:.1f} | {_pct(aa['called'])} | "
-                f"{_pct(aa['coverage'])} | {t5['rounds_mean']:.1f} | {_pct(t5['faster'])} | "
+                f"{_pct(aa['coverage'])} | {_pct(aa['stopped_early'])} | "
+                f"{_pct(aa['called_when_early'])} | {_pct(aa['called_at_cap'])} | "
+                f"{t5['rounds_mean']:.1f} | {_pct(t5['faster'])} | "
                 f"{_pct(t5['coverage'])} |",
                 flush=True,
             )

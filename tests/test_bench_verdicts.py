@@ -42,6 +42,7 @@ def test_at_next_to_no_noise_it_finds_the_difference_and_the_sameness(tmp_path):
     assert across["coverage"] >= 0.8
     (until,) = result["until"]
     assert until["aa"]["rounds_mean"] == 5  # the goal is met at once: MIN_ROUNDS_TO_STOP
+    assert until["aa"]["stopped_early"] == 1  # every A/A stopped before the cap
     assert until["true5"]["faster"] == 1
     assert across["controlled_coverage"] >= 0.8 and across["controlled_power_0.05"] == 1
 
