@@ -366,6 +366,12 @@ def ratio_words(row, prefix: str = "") -> str:
     )
 
 
+def _machines(row) -> str:
+    """ "epyc-...-aa8a / same": the row's machine and the first folder's side's."""
+    mine, theirs = row["machine"] or "-", row["reference_machine"]
+    return f"{mine} / same" if row["machine"] == theirs else f"{mine} / {theirs or '-'}"
+
+
 def _sides(row) -> str:
     """ "3 / 5": the row's runs and the other side's."""
     return f"{int(row['runs'])} / {int(row['reference_runs'])}"
@@ -397,15 +403,7 @@ def markdown(result: Comparison) -> str:
             {
                 "workload": rows["workload"],
                 "target": [r["target"] or r["reference_target"] for _, r in rows.iterrows()],
-                "machine (this / first)": [
-                    (r["machine"] or "-")
-                    + (
-                        " / same"
-                        if r["machine"] == r["reference_machine"]
-                        else f" / {r['reference_machine'] or '-'}"
-                    )
-                    for _, r in rows.iterrows()
-                ],
+                "machine (this / first)": [_machines(r) for _, r in rows.iterrows()],
                 "runs (this / first)": [_sides(r) for _, r in rows.iterrows()],
                 "images/s (this / first)": [
                     f"{number_text(r['images_per_s'])} / {number_text(r['reference_images_per_s'])}"
@@ -450,15 +448,7 @@ def markdown(result: Comparison) -> str:
             {
                 "workload": rows["workload"],
                 "target": rows["target"],
-                "machine (this / first)": [
-                    (r["machine"] or "-")
-                    + (
-                        " / same"
-                        if r["machine"] == r["reference_machine"]
-                        else f" / {r['reference_machine'] or '-'}"
-                    )
-                    for _, r in rows.iterrows()
-                ],
+                "machine (this / first)": [_machines(r) for _, r in rows.iterrows()],
                 "rounds with the control (this / first)": [_sides(r) for _, r in rows.iterrows()],
                 "ratio of ratios [interval]": [ratio_words(r) for _, r in rows.iterrows()],
                 "verdict": rows["verdict"],
