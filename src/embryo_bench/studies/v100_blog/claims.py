@@ -126,7 +126,7 @@ def speeds_claim(published: pd.DataFrame, ours: pd.DataFrame) -> Claim:
     they are absolute speeds of the post's Tesla V100; where a GPU target of ours ran those
     networks, ``ours`` gives its images/s beside them."""
     used = published[published["used"]]
-    gpu_systems = set(used.loc[used["metric"] == "gpu_utilisation", "system"])
+    gpu_systems = _gpu_systems(published)
     speeds = used[(used["metric"] == "throughput") & used["system"].isin(gpu_systems)]
     claim = "the GPU's training speeds (and augmentation's cost on it)"
     theirs = "; ".join(
@@ -243,7 +243,7 @@ def claims(published: pd.DataFrame, ours: pd.DataFrame, runs: pd.DataFrame) -> l
         ValueError: a target with two runs of a workload in one round.
     """
     used = published[published["used"]]
-    gpu_systems = set(used.loc[used["metric"] == "gpu_utilisation", "system"])
+    gpu_systems = _gpu_systems(published)
     small = f"{SEED}, For a small network, GPU Computing is hardly utilized"
     out = input_bound_claims(
         ours,
