@@ -19,6 +19,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import yaml
 from jsonschema import Draft202012Validator
 from scipy import stats
 
@@ -197,8 +198,6 @@ def reference_from(
 def reference_text(data: dict, outdirs: list[str], date: str) -> str:
     """The reference file's text: a header saying where it came from, then ``data`` as
     YAML."""
-    import yaml
-
     head = (
         f"# Written by embryo-bench compare --write-reference on {date} from {len(outdirs)} "
         "sessions' folders:\n"
