@@ -268,7 +268,8 @@ def until_cell(rng, goal, cv, args, max_rounds: int = 10) -> dict:
 
 
 def _pct(x: float) -> str:
-    return f"{100 * x:.1f} %"
+    """A fraction as a percentage; "-" where there is none (NaN: no such experiment)."""
+    return "-" if np.isnan(x) else f"{100 * x:.1f} %"
 
 
 def main(argv: list[str] | None = None) -> int:
