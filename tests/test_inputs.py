@@ -245,3 +245,62 @@ def test_process_workers_read_the_same_augmented_batches_as_threads(pngs):
     broken = ImageFiles([*paths[:-1], paths[0] + ".missing"], labels, SHAPE)
     with pytest.raises(DataError, match=r"\.missing: not a readable image"):
         list(TimedFeed(broken, BATCH, workers=2, use_multiprocessing=True).batches())
+
+
+def test_fixed_step_epochs_continue_through_passes_and_drop_each_pass_leftover(pngs):
+    """A study that counted steps (the V100 post's 8,000 a Keras epoch over 8,000 images; Wu
+    et al.'s 20,000 iterations): ``epoch_steps`` batches an epoch, drawn from passes that
+    follow one another across epochs, each pass reshuffled and its leftover dropped; fit
+    trains exactly that many steps an epoch."""
+    paths, pixels, labels = pngs
+    files = ImageFiles(paths, labels, SHAPE)
+    batch = 10  # 48 images: 4 whole batches a pass, 8 images left over
+    feed = TimedFeed(files, batch, seed=3, workers=2, epoch_steps=6)
+    assert feed.steps == 6
+    epoch1, epoch2 = list(feed.batches()), list(feed.batches())
+    assert [len(y) for _, y in epoch1 + epoch2] == [batch] * 12
+    x = np.concatenate([b[0] for b in epoch1 + epoch2])
+    # 12 batches = passes 1, 2 and 3 of 4 batches each, in their own orders
+    want = np.concatenate([pixels[feed.order(p)[: 4 * batch]] for p in (1, 2, 3)])
+    np.testing.assert_array_equal(x, want)
+    assert not np.array_equal(feed.order(1), feed.order(2))
+    with pytest.raises(ValueError, match="no whole batch"):
+        TimedFeed(files, N + 1, epoch_steps=2)
+
+    train = TimedFeed(files, BATCH, seed=3, workers=1, epoch_steps=9)  # 1.5 passes an epoch
+    import keras
+
+    from embryo_bench.training.epochs import fit_epochs
+
+    model = one_layer_model()
+    test = (np.zeros((8, *SHAPE), np.uint8), np.zeros(8, np.int32))
+    rows = fit_epochs(
+        model, (None, labels), test, batch_size=BATCH, epochs=2, seed=3, feed=train,
+        epoch_steps=9,
+    )  # fmt: skip
+    assert len(rows) == 2
+    assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 18
+    assert [r["images_per_s"] > 0 for r in rows] == [True, True]
+    with pytest.raises(ValueError, match="batches an epoch"):
+        fit_epochs(model, (None, labels), test, batch_size=BATCH, epochs=1, feed=train,
+                   epoch_steps=5)  # fmt: skip
+
+
+def test_arrays_in_memory_are_augmented_per_batch_as_keras_flow_did(pngs):
+    """minimaxir's CIFAR-10 CNN trains from ``ImageDataGenerator(width_shift_range=0.1,
+    height_shift_range=0.1, horizontal_flip=True).flow(x_train, y_train)``: arrays in
+    memory, each batch shifted and flipped per image, by the run's seed; the arrays
+    themselves are left as they were."""
+    _, pixels, labels = pngs
+    stored = pixels.copy()
+    augment = Augment(width_shift_range=0.25, height_shift_range=0.25, horizontal_flip=True)
+    plain = np.concatenate([b[0] for b in TimedFeed(ArrayImages(pixels, labels), BATCH).batches()])
+    feed = TimedFeed(ArrayImages(pixels, labels, augment), BATCH, seed=3, workers=2)
+    x = np.concatenate([b[0] for b in feed.batches()])
+    assert x.shape == plain.shape and x.dtype == np.uint8
+    order = feed.order(1)
+    changed = sum(not np.array_equal(a, b) for a, b in zip(x, pixels[order], strict=True))
+    assert changed > 0.75 * N  # a shift of 0-4 px or a flip moves almost every image
+    np.testing.assert_array_equal(pixels, stored)
+    again = TimedFeed(ArrayImages(pixels, labels, augment), BATCH, seed=3, workers=1)
+    np.testing.assert_array_equal(np.concatenate([b[0] for b in again.batches()]), x)

@@ -13,7 +13,6 @@ import time
 
 import numpy as np
 
-from ..errors import ConfigError
 from .backend import input_pipeline
 from .inputs import INPUT_WAIT_COLUMNS, add_input_wait, feed_errors
 
@@ -149,7 +148,8 @@ def fit_epochs(
         epochs: epochs to train. seed: the shuffle's seed.
         on_epoch: called with each finished epoch's row (e.g. to log and save progress).
         epoch_steps: batches per epoch from reshuffled passes, each pass's leftover dropped
-            (the original script); 0: one pass over ``train`` per epoch.
+            (the paper's original script; a study that counted steps); 0: one pass over
+            ``train`` per epoch. A ``feed`` must give as many (its ``steps``).
         test_subset: score a new random subset of this many test images after each epoch
             (the original script's test batch); 0: the whole test set.
         windows: if given, one row (:data:`WINDOW_COLUMNS`) is appended per throughput
@@ -160,9 +160,9 @@ def fit_epochs(
             no batch-end callback is used, which would make Keras wait for every step.
             ``model``'s ``steps_per_execution`` must divide ``window_steps`` (and
             ``epoch_steps``): :func:`steps_per_execution_for`.
-        feed: the training batches, ready (files mode:
-            :class:`embryo_bench.training.inputs.TimedFeed`, one pass over ``train`` an
-            epoch; ``train`` then gives only the labels' count); default: the in-memory
+        feed: the training batches, ready (files mode, or arrays augmented per batch:
+            :class:`embryo_bench.training.inputs.TimedFeed`, ``steps`` batches an epoch;
+            ``train`` then gives only the labels' count); default: the in-memory
             :func:`embryo_bench.backend.input_pipeline` over ``train``. A feed that times its
             waits (``waited_seconds``) adds each epoch's wait to its row
             (:func:`embryo_bench.training.inputs.add_input_wait`).
@@ -181,8 +181,8 @@ def fit_epochs(
 
     Raises:
         ValueError: the model's ``steps_per_execution`` does not divide ``window_steps``
-            or ``epoch_steps``.
-        ConfigError: ``epoch_steps`` with a files ``feed``.
+            or ``epoch_steps``, or a ``feed`` gives another number of batches an epoch
+            than ``epoch_steps``.
 
     The batches come from :func:`embryo_bench.training.backend.input_pipeline`, built once: one
     ``fit`` call per run, not per epoch, so the input pipelines are not rebuilt and torn
@@ -194,11 +194,8 @@ def fit_epochs(
     images_per_epoch = epoch_steps * batch_size if epoch_steps else len(train[1])
     if feed is None:
         feed = input_pipeline(*train, batch_size, shuffle=True, seed=seed, endless=epoch_steps > 0)
-    elif epoch_steps:
-        raise ConfigError(
-            f"train.original.epoch_steps {epoch_steps}: fixed-step epochs need memory input; "
-            "a files feed gives one pass over the images an epoch"
-        )
+    elif epoch_steps and feed.steps != epoch_steps:
+        raise ValueError(f"the feed gives {feed.steps} batches an epoch, not {epoch_steps}")
     waited = getattr(feed, "waited_seconds", None)
     # A workload without a test split (the text-generation scripts held none out): no
     # scoring, the test columns NaN.

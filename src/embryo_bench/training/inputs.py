@@ -223,15 +223,19 @@ class ImageFiles:
 
 @dataclass(frozen=True, eq=False)
 class ArrayImages:
-    """Images already in memory, read through a :class:`TimedFeed` (to measure the same wait
-    as a files feed's on data that needs no decoding).
+    """Images already in memory, read through a :class:`TimedFeed`: augmented per batch as
+    Keras 2's ``ImageDataGenerator.flow(x, y)`` did (002's cifar10_cnn.py: shifts of 0.1 and
+    horizontal flips on CIFAR-10's arrays), or, with no augmentation, to measure the same
+    wait as a files feed's on data that needs no decoding.
 
     Attributes:
         x: images, uint8 (N, H, W, C). y: labels, int (N,) (kept as int32).
+        augment: random transforms per image (:class:`Augment`), or None.
     """
 
     x: np.ndarray
     y: np.ndarray
+    augment: Augment | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "y", np.asarray(self.y, np.int32))
@@ -245,8 +249,15 @@ class ArrayImages:
         return len(self.y)
 
     def read(self, indices: np.ndarray, seed: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-        """The images and labels at ``indices`` (copies; ``seed`` unused)."""
-        return self.x[indices], self.y[indices]
+        """The images and labels at ``indices`` (copies), augmented with random parameters
+        from ``seed`` where :attr:`augment` is set: (uint8 (len(indices), H, W, C), int32
+        (len(indices),))."""
+        x = self.x[indices]
+        if self.augment:
+            rng = np.random.default_rng(list(seed))
+            for k in range(len(x)):
+                x[k] = self.augment.apply(x[k], rng)
+        return x, self.y[indices]
 
 
 # The source a process worker reads (set once per worker by the pool's initializer).
@@ -270,16 +281,23 @@ class TimedFeed:
     Args:
         source: what to read.
         batch_size: images per batch (an epoch's last batch may be smaller).
-        seed: the run's seed: epoch e's order is a permutation drawn from (seed, e), batch
-            i's augmentation from (seed, e, i), whichever worker reads it.
+        seed: the run's seed: pass p's order (p from 1) is a permutation drawn from
+            (seed, p), its batch i's augmentation from (seed, p, i), whichever worker reads
+            it.
         workers: threads (or processes) reading batches; also the most batches held ahead
             of the one the step trains on.
         use_multiprocessing: processes (forked) instead of threads. Threads suit Pillow,
             which decodes and transforms without holding the GIL.
-        shuffle: a new order every epoch; False: the stored order.
+        shuffle: a new order every pass; False: the stored order.
+        epoch_steps: batches an epoch, drawn from passes that follow one another across
+            epochs, each pass's leftover (fewer images than a batch) dropped: a study that
+            counted steps (the V100 post's 25 epochs of "8000 steps and 32 images per-step"
+            from Keras 2's endless generator; Wu et al.'s 20,000 iterations). 0: an epoch
+            is one pass, its last batch smaller where the images do not fill it.
 
     Raises:
-        ValueError: batch_size or workers below 1, or an empty source.
+        ValueError: batch_size or workers below 1, an empty source, or fixed-step epochs
+            over fewer images than a batch.
     """
 
     def __init__(
@@ -291,13 +309,20 @@ class TimedFeed:
         workers: int = 1,
         use_multiprocessing: bool = False,
         shuffle: bool = True,
+        epoch_steps: int = 0,
     ) -> None:
         if batch_size < 1 or workers < 1 or len(source) == 0:
             raise ValueError(
                 f"batch_size {batch_size} and workers {workers} must be >= 1, and the source "
                 f"must hold images ({len(source)})"
             )
+        if epoch_steps and len(source) < batch_size:
+            raise ValueError(
+                f"epoch_steps {epoch_steps}: a pass of {len(source)} images holds no whole "
+                f"batch of {batch_size}"
+            )
         self.source, self.batch_size, self.seed = source, batch_size, seed
+        self.epoch_steps = epoch_steps
         self.workers, self.use_multiprocessing, self.shuffle = workers, use_multiprocessing, shuffle
         self.epochs_read = 0  # epochs whose every batch was handed out
         self.failure: EmbryoBenchError | None = None  # the error a batch was read with
@@ -306,15 +331,23 @@ class TimedFeed:
 
     @property
     def steps(self) -> int:
-        """Batches per epoch."""
-        return -(-len(self.source) // self.batch_size)
+        """Batches per epoch: ``epoch_steps``, else one pass's."""
+        return self.epoch_steps or -(-len(self.source) // self.batch_size)
 
     def order(self, epoch: int) -> np.ndarray:
-        """The image indices in epoch ``epoch``'s order (epochs count from 1)."""
+        """The image indices in pass ``epoch``'s order (passes count from 1; without
+        ``epoch_steps`` a pass is an epoch)."""
         n = len(self.source)
         if not self.shuffle:
             return np.arange(n)
         return np.random.default_rng([self.seed, epoch]).permutation(n)
+
+    def _batch_at(self, epoch: int, i: int) -> tuple[int, int]:
+        """(pass from 1, batch within that pass) of epoch ``epoch``'s batch ``i``."""
+        if not self.epoch_steps:
+            return epoch, i
+        p, j = divmod((epoch - 1) * self.epoch_steps + i, len(self.source) // self.batch_size)
+        return p + 1, j
 
     def waited_seconds(self) -> float:
         """Seconds the consumer (the training step) has waited for batches so far, over all
@@ -345,15 +378,16 @@ class TimedFeed:
                 batch is taken.
         """
         epoch = self.epochs_read + 1
-        order = self.order(epoch)
+        orders = functools.lru_cache(maxsize=2)(self.order)
         steps, size = self.steps, self.batch_size
         read = _read_in_worker if self.use_multiprocessing else self.source.read
         pool = self._pool()
         pending: deque = deque()
 
         def submit(i: int) -> None:
+            p, j = self._batch_at(epoch, i)
             pending.append(
-                pool.submit(read, order[i * size : (i + 1) * size], (self.seed, epoch, i))
+                pool.submit(read, orders(p)[j * size : (j + 1) * size], (self.seed, p, j))
             )
 
         try:

@@ -84,7 +84,7 @@ from .epochs import (
     steps_per_execution_for,
 )
 from .history import input_wait_summary, summarise, window_summary
-from .inputs import Augment, ImageFiles, TimedFeed
+from .inputs import ArrayImages, Augment, ImageFiles, TimedFeed
 
 log = logging.getLogger(__name__)
 
@@ -327,29 +327,37 @@ def _check_batch(spec: RunSpec, n: int) -> None:
     )
 
 
-def files_feed(session: Session) -> TimedFeed | None:
-    """The training batches of a workload's ``files`` input mode: its ``train/`` image files
-    (``embryo-bench workload-files``) decoded, and augmented as its study's generator did,
-    by ``workers`` threads (:class:`embryo_bench.training.inputs.TimedFeed`, which times how
-    long the steps wait); None for memory input.
+def input_feed(session: Session) -> TimedFeed | None:
+    """The training batches of a workload read through a :class:`TimedFeed` (which times how
+    long the steps wait), by ``workers`` threads, ``epoch_steps`` batches an epoch where the
+    run has fixed-step epochs: for the ``files`` input mode its ``train/`` image files
+    (``embryo-bench workload-files``) decoded, and augmented as its study's generator did;
+    for memory input with augmentation (``augment: true``) its arrays augmented per batch,
+    as Keras 2's ``ImageDataGenerator.flow`` did (002's cifar10_cnn.py). None for memory
+    input without augmentation (the in-memory pipeline).
 
     Raises:
         DataError: the folder is missing, or holds other labels than the arrays.
     """
+    spec, w = session.spec, session.spec.workload
+    augment = Augment(**w.augmentation) if w is not None and w.augmentation else None
     if session.spec.input_mode != "files":
-        return None
-    w = session.spec.workload
-    if session.files is None:
-        raise DataError(f"run {session.spec.target}: workload {w.name} reads files: no folder")
-    paths, labels, _ = list_image_folder(session.files / "train")
-    if len(labels) != len(session.data["y_train"]):
-        raise DataError(
-            f"{session.files / 'train'}: {len(labels)} images; the workload's arrays hold "
-            f"{len(session.data['y_train'])} training samples"
-        )
-    augment = Augment(**w.augmentation) if w.augmentation else None
-    source = ImageFiles([str(p) for p in paths], labels, w.input_shape, augment)
-    return TimedFeed(source, session.spec.batch_size, seed=session.spec.seed, workers=w.workers)
+        if augment is None:
+            return None
+        source = ArrayImages(session.data["x_train"], session.data["y_train"], augment)
+    else:
+        if session.files is None:
+            raise DataError(f"run {spec.target}: workload {w.name} reads files: no folder")
+        paths, labels, _ = list_image_folder(session.files / "train")
+        if len(labels) != len(session.data["y_train"]):
+            raise DataError(
+                f"{session.files / 'train'}: {len(labels)} images; the workload's arrays hold "
+                f"{len(session.data['y_train'])} training samples"
+            )
+        source = ImageFiles([str(p) for p in paths], labels, w.input_shape, augment)
+    return TimedFeed(
+        source, spec.batch_size, seed=spec.seed, workers=w.workers, epoch_steps=spec.epoch_steps
+    )
 
 
 def train_epochs(session: Session, out_dir: str | Path | None = None) -> pd.DataFrame:
@@ -394,7 +402,7 @@ def train_epochs(session: Session, out_dir: str | Path | None = None) -> pd.Data
             epoch_steps=spec.epoch_steps,
             test_subset=spec.test_subset,
             windows=session.windows,
-            feed=files_feed(session),
+            feed=input_feed(session),
             energy=energy,
         )
     finally:
