@@ -106,6 +106,26 @@ def test_a_workload_trains_from_its_arrays_in_memory(tmp_path):
 
 @pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
+def test_augmented_arrays_in_fixed_step_epochs_train_the_steps_asked_and_time_their_wait(
+    tmp_path,
+):
+    """A workload trained as the V100 post's tutorial was (an endless augmenting generator,
+    epochs of a fixed step count) from arrays in memory: each epoch trains epoch_steps
+    batches, metrics.json says so (images_per_epoch = steps x batch), and the augmented
+    feed's wait is measured (memory input without augmentation measures none)."""
+    spec = _spec({**CATSDOGS, "augment": True, "epoch_steps": 9})
+    assert spec.epoch_steps == 9 and spec.workload.augmentation
+    proc = _train(tmp_path, spec, _arrays(tmp_path, spec), "run")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    metrics = _metrics(tmp_path, "run")
+    assert (metrics["epoch_steps"], metrics["images_per_epoch"]) == (9, 9 * 16)
+    assert metrics["input_mode"] == "memory" and metrics["input_wait"]["seconds"] is not None
+    history = pd.read_csv(tmp_path / "run" / "history.csv")
+    assert len(history) == 2 and history["input_wait_seconds"].notna().all()
+
+
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
+@pytest.mark.slow
 def test_several_steps_a_call_record_their_number_and_train_the_same_history(tmp_path):
     """100 samples in batches of 4: 25 steps an epoch, windows of 2, so 2 steps a call (the
     last call of an epoch one); ``train.steps_per_execution: 1`` gives Keras's one. Both

@@ -140,6 +140,11 @@ def test_a_user_model_by_module_path(tmp_path, monkeypatch):
         ({"name": "catsdogs-cnn"}, "set path: to a folder holding it, or data: synthetic"),
         ({"name": "mnist-mlp", "dataset": "no-such-data", "model": OWN_MODEL},
          "dataset: "),
+        ({"name": "mnist-mlp", "data": "synthetic", "augment": True},
+         "workloads[0] (mnist-mlp): augment: true: its catalog entry gives none"),
+        ({"name": "imdb-fasttext", "data": "synthetic", "augment": True},
+         "augment: true: imdb holds sequences"),
+        ({"name": "paper", "epoch_steps": 10}, "workloads[0] (paper): epoch_steps set"),
     ],
 )  # fmt: skip
 def test_a_bad_workload_is_one_line_naming_it(entry, message):
@@ -572,3 +577,66 @@ def test_the_trainer_knows_every_input_kind_and_refuses_another_kinds_input():
     paper = _kinds_plan().spec("host-1cpu", 1)
     with pytest.raises(ConfigError, match="trains on shards, given arrays to train on"):
         train.setup(paper, TrainingInput(INPUT_ARRAYS, ("x.npz",)), {})
+
+
+def test_where_a_study_counted_steps_an_epoch_is_its_steps_and_keeps_its_images():
+    """The V100 post's tutorial trains 25 epochs of "8000 steps and 32 images per-step" from
+    an endless generator over 8,000 images; Wu et al. 20,000 iterations of 50 (Table II),
+    the same 18.18 passes at batch 500 and 5,000 (Table XV). A configuration's epoch_steps
+    wins; 0 is one pass an epoch (a subset of the data, the short forms)."""
+    synthetic = {"data": "synthetic", "train_samples": 8000, "test_samples": 2000}
+    p = plan(workloads=[
+        {"name": "catsdogs-cnn", **synthetic},
+        {"name": "catsdogs-64", "catalog": "catsdogs-cnn", "batch_size": 64, **synthetic},
+        {"name": "catsdogs-pass", "catalog": "catsdogs-cnn", "epoch_steps": 0, **synthetic},
+        {"name": "tf-mnist-deep", "data": "synthetic"},
+        {"name": "tf-mnist-deep-bs500", "catalog": "tf-mnist-deep", "batch_size": 500,
+         "data": "synthetic"},
+        {"name": "mnist-mlp", "data": "synthetic"},
+    ])  # fmt: skip
+
+    def spec(name: str) -> RunSpec:
+        return p.spec(*p.workload_runs(name)[0], name)
+
+    cats = spec("catsdogs-cnn")
+    assert (cats.epochs, cats.epoch_steps, cats.batch_size) == (25, 8000, 32)
+    assert spec("catsdogs-64").epoch_steps == 4000  # 256,000 images an epoch at batch 64
+    assert spec("catsdogs-pass").epoch_steps == 0
+    wu = spec("tf-mnist-deep")
+    assert wu.epochs * wu.epoch_steps == 20000 and wu.batch_size == 50
+    wu500 = spec("tf-mnist-deep-bs500")
+    assert wu500.epochs * wu500.epoch_steps * 500 == 20000 * 50
+    assert spec("mnist-mlp").epoch_steps == 0  # his script counts epochs
+
+
+def test_augment_chooses_whether_a_workloads_batches_are_augmented_from_files_or_memory():
+    """The study's augmentation (its catalog entry's) where the workload augments: by
+    default from files, not from memory (the model alone); ``augment: true`` augments the
+    arrays in memory (minimaxir's CIFAR-10 CNN from ImageDataGenerator.flow), ``augment:
+    false`` decodes files without it."""
+    synthetic = {"data": "synthetic", "train_samples": 512, "test_samples": 128}
+    p = plan(workloads=[
+        {"name": "cifar10-cnn", **synthetic},
+        {"name": "cifar10-aug", "catalog": "cifar10-cnn", "augment": True, **synthetic},
+        {"name": "cifar10-files", "catalog": "cifar10-cnn", "input": "files", **synthetic},
+        {"name": "cifar10-plain", "catalog": "cifar10-cnn", "input": "files",
+         "augment": False, **synthetic},
+    ])  # fmt: skip
+
+    def augmentation(name: str) -> dict:
+        return dict(p.spec(*p.workload_runs(name)[0], name).workload.augmentation)
+
+    his = {"width_shift_range": 0.1, "height_shift_range": 0.1, "horizontal_flip": True}
+    assert augmentation("cifar10-cnn") == {} and augmentation("cifar10-plain") == {}
+    assert augmentation("cifar10-aug") == his == augmentation("cifar10-files")
+
+
+def test_minimaxirs_cifar10_cnn_trains_augmented_as_his_script_did():
+    """His cifar10_cnn.py trains from ImageDataGenerator(width_shift_range=0.1,
+    height_shift_range=0.1, horizontal_flip=True): the study's configuration augments."""
+    from embryo_bench.vocabulary.config import read_config_files
+
+    config, sources = read_config_files([REPO / "config" / "minimaxir.yaml"])
+    p = Plan.from_config(config, hardware_check="none", on_this_machine=False, sources=sources)
+    w = p.spec(*p.workload_runs("cifar10-cnn")[0], "cifar10-cnn").workload
+    assert dict(w.augmentation)["horizontal_flip"] is True and w.input_mode == "memory"

@@ -312,7 +312,7 @@ class Plan:
             learning_rate=w.learning_rate,
             preprocessing=None,
             workload=w.spec,
-            **variant_settings({"variant": "keras"}),
+            **{**variant_settings({"variant": "keras"}), "epoch_steps": w.epoch_steps},
         )
 
     def report_targets(self) -> dict[str, dict]:

@@ -81,6 +81,10 @@ class Workload:
         data: how its arrays are made; None for the paper's.
         epochs, batch_size, learning_rate: its recipe, with the entry's overrides; None for
             the paper's (the targets' and ``train:``'s).
+        epoch_steps: batches an epoch where its study counted steps (the entry's, else its
+            catalog recipe's at the recipe's batch size, scaled to keep an epoch's images);
+            0: an epoch is one pass over its training samples (and the paper's, whose
+            ``train.variant`` decides).
         source: where the model and recipe come from (study, script), or :data:`OWN_MODEL`.
         parameters: the trainable parameter count its source gives (None: not given).
         accuracy_target: the test accuracy (0-1] its runs' time to accuracy is measured to:
@@ -105,6 +109,7 @@ class Workload:
     epochs: int | None = None
     batch_size: int | None = None
     learning_rate: float | None = None
+    epoch_steps: int = 0
     source: str = ""
     parameters: int | None = None
     accuracy_target: float | None = None
@@ -394,6 +399,14 @@ def resolve_workload(entry: dict, index: int, train: dict) -> Workload:
             f"{where}: input files: {dataset_name} holds {ds.kind}, not images; expected "
             "input: memory"
         )
+    augment = entry.get("augment", entry["input"] == "files")
+    augmentation = dict(base.augmentation) if base and augment else {}
+    if entry.get("augment") and not (images and augmentation):
+        why = f"{dataset_name} holds {ds.kind}" if not images else "its catalog entry gives none"
+        raise ConfigError(
+            f"{where}: augment: true: {why}; expected augment: false, or a catalog workload "
+            "whose study augmented images"
+        )
     if entry["data"] == "real" and not entry.get("path") and not ds.files:
         raise ConfigError(
             f"{where}: dataset {dataset_name} cannot be downloaded (no public copy); set "
@@ -438,6 +451,12 @@ def resolve_workload(entry: dict, index: int, train: dict) -> Workload:
                               ("learning_rate", learning_rate)) if v is None]  # fmt: skip
     if missing:
         raise ConfigError(f"{where}: a model of your own needs {', '.join(missing)}")
+    epoch_steps = entry.get("epoch_steps")
+    if epoch_steps is None:
+        # The study's fixed epoch, its images kept at another batch size (003's Table XV
+        # ran the same 18.18 epochs at batch 50, 500 and 5,000).
+        steps = recipe.epoch_steps if recipe else 0
+        epoch_steps = -(-steps * recipe.batch_size // batch_size) if steps else 0
     spec = WorkloadSpec(
         name=name,
         model=entry.get("model") or base.model,
@@ -451,7 +470,7 @@ def resolve_workload(entry: dict, index: int, train: dict) -> Workload:
         input_mode=entry["input"],
         workers=entry["workers"],
         optimizer_options=dict(recipe.optimizer_options) if recipe else {},
-        augmentation=dict(base.augmentation) if base and entry["input"] == "files" else {},
+        augmentation=augmentation,
         # Token ids are below it: the workload's, else the dataset's (imdb-fasttext's
         # embedding is sized by its data: the dataset's 20,000 words, no bigrams).
         vocabulary=(base.vocabulary if base else 0) or ds.vocabulary,
@@ -476,6 +495,7 @@ def resolve_workload(entry: dict, index: int, train: dict) -> Workload:
         epochs=epochs,
         batch_size=batch_size,
         learning_rate=float(learning_rate),
+        epoch_steps=epoch_steps,
         source=base.source if base and not entry.get("model") else OWN_MODEL,
         parameters=base.parameters if base and not entry.get("model") else None,
         catalog=entry.get("catalog") or ("" if entry.get("model") else name),

@@ -59,7 +59,7 @@ RECIPE_SCHEMA = {
         "learning_rate": {"type": "number", "exclusiveMinimum": 0},
         "batch_size": {"type": "integer", "minimum": 1},
         "epochs": {"type": "integer", "minimum": 1},
-        "steps": {"type": "integer", "minimum": 0, "default": 0},
+        "epoch_steps": {"type": "integer", "minimum": 0, "default": 0},
         "loss": {"enum": list(LOSSES), "default": LOSSES[0]},
         "from_logits": {"type": "boolean", "default": False},
         "optimizer_options": {
@@ -141,9 +141,11 @@ class Recipe:
         learning_rate: its (initial) learning rate.
         batch_size: images (or sequences) a step.
         epochs: epochs as the study ran them (Keras's ``epochs``; where the study counted
-            steps, the passes over the training set its steps make, rounded up).
-        steps: >0 where the study counted training steps, not epochs (003: 20,000 on MNIST);
-            004's tutorial ran 25 Keras epochs of 8,000 steps each: 200,000.
+            steps, the epochs of ``epoch_steps`` its steps make).
+        epoch_steps: >0 where the study counted training steps: batches an epoch, from
+            passes over the training set that follow one another (004's tutorial: 25 Keras
+            epochs of 8,000 steps; 003's 20,000 MNIST iterations: 20 epochs of 1,000); 0: an
+            epoch is one pass.
         loss: one of :data:`LOSSES`.
         optimizer_options: further optimizer arguments, e.g. ``(("epsilon", 1e-8),)``; see
             :data:`RECIPE_SCHEMA` for the decay entries.
@@ -155,7 +157,7 @@ class Recipe:
     learning_rate: float
     batch_size: int
     epochs: int
-    steps: int = 0
+    epoch_steps: int = 0
     loss: str = LOSSES[0]
     optimizer_options: tuple[tuple[str, float | bool], ...] = ()
     from_logits: bool = False
@@ -251,7 +253,7 @@ def _workload(name: str, entry: dict, where: str) -> Workload:
             learning_rate=float(recipe["learning_rate"]),
             batch_size=recipe["batch_size"],
             epochs=recipe["epochs"],
-            steps=recipe["steps"],
+            epoch_steps=recipe["epoch_steps"],
             loss=recipe["loss"],
             from_logits=recipe["from_logits"],
             optimizer_options=_options(recipe["optimizer_options"]),
