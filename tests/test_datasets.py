@@ -249,6 +249,35 @@ def test_imdb_npz(www, tmp_path):
     assert x_train.dtype == np.int32 and info["vocabulary"] == 20000
 
 
+def test_imdb_fasttext_appends_the_training_sets_bigrams_as_its_script_did(www, tmp_path):
+    """minimaxir's imdb_fasttext.py (Keras 2.0's example, ngram_range = 2): each review's
+    bigrams that occur in the training set appended as ids from 20,001 on, then padded and
+    truncated at the front; the vocabulary (max_features) is 20,001 + the distinct training
+    bigrams. Here the ids are numbered in sorted order (the script's set order is
+    CPython's), so they are known."""
+    imdb_npz(www[0] / "imdb.npz")
+    (x_train, _, x_test, _), info = fetch_and_prepare(
+        "imdb", www, tmp_path, shape=(8,), ngram_range=2
+    )
+    # load_data's ids: [1, 8, 2, 10], [1, 4, 5, 6, 7, 8, 9], [1], [1, 43, 44]: 11 distinct
+    # bigrams, sorted: (1,4) (1,8) (1,43) (2,10) (4,5) (5,6) (6,7) (7,8) (8,2) (8,9) (43,44)
+    assert info["vocabulary"] == 20001 + 11 and info["ngram_range"] == 2
+    rng = np.random.RandomState(113)
+    order_train, order_test = rng.permutation(4), rng.permutation(2)
+    rows = {
+        0: [0, 1, 8, 2, 10, 20002, 20009, 20004],
+        1: [8, 9, 20001, 20005, 20006, 20007, 20008, 20010],  # 7 ids + 6 bigrams: the last 8
+        2: [0, 0, 0, 0, 0, 0, 0, 1],
+        3: [0, 0, 0, 1, 43, 44, 20003, 20011],
+    }
+    assert x_train.tolist() == [rows[i] for i in order_train]
+    # A test review's bigrams that the training set never had are not added.
+    test = {0: [0, 0, 0, 0, 0, 0, 1, 12], 1: [0, 0, 1, 103, 203, 303, 403, 503]}
+    assert x_test.tolist() == [test[i] for i in order_test]
+    with pytest.raises(ConfigError, match="ngram_range 2; n-grams are made of IMDb"):
+        datasets.prepare("mnist", {}, tmp_path / "m.npz", ngram_range=2)
+
+
 def test_imdb_num_words_cut(tmp_path):
     imdb_npz(tmp_path / "imdb.npz")
     x, *_ = imdb.load_npz(tmp_path / "imdb.npz", maxlen=3, num_words=8)

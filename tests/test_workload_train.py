@@ -126,6 +126,30 @@ def test_augmented_arrays_in_fixed_step_epochs_train_the_steps_asked_and_time_th
 
 @pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
 @pytest.mark.slow
+def test_real_imdb_fasttext_trains_an_embedding_of_its_datas_bigram_vocabulary(tmp_path):
+    """With real IMDb (an imdb.npz in Keras's format, made here), imdb-fasttext's arrays
+    carry each review's training-set bigrams and the model's embedding has the data's
+    20,001 + distinct-bigram rows: 50 x vocabulary + 51 parameters, as his script's."""
+    from embryo_bench.data import datasets
+
+    reviews = [[5, 19998, 7], [1, 2, 3, 4, 5, 6], [8], [40, 41]]
+    x = np.empty(4, dtype=object)
+    for i, review in enumerate(reviews):
+        x[i] = review
+    imdb = tmp_path / "imdb.npz"
+    np.savez_compressed(imdb, x_train=x, y_train=np.array([1, 0, 1, 0]), x_test=x[:2],
+                        y_test=np.array([0, 1]))  # fmt: skip
+    arrays = tmp_path / "arrays.npz"
+    spec = _spec({"name": "imdb-fasttext", "epochs": 1, "batch_size": 2})
+    info = datasets.prepare("imdb", {"imdb.npz": imdb}, arrays, shape=(400,), ngram_range=2)
+    assert spec.workload.vocabulary == 0 and info["vocabulary"] > 20_001
+    proc = _train(tmp_path, spec, arrays, "run")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert _metrics(tmp_path, "run")["parameter_count"] == 50 * info["vocabulary"] + 51
+
+
+@pytest.mark.ci_step("workflows", "an end-to-end workflow run (minutes)")
+@pytest.mark.slow
 def test_several_steps_a_call_record_their_number_and_train_the_same_history(tmp_path):
     """100 samples in batches of 4: 25 steps an epoch, windows of 2, so 2 steps a call (the
     last call of an epoch one); ``train.steps_per_execution: 1`` gives Keras's one. Both

@@ -145,6 +145,10 @@ def test_a_user_model_by_module_path(tmp_path, monkeypatch):
         ({"name": "imdb-fasttext", "data": "synthetic", "augment": True},
          "augment: true: imdb holds sequences"),
         ({"name": "paper", "epoch_steps": 10}, "workloads[0] (paper): epoch_steps set"),
+        ({"name": "mnist-mlp", "data": "synthetic", "vocabulary": 100},
+         "workloads[0] (mnist-mlp): vocabulary 100: mnist holds images"),
+        ({"name": "imdb-bilstm", "vocabulary": 100},
+         "vocabulary 100: the real data's count decides"),
     ],
 )  # fmt: skip
 def test_a_bad_workload_is_one_line_naming_it(entry, message):
@@ -640,3 +644,28 @@ def test_minimaxirs_cifar10_cnn_trains_augmented_as_his_script_did():
     p = Plan.from_config(config, hardware_check="none", on_this_machine=False, sources=sources)
     w = p.spec(*p.workload_runs("cifar10-cnn")[0], "cifar10-cnn").workload
     assert dict(w.augmentation)["horizontal_flip"] is True and w.input_mode == "memory"
+
+
+def test_imdb_fasttexts_vocabulary_is_its_datas_or_a_setting_for_synthetic_ids():
+    """His imdb_fasttext.py sizes the embedding by the data (20,001 + the training set's
+    distinct bigrams): real data is made with its bigrams and the trainer takes the data's
+    count (the spec's 0); synthetic ids have no bigrams, so their vocabulary is a setting
+    (default the dataset's 20,000 words), written into the data job's params only where set
+    (every other workload's data keeps its params)."""
+    p = plan(workloads=[
+        {"name": "imdb-fasttext"},
+        {"name": "fasttext-sized", "catalog": "imdb-fasttext", "data": "synthetic",
+         "vocabulary": 1_000_000},
+        {"name": "fasttext-words", "catalog": "imdb-fasttext", "data": "synthetic"},
+        {"name": "imdb-bilstm"},
+    ])  # fmt: skip
+    real = p.workloads["imdb-fasttext"]
+    assert real.spec.vocabulary == 0 and real.data.to_dict()["ngram_range"] == 2
+    sized = p.workloads["fasttext-sized"]
+    assert sized.spec.vocabulary == 1_000_000 == sized.data.to_dict()["vocabulary"]
+    assert "ngram_range" not in sized.data.to_dict()
+    words = p.workloads["fasttext-words"].data.to_dict()
+    assert p.workloads["fasttext-words"].spec.vocabulary == 20_000
+    assert "vocabulary" not in words and "ngram_range" not in words
+    bilstm = p.workloads["imdb-bilstm"]
+    assert bilstm.spec.vocabulary == 20_000 and "ngram_range" not in bilstm.data.to_dict()

@@ -484,7 +484,13 @@ def cmd_workload_data(p):
                     "train_samples and test_samples for its synthetic data"
                 )
             info = datasets.prepare_synthetic(
-                ds.name, a.out, n_train=n_train, n_test=n_test, seed=d["seed"], shape=shape
+                ds.name,
+                a.out,
+                n_train=n_train,
+                n_test=n_test,
+                seed=d["seed"],
+                shape=shape,
+                vocabulary=d.get("vocabulary", 0),
             )
         else:
             if ds.files:
@@ -507,6 +513,7 @@ def cmd_workload_data(p):
                 limit_train=d["train_samples"],
                 limit_test=d["test_samples"],
                 shape=shape,
+                ngram_range=d.get("ngram_range", 1),
             )
         label = f"{ds.name}" + (" (SYNTHETIC)" if d["synthetic"] else "")
         write_json(a.info, {**info, "workload": a.workload, "label": label})

@@ -322,12 +322,15 @@ def load_run_arrays(spec: RunSpec, arrays: str | os.PathLike) -> dict:
 
     Returns:
         ``x_train``, ``y_train``, ``x_test``, ``y_test`` (as :func:`read_arrays`; ``x_train``
-        empty, of the samples' shape, in files mode).
+        empty, of the samples' shape, in files mode), and ``vocabulary``: token ids are below
+        it (int; the spec's, else the arrays' own where the data decides it, as
+        imdb-fasttext's bigrams do; 0 for images).
 
     Raises:
         DataError: the arrays are missing, damaged (an array declaring more than the file
             holds is refused before it is read: :func:`embryo_bench.data.npzcheck.check_npz`)
-            or not the workload's shape.
+            or not the workload's shape, or token ids at or above the vocabulary (or none
+            recorded where the spec leaves it to the data).
     """
     w = spec.workload
     # Headers first: a damaged one would have numpy allocate what it declares.
@@ -345,9 +348,29 @@ def load_run_arrays(spec: RunSpec, arrays: str | os.PathLike) -> dict:
                 f"{arrays}: {name} holds labels {int(y.min())}..{int(y.max())}; workload "
                 f"{w.name} has {w.classes} classes (labels 0..{w.classes - 1})"
             )
+    vocabulary = 0
+    if w.input_dtype == "int32":
+        vocabulary = w.vocabulary or int(read_info(arrays).get("vocabulary") or 0)
+        if not vocabulary:
+            raise DataError(
+                f"{arrays}: no vocabulary recorded; workload {w.name}'s embedding is sized by "
+                "its data's (expected the arrays of its workload_data rule)"
+            )
+        top = max((int(x.max()) for x in (x_train, x_test) if x.size), default=0)
+        if top >= vocabulary:
+            raise DataError(
+                f"{arrays}: token id {top}; workload {w.name}'s vocabulary is {vocabulary} "
+                f"(ids 0..{vocabulary - 1})"
+            )
     if w.input_mode == "files":
         # The training images come from files: not held in memory as well (an empty array
         # of their own: a slice ``x_train[:0]`` would keep the whole array alive); the test
         # set is scored from memory.
         x_train = np.empty((0, *x_train.shape[1:]), x_train.dtype)
-    return {"x_train": x_train, "y_train": y_train, "x_test": x_test, "y_test": y_test}
+    return {
+        "x_train": x_train,
+        "y_train": y_train,
+        "x_test": x_test,
+        "y_test": y_test,
+        "vocabulary": vocabulary,
+    }

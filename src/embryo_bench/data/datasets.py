@@ -139,6 +139,7 @@ def prepare(
     limit_test: int = 0,
     shape: tuple[int, ...] | None = None,
     vocabulary: int = 0,
+    ngram_range: int = 1,
 ) -> dict:
     """Parse a dataset's files into a prepared-arrays file (:mod:`.arrays`), atomically.
 
@@ -157,6 +158,10 @@ def prepare(
             mnist/cifar10 images centrally cropped to it, sequences padded/cut to (T,).
         vocabulary: imdb: word ids from this up become the out-of-vocabulary id (0: the
             dataset's 20,000).
+        ngram_range: imdb: above 1, each review's n-grams of 2..``ngram_range`` ids appended
+            as new ids, as minimaxir's imdb_fasttext.py did (:func:`.imdb.load_npz_ngrams`);
+            the info's ``vocabulary`` is then the ids' bound (20,001 + the training set's
+            distinct n-grams).
 
     Returns:
         the info written: ``dataset``, ``synthetic`` (False), ``inputs`` (each file's path,
@@ -166,7 +171,7 @@ def prepare(
 
     Raises:
         ConfigError: an unknown name, "embryo", a file missing from ``files``, a shape the
-            loader cannot give.
+            loader cannot give, n-grams asked of a dataset that is not IMDb's.
         DataError: a damaged input (naming it and what was expected), files that hold no
             training sample, or class names that cannot be folder names
             (:func:`.classnames.check_class_names`: CIFAR-10's ``batches.meta.txt``, an image
@@ -177,6 +182,11 @@ def prepare(
     check_loadable(ds)
     shape = _sample_shape(ds, shape)
     vocabulary = vocabulary or ds.vocabulary
+    if ngram_range > 1 and ds.format != "imdb-npz":
+        raise ConfigError(
+            f"dataset {name!r}: ngram_range {ngram_range}; n-grams are made of IMDb's word ids "
+            "only (format imdb-npz)"
+        )
     needed = [FOLDER] if FORMATS[ds.format].folder else [f.name for f in ds.files]
     missing = [key for key in needed if key not in files]
     if missing:
@@ -197,9 +207,21 @@ def prepare(
                 "bytes": path.stat().st_size,
                 "sha256": sha256_file(path),
             }
-    arrays, names = _load(
-        ds, {k: Path(v) for k, v in files.items()}, shape, vocabulary, limit_train, limit_test
-    )
+    if ngram_range > 1:
+        # n-grams change the vocabulary, which the other loaders do not give back: read here.
+        arrays, vocabulary = imdb.load_npz_ngrams(
+            files["imdb.npz"],
+            maxlen=shape[0],
+            num_words=vocabulary,
+            ngram_range=ngram_range,
+            limit_train=limit_train,
+            limit_test=limit_test,
+        )
+        names = None
+    else:
+        arrays, names = _load(
+            ds, {k: Path(v) for k, v in files.items()}, shape, vocabulary, limit_train, limit_test
+        )
     if not len(arrays[1]):
         # An empty training set would be written as if complete, and every run refused.
         read = ", ".join(str(v["path"]) for v in inputs.values())
@@ -215,6 +237,7 @@ def prepare(
         "vocabulary": vocabulary if ds.kind == "sequences" else 0,
         "limit_train": limit_train,
         "limit_test": limit_test,
+        **({"ngram_range": ngram_range} if ngram_range > 1 else {}),
     }
     return write_arrays(out, *arrays, info)
 
@@ -227,9 +250,12 @@ def prepare_synthetic(
     n_test: int,
     seed: int,
     shape: tuple[int, ...] | None = None,
+    vocabulary: int = 0,
 ) -> dict:
     """Write SYNTHETIC arrays of dataset ``name``'s sample shape (or ``shape``), dtype,
-    classes and vocabulary (:func:`embryo_bench.data.arrays.write_synthetic`).
+    classes and vocabulary (or ``vocabulary``: token ids below it, for a workload whose real
+    data has more, such as imdb-fasttext's bigrams) (:func:`embryo_bench.data.arrays.
+    write_synthetic`).
 
     Returns:
         the info written (``synthetic`` True).
@@ -247,6 +273,6 @@ def prepare_synthetic(
         n_train,
         n_test,
         seed,
-        vocabulary=ds.vocabulary,
+        vocabulary=vocabulary or ds.vocabulary,
         dataset=name,
     )

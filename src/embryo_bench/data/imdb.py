@@ -171,33 +171,93 @@ def _read_member(path: Path, zf: zipfile.ZipFile, key: str) -> np.ndarray:
     return array.view(np.ndarray)
 
 
+def _words(path: Path, key: str, i: int, review, keep: int | None = None) -> np.ndarray:
+    """One review's word ids as stored (its last ``keep`` where given), int64 (n,).
+
+    Raises:
+        DataError: naming ``path`` and the review: not a list of non-negative ints.
+    """
+    if type(review) is not list:
+        raise DataError(
+            f"{path}: {key}[{i}] is {type(review).__name__}; expected a list of word ids"
+        )
+    try:
+        part = review if keep is None else review[-keep:]
+        words = np.array(part) if part else np.zeros(0, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        words = None
+    if (
+        words is None
+        or words.ndim != 1
+        or words.dtype.kind != "i"
+        or (len(words) and words.min() < 0)
+    ):
+        raise DataError(
+            f"{path}: {key}[{i}] holds {review[:5]!r}...; expected non-negative int word ids"
+        )
+    return words
+
+
 def _pad(path: Path, key: str, reviews: np.ndarray, maxlen: int, num_words: int) -> np.ndarray:
     """``load_data``'s ids, then ``pad_sequences``'s padding and truncation, as int32
     (N, maxlen); ``reviews`` already in load_data's shuffled order."""
     out = np.zeros((len(reviews), maxlen), dtype=np.int32)
     for i, review in enumerate(reviews):
-        if type(review) is not list:
-            raise DataError(
-                f"{path}: {key}[{i}] is {type(review).__name__}; expected a list of word ids"
-            )
-        try:
-            words = np.array(review[-maxlen:]) if review else np.zeros(0, dtype=np.int64)
-        except (TypeError, ValueError, OverflowError):
-            words = None
-        if (
-            words is None
-            or words.ndim != 1
-            or words.dtype.kind != "i"
-            or (len(words) and words.min() < 0)
-        ):
-            raise DataError(
-                f"{path}: {key}[{i}] holds {review[:5]!r}...; expected non-negative int word ids"
-            )
-        ids = words + INDEX_FROM
+        ids = _words(path, key, i, review, keep=maxlen) + INDEX_FROM
         ids[ids >= num_words] = OOV
         out[i, maxlen - len(ids) :] = ids
         if len(review) < maxlen:  # the start token survives the truncation
             out[i, maxlen - len(ids) - 1] = START
+    return out
+
+
+def _id_lists(path: Path, key: str, reviews: np.ndarray, num_words: int) -> list[list[int]]:
+    """``load_data``'s whole id lists (start token, ids shifted, out-of-vocabulary ids), not
+    padded: what imdb_fasttext.py adds its n-grams to."""
+    out = []
+    for i, review in enumerate(reviews):
+        ids = _words(path, key, i, review) + INDEX_FROM
+        ids[ids >= num_words] = OOV
+        out.append([START, *ids.tolist()])
+    return out
+
+
+def ngram_table(train: list[list[int]], ngram_range: int, num_words: int) -> dict[tuple, int]:
+    """imdb_fasttext.py's n-gram ids: every distinct n-gram (2..``ngram_range`` ids in a row)
+    of the training lists, numbered from ``num_words + 1`` on. The script numbered its
+    Python set in iteration order; here they are numbered in sorted order, so the same
+    file gives the same ids on every Python (the same n-grams and count, other ids).
+
+    Returns:
+        n-gram (a tuple of ids) -> its id.
+    """
+    grams: set[tuple] = set()
+    for ids in train:
+        for n in range(2, ngram_range + 1):
+            grams.update(zip(*(ids[k:] for k in range(n)), strict=False))
+    return {gram: num_words + 1 + k for k, gram in enumerate(sorted(grams))}
+
+
+def add_ngrams(lists: list[list[int]], table: dict[tuple, int], ngram_range: int) -> None:
+    """imdb_fasttext.py's ``add_ngram``: each list's n-grams that ``table`` numbers appended
+    to it, in the order they occur (n = 2 first), in place."""
+    for ids in lists:
+        words = len(ids)
+        for n in range(2, ngram_range + 1):
+            for k in range(words - n + 1):
+                gram_id = table.get(tuple(ids[k : k + n]))
+                if gram_id is not None:
+                    ids.append(gram_id)
+
+
+def pad_lists(lists: list[list[int]], maxlen: int) -> np.ndarray:
+    """``pad_sequences``'s defaults: each list's last ``maxlen`` ids, zeros in front; int32
+    (N, maxlen)."""
+    out = np.zeros((len(lists), maxlen), dtype=np.int32)
+    for i, ids in enumerate(lists):
+        kept = ids[-maxlen:]
+        if kept:
+            out[i, maxlen - len(kept) :] = kept
     return out
 
 
@@ -229,6 +289,63 @@ def load_npz(
             naming anything but a numpy object array, a review that is not a list of
             non-negative ints, labels other than 0/1 or not one per review.
     """
+
+    def pad(split: str, reviews: np.ndarray) -> np.ndarray:
+        return _pad(Path(path), f"x_{split}", reviews, maxlen, num_words)
+
+    return _read_splits(path, limit_train, limit_test, pad)
+
+
+def load_npz_ngrams(
+    path: str | os.PathLike,
+    *,
+    maxlen: int,
+    num_words: int,
+    ngram_range: int,
+    limit_train: int = 0,
+    limit_test: int = 0,
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], int]:
+    """Read ``imdb.npz`` as minimaxir's ``imdb_fasttext.py`` (Keras 2.0's example,
+    ``ngram_range = 2``) made its inputs: ``load_data``'s id lists, each review's n-grams of
+    2..``ngram_range`` ids appended as ids from ``num_words + 1`` on (one per distinct n-gram
+    of the training reviews kept: :func:`ngram_table`, :func:`add_ngrams`), then padded
+    and truncated to ``maxlen`` (the last ids kept, zeros in front).
+
+    Args:
+        path, maxlen, num_words, limit_train, limit_test: as :func:`load_npz`.
+        ngram_range: the longest n-gram (2: bigrams).
+
+    Returns:
+        ``((x_train, y_train, x_test, y_test), vocabulary)``: int32 (N, maxlen) ids and
+        int32 labels as :func:`load_npz`; ``vocabulary`` the script's ``max_features``, the
+        largest n-gram id + 1 (``num_words`` + 1 + the distinct n-grams), the embedding's
+        rows. Memory: one split's id lists with their n-grams, and the n-gram table (about
+        1.2 M bigrams of the full training set, a few hundred MB of Python tuples).
+
+    Raises:
+        DataError: as :func:`load_npz`.
+    """
+    table: dict[tuple, int] = {}
+
+    def with_ngrams(split: str, reviews: np.ndarray) -> np.ndarray:
+        lists = _id_lists(Path(path), f"x_{split}", reviews, num_words)
+        if split == "train":
+            table.update(ngram_table(lists, ngram_range, num_words))
+        add_ngrams(lists, table, ngram_range)
+        return pad_lists(lists, maxlen)
+
+    arrays = _read_splits(path, limit_train, limit_test, with_ngrams)
+    return arrays, num_words + 1 + len(table)
+
+
+def _read_splits(path, limit_train: int, limit_test: int, convert) -> tuple:
+    """The file's train then test split, shuffled as ``load_data`` did and cut to the
+    limits, each split's reviews made into ids by ``convert(split, reviews)``: (x_train,
+    y_train, x_test, y_test), labels int32.
+
+    Raises:
+        DataError: as :func:`load_npz`.
+    """
     path = Path(path)
     rng = np.random.RandomState(SEED)
     out: list[np.ndarray] = []
@@ -248,7 +365,7 @@ def load_npz(
                 rng.shuffle(order)
                 if limit > 0:
                     order = order[:limit]
-                x = _pad(path, f"x_{split}", reviews[order], maxlen, num_words)
+                x = convert(split, reviews[order])
                 del reviews
                 out += [x, labels[order].astype(np.int32)]
     except FileNotFoundError as exc:

@@ -41,6 +41,10 @@ class WorkloadData:
         seed: the synthetic arrays' seed.
         sha256: an offline copy's files accepted by their own sha256 (file name -> lower-case
             hex digest) instead of the registry's sha256 and size; {}: none.
+        vocabulary: synthetic token ids are below it (the entry's ``vocabulary``); 0: the
+            dataset's.
+        ngram_range: real IMDb reviews get their n-grams of 2..this many ids appended
+            (the catalog's, imdb-fasttext's 2); 1: none.
     """
 
     dataset: str
@@ -53,6 +57,8 @@ class WorkloadData:
     test_samples: int
     seed: int
     sha256: dict[str, str] = field(default_factory=dict)
+    vocabulary: int = 0
+    ngram_range: int = 1
 
     def to_dict(self) -> dict:
         """JSON-ready (the rule's ``params``: a change reruns the workload's data and runs)."""
@@ -67,6 +73,9 @@ class WorkloadData:
             "train_samples": self.train_samples,
             "test_samples": self.test_samples,
             "seed": self.seed,
+            # Only where set: every other workload's data keeps its params (and its runs).
+            **({"vocabulary": self.vocabulary} if self.vocabulary else {}),
+            **({"ngram_range": self.ngram_range} if self.ngram_range > 1 else {}),
         }
 
 
@@ -399,6 +408,17 @@ def resolve_workload(entry: dict, index: int, train: dict) -> Workload:
             f"{where}: input files: {dataset_name} holds {ds.kind}, not images; expected "
             "input: memory"
         )
+    if entry.get("vocabulary") and (dtype != "int32" or entry["data"] != "synthetic"):
+        why = (
+            f"{dataset_name} holds {ds.kind}"
+            if dtype != "int32"
+            else "the real data's count decides"
+        )
+        raise ConfigError(
+            f"{where}: vocabulary {entry['vocabulary']}: {why}; expected vocabulary on "
+            "synthetic token ids only"
+        )
+    ngram_range = base.ngram_range if base and entry["data"] == "real" else 1
     augment = entry.get("augment", entry["input"] == "files")
     augmentation = dict(base.augmentation) if base and augment else {}
     if entry.get("augment") and not (images and augmentation):
@@ -471,9 +491,11 @@ def resolve_workload(entry: dict, index: int, train: dict) -> Workload:
         workers=entry["workers"],
         optimizer_options=dict(recipe.optimizer_options) if recipe else {},
         augmentation=augmentation,
-        # Token ids are below it: the workload's, else the dataset's (imdb-fasttext's
-        # embedding is sized by its data: the dataset's 20,000 words, no bigrams).
-        vocabulary=(base.vocabulary if base else 0) or ds.vocabulary,
+        # Token ids are below it: the entry's (synthetic ids), else none where the real data
+        # decides (imdb-fasttext's bigrams: the trainer takes the data's), else the
+        # workload's or the dataset's.
+        vocabulary=entry.get("vocabulary")
+        or (0 if ngram_range > 1 else (base.vocabulary if base else 0) or ds.vocabulary),
         from_logits=recipe.from_logits if recipe else False,
     )
     data = WorkloadData(
@@ -487,6 +509,8 @@ def resolve_workload(entry: dict, index: int, train: dict) -> Workload:
         test_samples=entry["test_samples"],
         seed=seed,
         sha256=accepted,
+        vocabulary=entry.get("vocabulary") or 0,
+        ngram_range=ngram_range,
     )
     return Workload(
         name=name,

@@ -148,8 +148,9 @@ class InputKind:
     Attributes:
         load: (spec, input) -> (data: ``x_train``, ``y_train``, ``x_test``, ``y_test``;
             the preprocessing settings the data was made with, or None).
-        model: (spec, preprocessing, steps per execution) -> the compiled Keras model
-            (Keras is imported by then).
+        model: (spec, preprocessing, steps per execution, vocabulary) -> the compiled Keras
+            model (Keras is imported by then; ``vocabulary``: the data's token-id bound, 0
+            for images).
         settings: (spec, preprocessing) -> what ``settings.json`` records beside the model.
         classes: spec -> the number of classes its labels count.
         data: spec -> how messages name its data. setting: spec -> the configuration's
@@ -157,25 +158,27 @@ class InputKind:
     """
 
     load: Callable[[RunSpec, TrainingInput], tuple[dict, Preprocessing | None]]
-    model: Callable[[RunSpec, Preprocessing | None, int], object]
+    model: Callable[[RunSpec, Preprocessing | None, int, int], object]
     settings: Callable[[RunSpec, Preprocessing | None], dict]
     classes: Callable[[RunSpec], int]
     data: Callable[[RunSpec], str]
     setting: Callable[[RunSpec], str]
 
 
-def _shards_model(spec: RunSpec, pp: Preprocessing, per_call: int):
+def _shards_model(spec: RunSpec, pp: Preprocessing, per_call: int, vocabulary: int):
     # The paper CNN's module imports Keras: only now, after the backend is chosen.
     from ..workloads.paper import build_for_run
 
     return build_for_run(spec, pp.image_size, steps_per_execution=per_call)
 
 
-def _arrays_model(spec: RunSpec, pp: None, per_call: int):
+def _arrays_model(spec: RunSpec, pp: None, per_call: int, vocabulary: int):
     # The builders' module imports Keras: only now, after the backend is chosen.
     from ..workloads.build import build_for_spec
 
-    return build_for_spec(spec.workload, spec.learning_rate, steps_per_execution=per_call)
+    return build_for_spec(
+        spec.workload, spec.learning_rate, steps_per_execution=per_call, vocabulary=vocabulary
+    )
 
 
 #: Each input kind's :class:`InputKind`.
@@ -246,7 +249,7 @@ def setup(spec: RunSpec, inputs: TrainingInput, dataset: dict) -> Session:
     data, pp = kind.load(spec, inputs)
     _check_batch(spec, len(data["y_train"]))
     with scope:
-        model = run_model(spec, pp, len(data["y_train"]))
+        model = run_model(spec, pp, len(data["y_train"]), data.get("vocabulary", 0))
     session = Session(
         spec=spec,
         model=model,
@@ -281,12 +284,14 @@ def setup(spec: RunSpec, inputs: TrainingInput, dataset: dict) -> Session:
     return session
 
 
-def run_model(spec: RunSpec, pp: Preprocessing | None, n_train: int):
+def run_model(spec: RunSpec, pp: Preprocessing | None, n_train: int, vocabulary: int = 0):
     """The run's compiled model, by its input kind (:data:`KINDS`): the paper CNN at the
     shards' image size, or a workload's by its builder with its recipe
     (:mod:`embryo_bench.workloads.build`; Keras is imported by now), running
     :func:`embryo_bench.training.epochs.steps_per_execution_for`'s steps per execution (``n_train``:
-    the training samples, whose batches make an epoch).
+    the training samples, whose batches make an epoch). ``vocabulary``: the data's
+    token-id bound where the workload's spec leaves it to the data (imdb-fasttext's bigrams:
+    :func:`embryo_bench.data.arrays.load_run_arrays`); 0: the spec's.
 
     Raises:
         ConfigError: a builder that cannot be imported or refuses the shape.
@@ -299,7 +304,7 @@ def run_model(spec: RunSpec, pp: Preprocessing | None, n_train: int):
         spec.steps_per_execution,
         keras.backend.backend(),
     )
-    return KINDS[spec.input_kind].model(spec, pp, per_call)
+    return KINDS[spec.input_kind].model(spec, pp, per_call, vocabulary)
 
 
 def _check_batch(spec: RunSpec, n: int) -> None:

@@ -234,12 +234,13 @@ def compile_model(model: keras.Model, recipe: Recipe, steps_per_execution: int =
 
 
 def build_for_spec(
-    spec: WorkloadSpec, learning_rate: float, steps_per_execution: int = 1
+    spec: WorkloadSpec, learning_rate: float, steps_per_execution: int = 1, vocabulary: int = 0
 ) -> keras.Model:
     """A run's model (:mod:`embryo_bench.training.train`): built by the builder its spec
-    names at its input shape, class count and vocabulary, compiled with its optimizer (at
-    ``learning_rate``, the run's), options, loss and ``from_logits``, running
-    ``steps_per_execution`` training steps per call (:func:`compile_model`).
+    names at its input shape, class count and vocabulary (the spec's, else ``vocabulary``,
+    the data's: imdb-fasttext's 20,001 + its training set's distinct bigrams), compiled with
+    its optimizer (at ``learning_rate``, the run's), options, loss and ``from_logits``,
+    running ``steps_per_execution`` training steps per call (:func:`compile_model`).
 
     Raises:
         ConfigError: as :func:`build_model` and :func:`make_optimizer`.
@@ -263,6 +264,6 @@ def build_for_spec(
             optimizer_options=tuple(spec.optimizer_options.items()),
             from_logits=spec.from_logits,
         ),
-        vocabulary=spec.vocabulary,
+        vocabulary=spec.vocabulary or vocabulary,
     )
     return compile_model(build_model(workload), workload.recipe, steps_per_execution)

@@ -100,6 +100,7 @@ WORKLOAD_SCHEMA = {
         "classes": {"type": "integer", "minimum": 2},
         "parameters": {"type": "integer", "minimum": 0},
         "vocabulary": {"type": "integer", "minimum": 0, "default": 0},
+        "ngram_range": {"type": "integer", "minimum": 1, "maximum": 3, "default": 1},
         "recipe": RECIPE_SCHEMA,
         "augmentation": {
             "type": "object",
@@ -185,6 +186,9 @@ class Workload:
         vocabulary: text workloads: token ids are below it (the embedding's rows); 0 for
             images, or where the data decides it (imdb-fasttext: 20,001 + the distinct
             bigrams of its training set).
+        ngram_range: text workloads whose script appended each review's n-grams of 2..this
+            many ids as new ids (imdb-fasttext: 2, bigrams); 1: none. Its real data is made so
+            (:func:`embryo_bench.data.imdb.load_npz_ngrams`).
         augmentation: the study's augmenting generator (:data:`AUGMENTATIONS`: shear and
             zoom ranges, 1.0 for a horizontal flip), for files mode; () where none.
         assumed: what the source does not pin down and the catalog chose.
@@ -207,6 +211,7 @@ class Workload:
     augmentation: tuple[tuple[str, float], ...] = ()
     assumed: str = ""
     vocabulary: int = 0
+    ngram_range: int = 1
     accuracy_target: float | None = None
     repeats: int | None = None
 
@@ -261,6 +266,7 @@ def _workload(name: str, entry: dict, where: str) -> Workload:
         augmentation=_options(entry["augmentation"]),
         assumed=" ".join(entry["assumed"].split()),
         vocabulary=entry["vocabulary"],
+        ngram_range=entry["ngram_range"],
         accuracy_target=entry.get("accuracy_target"),
         repeats=entry.get("repeats"),
     )
