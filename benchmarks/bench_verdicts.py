@@ -39,7 +39,9 @@ Tables (each cell ``--experiments`` experiments, default 2,000):
   relative to the control (:func:`embryo_bench.reporting.crossfolder_rows.controlled_row`,
   ``compare --control``), and the controlled row's power at a true 5 % slowdown;
 * **until**, per goal x CV: the rounds run (mean), the A/A rate and coverage at the stop and
-  the power at a true 5 %, ``max_rounds`` 10.
+  the power at a true 5 %, ``max_rounds`` 10; a stop before ``max_rounds`` judged at the
+  level the workflow's table gives it (:attr:`embryo_bench.planning.rounds.Decision.
+  confidence`, 99 %).
 
 The verdict's band X is ``--min-difference`` (``compare.min_difference``, 5 %).
 
@@ -244,10 +246,16 @@ def until_cell(rng, goal, cv, args, max_rounds: int = 10) -> dict:
                 check = {
                     "workloads": {"w": {"targets": {"x": {"half_width": half_width(low, high)}}}}
                 }
-                if not decide(check, r, goal, max_rounds).more:
+                decision = decide(check, r, goal, max_rounds)
+                if not decision.more:
                     break
+            if decision.confidence:  # an early stop: the table judges it at this level
+                ratio, low, high = compare.ratio_interval(
+                    np.exp(logs[:r, 1] - logs[:r, 0]), decision.confidence
+                )
             rounds_run.append(r)
-            words = compare.verdict(r, ratio, low, high, args.min_difference)
+            level = decision.confidence or compare.CONFIDENCE
+            words = compare.verdict(r, ratio, low, high, args.min_difference, confidence=level)
             called += _called(words) in (compare.FASTER, compare.SLOWER)
             # Split by how it ended: a stop on the width before the cap selects rounds whose
             # sample sd is small by chance (a larger t for the same mean).

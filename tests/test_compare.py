@@ -296,6 +296,34 @@ def test_the_table_widens_throughput_to_its_rows_and_leaves_time_to_accuracy_at_
     assert simultaneous_confidence(1) == simultaneous_confidence(0) == 0.95
 
 
+def test_after_an_early_stop_the_table_holds_its_rows_at_99_percent_and_says_so(tmp_path):
+    """compare.until stopped early (planning.rounds.EARLY_STOP_CONFIDENCE): the throughput
+    intervals hold together at 99 %, each row at 99 % / rows; the readable tables and the
+    note say 99 %, not 95 %, and count the rows from the 99 % (one row is no family)."""
+    from embryo_bench.reporting import readable_tables
+
+    one = _experiment({"A": 100.0, "B": 120.0}, 6, seed=4)
+    out = comparison_table(one, "A", 0.05, confidence=0.99).set_index("target")
+    assert out.loc["B", "throughput_confidence"] == pytest.approx(0.99)
+    assert out.loc["B", "throughput_family_confidence"] == 0.99
+    assert out.loc["B", "time_to_accuracy_family_confidence"] == 0.95
+    plain = comparison_table(one, "A", 0.05).set_index("target")
+    assert out.loc["B", "throughput_low"] < plain.loc["B", "throughput_low"]
+    levels = readable_tables.table_levels(out.reset_index())
+    assert readable_tables.family_rows(*levels) == 1
+    assert readable_tables.interval_label(*levels) == "99 % interval"
+    three = _experiment({"A": 100.0, "B": 120.0, "C": 90.0}, 6, seed=4)
+    joint = comparison_table(three, "A", 0.05, confidence=0.99)
+    levels = readable_tables.table_levels(joint)
+    assert levels[0] == pytest.approx(0.995) and readable_tables.family_rows(*levels) == 2
+    assert readable_tables.interval_label(*levels) == "99 % simultaneous interval"
+    assert "99 % for all 2 compared rows" in readable_tables.comparison_note(joint)
+    # Before this column existed, a table's level alone said its rows (at 95 %).
+    assert (
+        readable_tables.table_levels(joint.drop(columns="throughput_family_confidence"))[1] == 0.95
+    )
+
+
 def _min_difference_bounds() -> tuple[float, float]:
     """compare.min_difference's allowed range, from the schema."""
     spec = load_schema()["properties"]["compare"]["properties"]["min_difference"]
@@ -435,6 +463,12 @@ def test_merged_runs_are_compared_unpaired_in_the_tables(tmp_path, monkeypatch):
     assert other["throughput_low"] < 0.6 < other["throughput_high"]
     md = (tmp_path / "summary_table.md").read_text()
     assert "slower unpaired" in md and "Welch's 95 % t interval" in md
+    # The figures command's --confidence after an early stop: its tables say 99 %.
+    figures.make_all(own, {}, {"label": "made-up"}, None, None, tmp_path / "early",
+                     merged=merged, confidence=0.99, rounds_note="stopped early")  # fmt: skip
+    md = (tmp_path / "early" / "comparison_table.md").read_text()
+    assert "Welch's 99 % t interval" in md and "99 % simultaneous interval" in md
+    assert "95 %" not in md.split("Time to accuracy is a secondary")[0]
 
 
 def test_the_interval_alone_decides_among_the_verdicts():

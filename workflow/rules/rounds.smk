@@ -66,7 +66,10 @@ def round_checks(wildcards=None):
 
 
 def rounds_note(workload):
-    """The figures command's --rounds-note: why the rounds stopped ([] without
-    compare.until)."""
+    """The figures command's --rounds-note: why the rounds stopped, and --confidence after
+    an early stop (the level its intervals are judged at); [] without compare.until."""
     decision = decided_rounds()[1]
-    return ["--rounds-note", decision.note(workload)] if decision else []
+    if decision is None:
+        return []
+    level = ["--confidence", str(decision.confidence)] if decision.confidence else []
+    return ["--rounds-note", decision.note(workload), *level]

@@ -51,6 +51,13 @@ def cmd_figures(p):
         help="why the rounds stopped (compare.until), for the comparison table",
     )
     p.add_argument(
+        "--confidence",
+        type=float,
+        default=None,
+        help="the level the comparison's throughput intervals hold together at (default 0.95; "
+        "the workflow gives a stricter one after compare.until stopped early)",
+    )
+    p.add_argument(
         "--out-dir",
         required=True,
         help="the figures folder; the spec's configuration is written there as config.yaml "
@@ -100,6 +107,7 @@ def cmd_figures(p):
                 min_difference=spec.min_difference,
                 baseline=load_baseline(baseline) if baseline else None,
                 rounds_note=a.rounds_note,
+                confidence=a.confidence,
             )
             _write_config(spec.config, out_dir / "config.yaml")
 

@@ -22,6 +22,14 @@ from dataclasses import dataclass
 #: 92 %). ``max_rounds`` below it stops there still.
 MIN_ROUNDS_TO_STOP = 5
 
+#: The level a comparison's throughput intervals are judged at when the rounds stopped
+#: early on the width (``compare.until`` reached before ``max_rounds``), instead of 95 %:
+#: stopping when the interval is narrow picks rounds whose spread is small by chance, and
+#: with the same mean a small spread is a large t. Simulated with this machine's noise
+#: (benchmarks/bench_verdicts.py, docs/results.md), 95 % at such a stop called an A/A pair
+#: different in 5.1-7.3 % of experiments; this level keeps it at or under 5 %.
+EARLY_STOP_CONFIDENCE = 0.99
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -36,6 +44,8 @@ class Decision:
         widest: workload -> (its target with the widest interval, that half-width; None for
             no interval), for the workloads that have a target besides the base.
         until, max_rounds: the settings decided with.
+
+    :attr:`confidence` is the level the comparison's intervals are judged at.
     """
 
     rounds: int
@@ -45,16 +55,35 @@ class Decision:
     until: float
     max_rounds: int
 
+    @property
+    def stopped_early(self) -> bool:
+        """The goal was reached before ``max_rounds``."""
+        return self.why == "goal" and self.rounds < self.max_rounds
+
+    @property
+    def confidence(self) -> float | None:
+        """The level of the comparison's throughput intervals: :data:`EARLY_STOP_CONFIDENCE`
+        after an early stop (:attr:`stopped_early`); None otherwise (the table's own, 95 %)."""
+        return EARLY_STOP_CONFIDENCE if self.stopped_early else None
+
     def note(self, workload: str) -> str:
         """What a workload's comparison table says about its rounds, e.g.
-        "compare.until 3 %: half-width 2.8 % after 7 rounds (widest: docker-1cpu)" or
-        "compare.until 3 %: max_rounds 10 reached: 4.1 % (widest: docker-1cpu)"."""
+        "compare.until 3 %: half-width 2.8 % after 7 rounds (widest: docker-1cpu); stopped
+        before max_rounds 10, so the intervals are at 99 %, ..." or "compare.until 3 %:
+        max_rounds 10 reached: 4.1 % (widest: docker-1cpu)"."""
         head = f"compare.until {_pct(self.until)}: "
         if workload not in self.widest:
             return head + f"no target besides the base; {self.rounds} rounds"
         target, width = self.widest[workload]
         if self.why == "goal":
-            return head + f"half-width {_pct(width)} after {self.rounds} rounds (widest: {target})"
+            text = head + f"half-width {_pct(width)} after {self.rounds} rounds (widest: {target})"
+            if self.stopped_early:
+                text += (
+                    f"; stopped before max_rounds {self.max_rounds}, so the throughput "
+                    f"intervals are at {100 * EARLY_STOP_CONFIDENCE:.0f} %, not 95 % (a stop "
+                    "on a narrow interval picks rounds whose spread is small by chance)"
+                )
+            return text
         if self.why == "max_rounds":
             text = head + f"max_rounds {self.max_rounds} reached: {_pct(width)} (widest: {target})"
             unsure = [w for w, (_, x) in self.widest.items() if not _sure(x, self.until)]

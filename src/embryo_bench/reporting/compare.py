@@ -470,6 +470,7 @@ def comparison_table(
     order: list[str] | None = None,
     elsewhere: Collection[str] = (),
     family: int | None = None,
+    confidence: float | None = None,
 ) -> pd.DataFrame:
     """The headline comparison: per target, its speed relative to
     ``base``, for throughput and for time to accuracy: paired within the rounds it shares
@@ -488,6 +489,9 @@ def comparison_table(
         family: how many rows the throughput intervals hold together over, where the table
             is part of a larger family (``embryo-bench compare``'s rows across folders);
             default: the targets compared here.
+        confidence: the level the throughput intervals hold together at (default
+            :data:`CONFIDENCE`; 0.99 after ``compare.until`` stopped early:
+            :data:`embryo_bench.planning.rounds.EARLY_STOP_CONFIDENCE`).
 
     Returns:
         one row per target, the base first: target, pairing ("base", "paired" or
@@ -497,7 +501,9 @@ def comparison_table(
         ``<m>_pairs`` (rounds where it and the base both have one; 0 when unpaired; the
         base's runs with a value on the base's row), ``<m>_ratio`` (geometric mean; above 1:
         faster than the base), ``<m>_low`` and ``<m>_high`` (the interval at
-        ``<m>_confidence``: for throughput, :func:`simultaneous_confidence` over the targets
+        ``<m>_confidence``, with ``<m>_family_confidence`` the level they hold together at
+        (``confidence`` for throughput, 0.95 for time to accuracy): for throughput,
+        :func:`simultaneous_confidence` over the targets
         with a throughput other than the base, so that the table's throughput verdicts hold
         together at 95 %; for time to accuracy, a secondary measure, 0.95), ``<m>_verdict``
         (:func:`verdict`; "base" on the base's row, "base: not reached" when none of its runs
@@ -526,7 +532,9 @@ def comparison_table(
         # each interval at CONFIDENCE on its own.
         compared = family or measured.loc[measured["target"] != base, "target"].nunique()
         levels[measure] = (
-            simultaneous_confidence(compared) if measure == PRIMARY_MEASURE else CONFIDENCE
+            simultaneous_confidence(compared, confidence or CONFIDENCE)
+            if measure == PRIMARY_MEASURE
+            else CONFIDENCE
         )
         if not (measured["target"] == base).any():
             continue  # every row says why: the base has no value
@@ -563,7 +571,9 @@ def comparison_table(
                 pairs = int(t["pairs"]) if pairing[name] == "paired" else 0
                 cells, why = (t["ratio"], t["ratio_low"], t["ratio_high"]), t["verdict"]
             keys = ("runs", "pairs", "ratio", "low", "high", "verdict", "confidence")
-            found_values = (len(values), pairs, *cells, why, levels[measure])
+            keys += ("family_confidence",)
+            joint = (confidence or CONFIDENCE) if measure == PRIMARY_MEASURE else CONFIDENCE
+            found_values = (len(values), pairs, *cells, why, levels[measure], joint)
             row.update({f"{measure}_{k}": v for k, v in zip(keys, found_values, strict=True)})
         rows.append(row)
     return pd.DataFrame(rows)

@@ -126,13 +126,9 @@ def fig_comparison(comparison: pd.DataFrame, order_note: str, out_dir: Path, foo
         ax.margins(x=0.15, y=0.3)
     axes[0][0].set_yticks(y, comparison["target"], fontsize=8)
     note = readable_tables.interval_note(comparison)
-    level = (
-        comparison["throughput_confidence"].iloc[0]
-        if "throughput_confidence" in comparison
-        else None
-    )
-    label = readable_tables.interval_label(level)
-    if readable_tables.family_rows(level) > 1:
+    levels = readable_tables.table_levels(comparison)
+    label = readable_tables.interval_label(*levels)
+    if readable_tables.family_rows(*levels) > 1:
         label += " (throughput; time to accuracy: 95 % each)"
     fig.suptitle(
         f"Comparison with {base}: ratio (geometric mean) with its {label}; "

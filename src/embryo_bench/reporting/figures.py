@@ -449,6 +449,7 @@ def make_all(
     min_difference: float = 0.05,
     baseline: dict | None = None,
     rounds_note: str = "",
+    confidence: float | None = None,
 ) -> None:
     """Write every figure and table (the ``figures`` rule).
 
@@ -477,6 +478,9 @@ def make_all(
         rounds_note: why the rounds stopped (``compare.until``:
             :meth:`embryo_bench.planning.rounds.Decision.note`), said under the comparison
             tables; "" without it.
+        confidence: the level the comparison's throughput intervals hold together at
+            (:attr:`embryo_bench.planning.rounds.Decision.confidence` after an early stop);
+            None: :data:`embryo_bench.reporting.compare.CONFIDENCE`.
 
     Raises:
         ConfigError: the cost base target did not run or is unpriced.
@@ -518,7 +522,9 @@ def make_all(
         norm = relative_time.cost_intervals(norm, main_runs, cost_base, min_difference, elsewhere)
     fig_cost(norm, cost_base or None, why, out_dir, footer)
     base = compare_base or ours["target"].iloc[0]
-    paired = compare.comparison_table(table, base, min_difference, elsewhere=elsewhere)
+    paired = compare.comparison_table(
+        table, base, min_difference, elsewhere=elsewhere, confidence=confidence
+    )
     # Beside it, the robust view: throughput without the flagged runs.
     level = paired["throughput_confidence"].iloc[0]
     paired = robust.with_clean_view(
@@ -539,11 +545,12 @@ def make_all(
         fig_paper_vs_ours(comparison, out_dir, footer)
     for r in own:
         fig_utilisation(r, out_dir, utilisation_name(r.planned_name, r.metrics["repeat"]), footer)
+    stated = compare.level_text(confidence or compare.CONFIDENCE)
     paired_note = (
         f"Each target's speed relative to {paired['target'].iloc[0]}'s (above 1: faster). "
-        "Paired rows: the geometric mean of the ratios within each round, with a 95 % "
+        f"Paired rows: the geometric mean of the ratios within each round, with a {stated} "
         "t interval on their logarithms. Unpaired rows (runs merged from elsewhere, or no "
-        "round shared with the base): the ratio of the geometric means, with Welch's 95 % "
+        f"round shared with the base): the ratio of the geometric means, with Welch's {stated} "
         "t interval, wider as the rounds' speeds do not cancel. "
         + compare.verdict_rule(
             min_difference, "compare.min_difference", "pairs (unpaired: runs on each side)"

@@ -101,27 +101,37 @@ def verdict_text(row, measure: str, paired: pd.DataFrame) -> str:
     return verdict if shows_interval(row, measure) else ""
 
 
-def family_rows(confidence) -> int:
+def family_rows(confidence, family=CONFIDENCE) -> int:
     """How many rows a table's intervals hold together over, from their level (each at
-    :func:`embryo_bench.reporting.compare.simultaneous_confidence` of that many rows; 1
-    where there is none)."""
-    level = as_number(confidence)
-    if level is None or level <= CONFIDENCE:
+    :func:`embryo_bench.reporting.compare.simultaneous_confidence` of that many rows at the
+    ``family`` level, 95 % or a stricter one after an early stop; 1 where there is none)."""
+    level, family = as_number(confidence), as_number(family) or CONFIDENCE
+    if level is None or level <= family:
         return 1
-    return max(1, round((1 - CONFIDENCE) / (1 - level)))
+    return max(1, round((1 - family) / (1 - level)))
 
 
-def interval_label(confidence) -> str:
+def interval_label(confidence, family=CONFIDENCE) -> str:
     """A table's interval column says its level: "95 % interval" where each row's stands
     alone, "95 % simultaneous interval" where they hold together (:func:`family_rows` > 1:
-    each wider; the note says how much)."""
-    joint = " simultaneous" if family_rows(confidence) > 1 else ""
-    return f"{level_text(CONFIDENCE)}{joint} interval"
+    each wider; the note says how much); "99 % ..." where the rows hold together at 99 %
+    (after ``compare.until`` stopped early)."""
+    joint = " simultaneous" if family_rows(confidence, family) > 1 else ""
+    return f"{level_text(as_number(family) or CONFIDENCE)}{joint} interval"
 
 
 def _table_level(table: pd.DataFrame, column: str):
     """The intervals' level of a table (one value in ``column``; None without it)."""
     return table[column].iloc[0] if column in table and len(table) else None
+
+
+def table_levels(table: pd.DataFrame | None, measure: str = "throughput") -> tuple:
+    """(each interval's level, the level they hold together at) of a comparison table's
+    ``measure``; (None, 0.95) without one."""
+    if table is None:
+        return None, CONFIDENCE
+    family = _table_level(table, f"{measure}_family_confidence")
+    return _table_level(table, f"{measure}_confidence"), as_number(family) or CONFIDENCE
 
 
 def interval_note(paired: pd.DataFrame) -> str:
@@ -159,10 +169,11 @@ def comparison_note(paired: pd.DataFrame) -> str:
         paired: :func:`embryo_bench.reporting.compare.comparison_table` (the base first).
     """
     # The intervals' level, said where some row shows one.
-    rows = family_rows(_table_level(paired, "throughput_confidence"))
+    level, family = table_levels(paired)
+    rows = family_rows(level, family)
     if not any(shows_interval(r, "throughput") for _, r in paired.iloc[1:].iterrows()):
         rows = 1
-    notes = [family_note(rows, "throughput"), interval_note(paired)]
+    notes = [family_note(rows, "throughput", family), interval_note(paired)]
     if rows > 1:
         notes.append(
             "Time to accuracy is a secondary measure: each of its intervals is at 95 % on its own."
@@ -194,9 +205,7 @@ def readable_summary(summ: pd.DataFrame, paired: pd.DataFrame | None = None) -> 
     accuracy (median, s, and how many runs reached it), cost (median, USD). Values are
     text."""
     by_target = paired.set_index("target", drop=False) if paired is not None else None
-    label = interval_label(
-        _table_level(paired, "throughput_confidence") if paired is not None else None
-    )
+    label = interval_label(*table_levels(paired))
     rows = []
     for _, r in summ.iterrows():
         if by_target is not None and r["target"] in by_target.index:
@@ -277,7 +286,7 @@ def readable_comparison(paired: pd.DataFrame) -> pd.DataFrame:
     }
     if "pairing" in paired:
         table["pairing"] = paired["pairing"]
-    label = interval_label(_table_level(paired, "throughput_confidence"))
+    label = interval_label(*table_levels(paired))
     for measure, ratio, verdict in (
         ("throughput", f"throughput ratio [{label}]", "throughput"),
         ("time_to_accuracy", "time-to-accuracy speed ratio", "time to accuracy"),
