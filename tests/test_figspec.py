@@ -27,7 +27,9 @@ def _spec() -> FiguresSpec:
 def test_the_spec_holds_the_runs_in_the_planned_order_and_round_trips(tmp_path):
     plan = Plan.from_config(copy.deepcopy(OFFLINE), probe=lambda t: None)
     spec = plan.figures_spec()
-    assert spec.runs == [f"results/offline/train/{t}/repeat-{k}" for t, k in plan.runs]
+    assert spec.runs == [
+        f"results/offline/train/{t}/repeat-{k}" for t, k in plan.workload_runs("paper")
+    ]
     assert spec.cost_base == spec.compare_base == "host-1cpu" and spec.merge == []
     assert spec.targets["host-2cpu.bs120-t1"]["sweep"]["base"] == "host-2cpu"
     assert spec.stability["window_cv"] == 0.05 and spec.config["outdir"] == "results/offline"

@@ -85,9 +85,13 @@ def test_runs_and_their_specs():
     p = plan()
     main = [n for n, t in p.targets.items() if t.sweep is None]
     assert main == ["host-1cpu", "host-1cpu-jax", "docker-1cpu", "host-2cpu"]
-    assert p.runs[:3] == [("host-1cpu", 1), ("host-1cpu-jax", 1), ("docker-1cpu", 1)]
+    assert p.workload_runs("paper")[:3] == [
+        ("host-1cpu", 1),
+        ("host-1cpu-jax", 1),
+        ("docker-1cpu", 1),
+    ]
     assert p.compare_base == "host-1cpu"  # cost.base_target, as compare.base is not set
-    assert len(p.runs) == 4 + 4  # and the 2 x 2 sweep points
+    assert len(p.workload_runs("paper")) == 4 + 4  # and the 2 x 2 sweep points
     spec = p.spec("docker-1cpu", 1)
     assert spec.runner == "docker" and spec.container.memory == "3g"
     assert spec.container.image == "cpu" and spec.container.shm_size == "1g"
@@ -265,7 +269,9 @@ def test_repeats_run_as_alternating_rounds_and_each_waits_for_the_one_before():
     p = _rounds(order="alternate")
     a, b, c, d = OFFLINE_NAMES
     abcd = [(a, 1), (b, 1), (c, 1), (d, 1)]
-    assert p.runs == abcd + [(d, 2), (c, 2), (b, 2), (a, 2)] + [(t, 3) for t, _ in abcd]
+    assert p.workload_runs("paper") == abcd + [(d, 2), (c, 2), (b, 2), (a, 2)] + [
+        (t, 3) for t, _ in abcd
+    ]
     assert p.previous_run(a, 1) is None
     assert p.previous_run(d, 2) == (d, 1, "paper") and p.previous_run(a, 3) == (a, 2, "paper")
     with pytest.raises(KeyError, match="no run host-1cpu repeat 4"):
@@ -273,7 +279,9 @@ def test_repeats_run_as_alternating_rounds_and_each_waits_for_the_one_before():
 
 
 def test_a_shuffled_order_is_fixed_by_its_seed_and_holds_every_run_once_per_round():
-    one, same, other = (_rounds(8, order="shuffle", seed=s).runs for s in (1, 1, 2))
+    one, same, other = (
+        _rounds(8, order="shuffle", seed=s).workload_runs("paper") for s in (1, 1, 2)
+    )
     assert one == same and one != other
     for k in range(1, 9):
         assert sorted(t for t, r in one if r == k) == sorted(OFFLINE_NAMES)
@@ -307,11 +315,14 @@ def test_every_n_rounds_of_a_williams_design_put_each_target_in_each_position_on
 def test_the_default_order_is_balanced():
     """No order showed a position effect (docs/results.md); balanced is
     the default, so a middle target does not always run in the middle."""
-    balanced, alternate = _rounds(4, order="balanced").runs, _rounds(4, order="alternate").runs
-    assert _rounds(4).runs == balanced != alternate
+    balanced, alternate = (
+        _rounds(4, order="balanced").workload_runs("paper"),
+        _rounds(4, order="alternate").workload_runs("paper"),
+    )
+    assert _rounds(4).workload_runs("paper") == balanced != alternate
     three = {**OFFLINE, "sweeps": [], "targets": OFFLINE["targets"][:3]}
     three["train"] = {**OFFLINE["train"], "repeats": 3}
-    runs = plan({**three, "compare": {}}).runs
+    runs = plan({**three, "compare": {}}).workload_runs("paper")
     middles = [runs[3 * k + 1][0] for k in range(3)]
     assert sorted(middles) == sorted(t["name"] for t in OFFLINE["targets"][:3])
 
@@ -320,13 +331,14 @@ def test_a_balanced_order_cycles_the_rows_and_is_alternate_for_two_targets():
     p = _rounds(8, order="balanced")
     rows = williams_rows(4)
     for k in range(1, 9):
-        assert [t for t, r in p.runs if r == k] == [OFFLINE_NAMES[i] for i in rows[(k - 1) % 4]]
+        assert [t for t, r in p.workload_runs("paper") if r == k] == [
+            OFFLINE_NAMES[i] for i in rows[(k - 1) % 4]
+        ]
     two = {**OFFLINE, "sweeps": [], "targets": OFFLINE["targets"][:2]}
     two["train"] = {**OFFLINE["train"], "repeats": 4}
-    assert (
-        plan({**two, "compare": {"order": "balanced"}}).runs
-        == plan({**two, "compare": {"order": "alternate"}}).runs
-    )
+    assert plan({**two, "compare": {"order": "balanced"}}).workload_runs("paper") == plan(
+        {**two, "compare": {"order": "alternate"}}
+    ).workload_runs("paper")
 
 
 def test_the_compare_base_runs_in_every_round():
@@ -425,7 +437,7 @@ def test_check_config_makes_the_checks_the_workflow_makes_later(tmp_path, capsys
 
 def test_paper_config_plans_every_system_when_hardware_allows():
     p = plan(PAPER)
-    assert len(p.targets) == 7 and len(p.runs) == 21  # 3 repeats each
+    assert len(p.targets) == 7 and len(p.workload_runs("paper")) == 21  # 3 repeats each
     assert p.spec("cloud-2gpu-mirrored", 2).replicas == 2
     assert p.targets["laptop-2cpu"].memory_mib == 8192
     assert p.cost_base == "cloud-1gpu-1vcpu"

@@ -219,9 +219,11 @@ def test_the_papers_runs_are_planned_as_before_beside_another_workload():
     both = Plan.from_config(
         {**config, "workloads": [{"name": "paper"}, WORKLOADS[0]]}, probe=lambda target: None
     )
-    assert alone.runs and both.runs == alone.runs
-    assert both.run_dirs == alone.run_dirs
-    for target, repeat in alone.runs:
+    assert alone.workload_runs("paper") and both.workload_runs("paper") == alone.workload_runs(
+        "paper"
+    )
+    assert both.workload_run_dirs("paper") == alone.workload_run_dirs("paper")
+    for target, repeat in alone.workload_runs("paper"):
         before = alone.spec(target, repeat).to_json()
         assert both.spec(target, repeat).to_json() == before, (target, repeat)
         assert both.spec(target, repeat, layout.PAPER_WORKLOAD).to_json() == before

@@ -47,11 +47,11 @@ def test_a_configuration_without_workloads_plans_the_papers_runs_as_before():
     key): its runs are not run again after the upgrade."""
     p = plan()
     assert list(p.workloads) == [layout.PAPER_WORKLOAD]
-    assert p.all_runs == [(layout.PAPER_WORKLOAD, t, k) for t, k in p.runs]
-    assert [d.removeprefix(p.outdir + "/") for d in p.run_dirs] == [
-        f"train/{t}/repeat-{k}" for t, k in p.runs
+    assert p.all_runs == [(layout.PAPER_WORKLOAD, t, k) for t, k in p.workload_runs("paper")]
+    assert [d.removeprefix(p.outdir + "/") for d in p.workload_run_dirs("paper")] == [
+        f"train/{t}/repeat-{k}" for t, k in p.workload_runs("paper")
     ]
-    d = json.loads(p.spec(*p.runs[0]).to_json())
+    d = json.loads(p.spec(*p.workload_runs("paper")[0]).to_json())
     assert d["format"] == 1 and "workload" not in d and "preprocessing" in d
     assert RunSpec.from_dict(d).workload is None
 
@@ -80,7 +80,7 @@ def test_several_workloads_share_the_rounds_and_leave_out_the_sweep_points():
 def test_a_workloads_spec_has_its_recipe_model_and_data(tmp_path):
     p = plan(workloads=[{"name": "mnist-mlp", "data": "synthetic", "train_samples": 256,
                          "test_samples": 64, "batch_size": 32}])  # fmt: skip
-    assert p.runs == []  # no paper runs: the paper's workload is not listed
+    assert p.workload_runs("paper") == []  # no paper runs: the paper's workload is not listed
     t, k = p.workload_runs("mnist-mlp")[0]
     spec = p.spec(t, k, "mnist-mlp")
     w = spec.workload

@@ -227,12 +227,6 @@ class Plan:
         (target, repeat), in the planned order."""
         return self.schedule.workload_runs(workload, rounds)
 
-    @property
-    def runs(self) -> list[tuple[str, int]]:
-        """Every run of the paper's workload as (target, repeat), in the planned order;
-        none when the configuration leaves that workload out."""
-        return self.schedule.runs
-
     def previous_run(
         self, target: str, repeat: int, workload: str = PAPER_WORKLOAD
     ) -> tuple[str, int, str] | None:
@@ -270,11 +264,6 @@ class Plan:
         """How many rounds run, and the decision after the last of them (None without
         ``compare.until``): :meth:`embryo_bench.planning.schedule.Schedule.rounds_wanted`."""
         return self.schedule.rounds_wanted(read_check, finished)
-
-    @property
-    def run_dirs(self) -> list[str]:
-        """Every run's folder of the paper's workload, in the planned order (:attr:`runs`)."""
-        return self.schedule.run_dirs
 
     def workload_run_dirs(self, workload: str, rounds: int | None = None) -> list[str]:
         """Every run's folder of a workload, rounds 1..``rounds`` (default:

@@ -200,12 +200,6 @@ class Schedule:
         (target, repeat), in the planned order."""
         return [(t, k) for w, t, k in self.round_runs(rounds) if w == workload]
 
-    @property
-    def runs(self) -> list[tuple[str, int]]:
-        """Every run of the paper's workload as (target, repeat), in the order the rounds
-        run them (:attr:`all_runs`); none when the configuration leaves that workload out."""
-        return self.workload_runs(PAPER_WORKLOAD)
-
     def previous_run(
         self, target: str, repeat: int, workload: str = PAPER_WORKLOAD
     ) -> tuple[str, int, str] | None:
@@ -293,11 +287,6 @@ class Schedule:
             if k >= self.max_rounds or not (decision.more or finished(k + 1)):
                 return k, decision
             k += 1
-
-    @property
-    def run_dirs(self) -> list[str]:
-        """Every run's folder of the paper's workload, in the planned order (:attr:`runs`)."""
-        return self.workload_run_dirs(PAPER_WORKLOAD)
 
     def workload_run_dirs(self, workload: str, rounds: int | None = None) -> list[str]:
         """Every run's folder of a workload, rounds 1..``rounds`` (default:

@@ -473,8 +473,8 @@ def make_all(
         compare_base, min_difference: ``compare.base`` as resolved
             (:attr:`embryo_bench.planning.plan.Plan.compare_base`; "": the first run's target) and
             ``compare.min_difference``. ``runs`` must come in the planned order
-            (:attr:`embryo_bench.planning.plan.Plan.runs`): the comparison checks the runs' start
-            times against it.
+            (:meth:`embryo_bench.planning.plan.Plan.workload_runs`): the comparison checks the
+            runs' start times against it.
         rounds_note: why the rounds stopped (``compare.until``:
             :meth:`embryo_bench.planning.rounds.Decision.note`), said under the comparison
             tables; "" without it.

@@ -14,7 +14,7 @@ def in_planned_order(runs: pd.DataFrame, planned: list[tuple[str, int]]) -> tupl
         runs: columns target, repeat, started_unix_s, ended_unix_s (s since 1970; missing
             for runs made before these were recorded).
         planned: (target, repeat) in the planned order
-        (:attr:`embryo_bench.planning.plan.Plan.runs`).
+        (:meth:`embryo_bench.planning.plan.Plan.workload_runs`).
 
     Returns:
         (ok, a sentence saying what was found: the order as run where it differs, or which

@@ -43,7 +43,7 @@ class FiguresSpec(Record):
     """What the figures job is given.
 
     Attributes:
-        runs: this workflow's run folders, in the planned order (:attr:`Plan.runs`).
+        runs: this workflow's run folders, in the planned order (:meth:`Plan.workload_run_dirs`).
         merge: other machines' result folders (``merge:``).
         targets: target name -> report fields
         (:meth:`embryo_bench.planning.targets.Target.report_fields`:
