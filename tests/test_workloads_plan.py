@@ -145,6 +145,8 @@ def test_a_user_model_by_module_path(tmp_path, monkeypatch):
         ({"name": "imdb-fasttext", "data": "synthetic", "augment": True},
          "augment: true: imdb holds sequences"),
         ({"name": "paper", "epoch_steps": 10}, "workloads[0] (paper): epoch_steps set"),
+        ({"name": "mnist-mlp", "data": "synthetic", "epoch_steps": "study"},
+         "epoch_steps: study: its catalog entry's study counted epochs, not steps"),
         ({"name": "mnist-mlp", "data": "synthetic", "vocabulary": 100},
          "workloads[0] (mnist-mlp): vocabulary 100: mnist holds images"),
         ({"name": "imdb-bilstm", "vocabulary": 100},
@@ -586,16 +588,20 @@ def test_the_trainer_knows_every_input_kind_and_refuses_another_kinds_input():
 def test_where_a_study_counted_steps_an_epoch_is_its_steps_and_keeps_its_images():
     """The V100 post's tutorial trains 25 epochs of "8000 steps and 32 images per-step" from
     an endless generator over 8,000 images; Wu et al. 20,000 iterations of 50 (Table II),
-    the same 18.18 passes at batch 500 and 5,000 (Table XV). A configuration's epoch_steps
-    wins; 0 is one pass an epoch (a subset of the data, the short forms)."""
+    the same 18.18 passes at batch 500 and 5,000 (Table XV). ``epoch_steps: study`` asks
+    for the study's; by default an epoch is one pass (a quick run on a few samples never
+    trains 256,000 images an epoch); a number of one's own wins."""
     synthetic = {"data": "synthetic", "train_samples": 8000, "test_samples": 2000}
+    study = {"epoch_steps": "study"}
     p = plan(workloads=[
-        {"name": "catsdogs-cnn", **synthetic},
-        {"name": "catsdogs-64", "catalog": "catsdogs-cnn", "batch_size": 64, **synthetic},
-        {"name": "catsdogs-pass", "catalog": "catsdogs-cnn", "epoch_steps": 0, **synthetic},
-        {"name": "tf-mnist-deep", "data": "synthetic"},
+        {"name": "catsdogs-cnn", **synthetic, **study},
+        {"name": "catsdogs-64", "catalog": "catsdogs-cnn", "batch_size": 64, **synthetic,
+         **study},
+        {"name": "catsdogs-pass", "catalog": "catsdogs-cnn", **synthetic},
+        {"name": "catsdogs-9", "catalog": "catsdogs-cnn", "epoch_steps": 9, **synthetic},
+        {"name": "tf-mnist-deep", "data": "synthetic", **study},
         {"name": "tf-mnist-deep-bs500", "catalog": "tf-mnist-deep", "batch_size": 500,
-         "data": "synthetic"},
+         "data": "synthetic", **study},
         {"name": "mnist-mlp", "data": "synthetic"},
     ])  # fmt: skip
 
@@ -605,7 +611,7 @@ def test_where_a_study_counted_steps_an_epoch_is_its_steps_and_keeps_its_images(
     cats = spec("catsdogs-cnn")
     assert (cats.epochs, cats.epoch_steps, cats.batch_size) == (25, 8000, 32)
     assert spec("catsdogs-64").epoch_steps == 4000  # 256,000 images an epoch at batch 64
-    assert spec("catsdogs-pass").epoch_steps == 0
+    assert spec("catsdogs-pass").epoch_steps == 0 and spec("catsdogs-9").epoch_steps == 9
     wu = spec("tf-mnist-deep")
     assert wu.epochs * wu.epoch_steps == 20000 and wu.batch_size == 50
     wu500 = spec("tf-mnist-deep-bs500")

@@ -90,10 +90,10 @@ class Workload:
         data: how its arrays are made; None for the paper's.
         epochs, batch_size, learning_rate: its recipe, with the entry's overrides; None for
             the paper's (the targets' and ``train:``'s).
-        epoch_steps: batches an epoch where its study counted steps (the entry's, else its
-            catalog recipe's at the recipe's batch size, scaled to keep an epoch's images);
-            0: an epoch is one pass over its training samples (and the paper's, whose
-            ``train.variant`` decides).
+        epoch_steps: batches an epoch: the entry's, or with ``epoch_steps: study`` its
+            catalog recipe's (where its study counted steps) at the recipe's batch size,
+            scaled to keep an epoch's images; 0 (the default): an epoch is one pass over its
+            training samples (and the paper's, whose ``train.variant`` decides).
         source: where the model and recipe come from (study, script), or :data:`OWN_MODEL`.
         parameters: the trainable parameter count its source gives (None: not given).
         accuracy_target: the test accuracy (0-1] its runs' time to accuracy is measured to:
@@ -134,6 +134,9 @@ class Workload:
         settings, which the sweep points vary (the paper's: no spec of its own)."""
         return self.spec is not None
 
+
+#: ``epoch_steps: study``: the catalog recipe's steps an epoch (where the study counted steps).
+STUDY_STEPS = "study"
 
 #: A workload's settings of how its runs are measured (``workloads[]``), each defaulting to
 #: its catalog entry's, else the ``train`` section's.
@@ -471,12 +474,18 @@ def resolve_workload(entry: dict, index: int, train: dict) -> Workload:
                               ("learning_rate", learning_rate)) if v is None]  # fmt: skip
     if missing:
         raise ConfigError(f"{where}: a model of your own needs {', '.join(missing)}")
-    epoch_steps = entry.get("epoch_steps")
-    if epoch_steps is None:
-        # The study's fixed epoch, its images kept at another batch size (003's Table XV
-        # ran the same 18.18 epochs at batch 50, 500 and 5,000).
+    epoch_steps = entry.get("epoch_steps", 0)
+    if epoch_steps == STUDY_STEPS:
+        # The study's fixed epoch, asked for by name (a default would give a quick run on a
+        # few samples the study's 8,000 steps an epoch), its images kept at another batch
+        # size (003's Table XV ran the same 18.18 epochs at batch 50, 500 and 5,000).
         steps = recipe.epoch_steps if recipe else 0
-        epoch_steps = -(-steps * recipe.batch_size // batch_size) if steps else 0
+        if not steps:
+            raise ConfigError(
+                f"{where}: epoch_steps: {STUDY_STEPS}: its catalog entry's study counted "
+                "epochs, not steps; expected a number of steps, or 0 (one pass an epoch)"
+            )
+        epoch_steps = -(-steps * recipe.batch_size // batch_size)
     spec = WorkloadSpec(
         name=name,
         model=entry.get("model") or base.model,
