@@ -18,8 +18,8 @@ Estimates of a run's speed (images/s; each from what the run already records):
 * ``windows``: ``throughput_windows.median_images_per_s``, the median throughput window
   (windows.csv; a window whose time held a stall counts for one window, not its seconds);
 * ``cpu_seconds``: images per CPU-second of the trainer: ``epochs`` / the trainer's CPU
-  share of its cores over the steady epochs (telemetry.csv's ``cpu_percent_of_target`` from
-  the first epoch's end to the last's, over 100 x cores): time the trainer waited for a core
+  share of its cores over the steady epochs (telemetry.csv's ``cpu_percent_of_target``, already
+  per core, from the first epoch's end to the last's, over 100): time the trainer waited for a core
   (steal, another process) does not count;
 * ``probe``: ``epochs`` / the mean of the matrix-product probes before and after the run
   (``calibration``, GFLOP/s): the machine's speed that minute divided out.
@@ -64,7 +64,8 @@ def _steady_cpu_share(run: Path, metrics: dict) -> float:
     inside = telemetry[(telemetry["unix_s"] > start) & (telemetry["unix_s"] <= end)]
     if inside.empty:
         return math.nan
-    return float(inside["cpu_percent_of_target"].mean()) / 100 / max(1, int(metrics["cpus"]))
+    # Already per core of the target (telemetry.py: cpu_percent / the target's cpus).
+    return float(inside["cpu_percent_of_target"].mean()) / 100
 
 
 def run_estimates(run: Path) -> dict:

@@ -57,6 +57,13 @@ def test_per_cpu_second_divides_out_a_neighbour_that_took_the_core(tmp_path):
     assert table.loc["windows", "sd"] == pytest.approx(table.loc["epochs", "sd"])
     assert table.loc["probe", "sd"] == pytest.approx(table.loc["epochs", "sd"])
     assert math.isnan(table.loc["cpu_seconds", "power_5pct_10_rounds"])  # sd 0: no t
+    # The telemetry's share is per core of the target already: a 2-core trainer with both
+    # cores busy is at its epochs' speed per CPU-second, not half of it.
+    made_up_run(tmp_path / "two", "host-2cpu", 1, 100.0, 1.0, 50.0)
+    run = tmp_path / "two" / "train" / "host-2cpu" / "repeat-1"
+    metrics = json.loads((run / "metrics.json").read_text())
+    (run / "metrics.json").write_text(json.dumps({**metrics, "cpus": 2}))
+    assert bench.run_estimates(run)["cpu_seconds"] == pytest.approx(100.0)
     # The power of a paired t at 95 % in 10 rounds: about 98 % at an sd of 3.4 %, low at 8 %.
     assert bench.power(0.034) == pytest.approx(0.978, abs=0.01)
     assert bench.power(0.08) < 0.5
