@@ -53,7 +53,7 @@ ESTIMATES = ("epochs", "windows", "cpu_seconds", "probe")
 POWER_ROUNDS, POWER_AT = 10, 0.05
 
 
-def _steady_cpu_share(run: Path, metrics: dict) -> float:
+def _steady_cpu_share(run: Path) -> float:
     """The trainer's mean CPU share of its cores (0-1) over the steady epochs (the first
     epoch's end to the last's); NaN without the samples."""
     history = pd.read_csv(run / layout.HISTORY)
@@ -74,7 +74,7 @@ def run_estimates(run: Path) -> dict:
     m = json.loads((run / layout.METRICS).read_text())
     epochs = float(m.get("mean_images_per_s") or math.nan)
     windows = (m.get("throughput_windows") or {}).get("median_images_per_s")
-    share = _steady_cpu_share(run, m)
+    share = _steady_cpu_share(run)
     probes = [(m.get("calibration") or {}).get(side, {}) or {} for side in ("before", "after")]
     gflops = [p.get("gflops") for p in probes if p.get("gflops")]
     return {
