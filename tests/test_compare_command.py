@@ -117,6 +117,7 @@ def test_a_reference_files_regression(tmp_path, capsys):
     ref = tmp_path / "reference.yaml"
     ref.write_text(
         "tolerance: 0.05\n"
+        "machines: any\n"
         "targets:\n"
         "  host-1cpu: {images_per_s: 112}\n"  # 100 measured: 0.89, slower
         "  host-2cpu: {images_per_s: 170, tolerance: 0.2}\n"  # 160: 0.94, within 20 %
@@ -138,7 +139,7 @@ def test_a_reference_files_regression(tmp_path, capsys):
     assert "## Against the reference" in out and "the reference's 112 images/s" in err
     assert "| host-1cpu (any machine) |" in out  # an entry that names no machine says so
     # Met: exit 0. Too few runs for a verdict: a ratio, no regression.
-    ref.write_text("targets:\n  host-1cpu: {images_per_s: 99}\n")
+    ref.write_text("machines: any\ntargets:\n  host-1cpu: {images_per_s: 99}\n")
     assert run(capsys, a, "--reference", ref)[0] == 0
     few = tmp_path / "few"
     for k in (1, 2):
@@ -281,7 +282,9 @@ def test_a_bad_measurement_is_one_line_naming_its_file_before_anything_is_compar
         _set_metric(folder / "train/host-1cpu/repeat-2", key, 100.0 if "images" in key else None)
     # A bad run of another workload, read against a reference file alone.
     ref = tmp_path / "ref.yaml"
-    ref.write_text(f"workloads:\n  {WORKLOAD}:\n    host-1cpu: {{images_per_s: 1000}}\n")
+    ref.write_text(
+        f"machines: any\nworkloads:\n  {WORKLOAD}:\n    host-1cpu: {{images_per_s: 1000}}\n"
+    )
     bad = _set_metric(b / "workloads" / WORKLOAD / "train/host-1cpu/repeat-3", key, value)
     status, out, err = run(capsys, b, "--reference", ref)
     (line,) = err.strip().splitlines()
@@ -392,7 +395,9 @@ def test_a_reference_file_that_matches_no_run_is_refused(tmp_path, capsys):
         "paper/host-1-cpu; the folders' runs: paper/host-1cpu, paper/host-2cpu); expected "
         "targets (or workloads and targets) as the folders name them"
     )
-    ref.write_text("targets:\n  host-1cpu: {images_per_s: 90}\n  host-9cpu: {images_per_s: 9}\n")
+    ref.write_text(
+        "machines: any\ntargets:\n  host-1cpu: {images_per_s: 90}\n  host-9cpu: {images_per_s: 9}\n"
+    )
     status, out, err = run(capsys, a, "--reference", ref)
     assert status == 0, out
     assert re.search(
@@ -514,6 +519,38 @@ def test_the_rows_across_folders_hold_together_at_95_percent(tmp_path, capsys):
     _, low, high = compare.unpaired_interval(runs_b, runs_a, 1 - 0.05 / 3)
     assert (row["ratio_low"], row["ratio_high"]) == pytest.approx((low, high))
     assert low < low95 and high > high95
+
+
+def test_a_hand_written_entry_without_a_machine_is_bound_or_said_to_be_any(tmp_path, capsys):
+    """A hand-written entry named without a machine judged every machine's runs against one
+    machine's speed: a day's other CPU read as a regression. It is refused, naming the
+    machine to bind it to, unless the file says ``machines: any``; bound, it judges only that
+    machine's runs."""
+    a = result_folder(tmp_path / "a", 100.0, workload=False)
+    ref = tmp_path / "ref.yaml"
+    ref.write_text("tolerance: 0.05\ntargets:\n  host-1cpu: {images_per_s: 130}\n")
+    status, out, err = run(capsys, a, "--reference", ref)
+    (line,) = err.strip().splitlines()
+    assert status == 2 and out == "", line
+    machine = re.search(r"met runs on (\S+);", line).group(1)
+    assert machine.startswith("xeon-avx2-2c-24g-")
+    assert line == (
+        f"embryo-bench: error: {ref}: targets.host-1cpu names no machine and met runs on "
+        f"{machine}; expected host-1cpu@{machine} (bound to the machine the speed was "
+        "measured on), or `machines: any` in the file to judge every machine's runs against it"
+    )
+    # Bound as the line says: judged (30 % slower than expected, a regression).
+    ref.write_text(f"tolerance: 0.05\ntargets:\n  host-1cpu@{machine}: {{images_per_s: 130}}\n")
+    status, out, _ = run(capsys, a, "--reference", ref)
+    assert status == 1 and "(any machine)" not in out
+    # Said to be any machine's: judged too, and its rows say so.
+    ref.write_text("machines: any\ntolerance: 0.05\ntargets:\n  host-1cpu: {images_per_s: 130}\n")
+    status, out, _ = run(capsys, a, "--reference", ref)
+    assert status == 1 and "| host-1cpu (any machine) |" in out
+    # Anything else in machines: is a schema error naming the key.
+    ref.write_text("machines: all\ntargets:\n  host-1cpu: {images_per_s: 130}\n")
+    status, _, err = run(capsys, a, "--reference", ref)
+    assert status == 2 and f"{ref}: machines: 'any' was expected" in err, err
 
 
 def test_a_reference_written_from_sessions_is_bound_to_their_machine_and_their_spread(

@@ -247,9 +247,10 @@ def cmd_compare(p):
         "--reference",
         help="YAML of expected images/s per target, each with a tolerance (a fraction, log "
         "scale like --min-difference; default: --min-difference): 'tolerance: 0.1', "
-        "'targets: {host-1cpu: {images_per_s: 52}}', 'workloads: {mnist-mlp: {host-1cpu: "
-        "{images_per_s: 900, tolerance: 0.05}}}'; an interval wholly below 1 / (1 + tolerance) "
-        "is a regression",
+        "'targets: {host-1cpu@<machine>: {images_per_s: 52}}', 'workloads: {mnist-mlp: "
+        "{host-1cpu@<machine>: {images_per_s: 900, tolerance: 0.05}}}' (an entry is bound to "
+        "the machine it names; plain target names only with 'machines: any'); an interval "
+        "wholly below 1 / (1 + tolerance) is a regression",
     )
     p.add_argument(
         "--control",

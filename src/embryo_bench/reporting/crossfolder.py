@@ -61,6 +61,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import ConfigError, DataError
+from ..vocabulary.layout import PAPER_WORKLOAD
 from . import compare
 from .crossfolder_rows import (
     COLUMNS,
@@ -132,6 +133,13 @@ class Comparison:
         return self.table[self.table["regression"].astype(bool)]
 
 
+def _entry_path(key: tuple[str, str]) -> str:
+    """A reference entry's place in its file: ``targets.<t>`` (the paper's workload) or
+    ``workloads.<w>.<t>``."""
+    workload, target = key
+    return f"targets.{target}" if workload == PAPER_WORKLOAD else f"workloads.{workload}.{target}"
+
+
 def compare_folders(
     outdirs: list[str],
     min_difference: float,
@@ -165,7 +173,9 @@ def compare_folders(
             images/s not a positive finite number included:
             :func:`embryo_bench.reporting.merge.check_measurements`), runs of a workload on
             other data or preprocessing than the first folder's, a ``reference`` of which no
-            entry matches a run (one line naming it), a ``control`` that a folder did not
+            entry matches a run (one line naming it), a ``reference`` entry named without a
+            machine in a file that does not say ``machines: any`` (one line naming the entry
+            and the machine its runs ran on), a ``control`` that a folder did not
             run in a workload it shares with the first.
         DataError: a folder's ``figures-spec.json`` is unreadable.
     """
@@ -272,6 +282,15 @@ def compare_folders(
                  if k in reference),
                 None,
             )  # fmt: skip
+            if key is not None and "@" not in key[1] and not reference[key].any_machine:
+                # A plain name would judge any day's CPU against one machine's speed: a new
+                # CPU would read as a regression. Binding it is the file's to say.
+                raise ConfigError(
+                    f"{reference_name}: {_entry_path(key)} names no machine and met runs "
+                    f"on {part.machine}; expected {key[1]}@{part.machine} (bound to the "
+                    "machine the speed was measured on), or `machines: any` in the file to "
+                    "judge every machine's runs against it"
+                )
             if key is not None:
                 matched.add(key)
                 row = reference_row(part, reference[key], reference_name)

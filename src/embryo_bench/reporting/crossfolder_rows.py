@@ -69,11 +69,14 @@ NOT_SETTINGS = ("format", "target", "repeat")
 
 @dataclass(frozen=True)
 class Expected:
-    """One reference entry: ``images_per_s`` expected (images/s) and the ``tolerance``
-    (a fraction) within which a slower speed is not a regression."""
+    """One reference entry: ``images_per_s`` expected (images/s), the ``tolerance`` (a
+    fraction) within which a slower speed is not a regression, and ``any_machine``: an entry
+    named without a machine that its file lets judge every machine's runs (``machines:
+    any``)."""
 
     images_per_s: float
     tolerance: float
+    any_machine: bool = False
 
 
 @dataclass

@@ -5,7 +5,10 @@ tolerance.
 
 A reference written here is bound to the machine each entry was measured on
 (``<target>@<machine>``, :class:`embryo_bench.reporting.runs.Machines`' label): another CPU is
-never judged against it (a day's new CPU would read as a regression). Its tolerance is the
+never judged against it (a day's new CPU would read as a regression). A hand-written entry
+may name a plain target only in a file that says ``machines: any`` (every machine's runs of
+it are then judged against it, and its rows say so); without it, a plain name is refused when
+it meets a run, naming the machine to bind it to. Its tolerance is the
 sessions' own spread, not a guess: from k folders' geometric means g_1..g_k of one part, the
 95 % prediction interval of one more session's on the log scale, t(0.975, k - 1) x s x
 sqrt(1 + 1 / k) (s the sd of log g), never below ``--min-difference``. A statistical review
@@ -37,15 +40,18 @@ _ENTRY = {
         "tolerance": {"type": "number", "minimum": 0, "maximum": 1},
     },
 }
-#: What a reference file (``--reference``) may hold: a tolerance for every entry, the
-#: paper's workload's targets, and other workloads' targets by workload name; an entry is
-#: the expected images/s and, optionally, its own tolerance (a fraction).
+#: What a reference file (``--reference``) may hold: a tolerance for every entry, whether
+#: entries named without a machine hold for any machine (``machines: any``), the paper's
+#: workload's targets, and other workloads' targets by workload name; an entry is the
+#: expected images/s and, optionally, its own tolerance (a fraction).
 REFERENCE_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "minProperties": 1,
     "properties": {
         "tolerance": {"type": "number", "minimum": 0, "maximum": 1},
+        # Plain target names (no @<machine>) judge every machine's runs: said, not assumed.
+        "machines": {"const": "any"},
         "targets": {"type": "object", "additionalProperties": _ENTRY},
         "workloads": {
             "type": "object",
@@ -63,18 +69,22 @@ def read_reference(path: str | Path, tolerance: float) -> dict[tuple[str, str], 
 
         tolerance: 0.10            # every entry's, unless it gives its own
         targets:                   # the paper's workload
-          host-1cpu: {images_per_s: 52.0}
-          host-2cpu: {images_per_s: 95.0, tolerance: 0.05}
+          host-1cpu@epyc-avx512-2c-24g-9f3e: {images_per_s: 52.0}
+          host-2cpu@epyc-avx512-2c-24g-9f3e: {images_per_s: 95.0, tolerance: 0.05}
         workloads:
           mnist-mlp:
-            host-1cpu: {images_per_s: 900}
+            host-1cpu@epyc-avx512-2c-24g-9f3e: {images_per_s: 900}
 
-    A target name may be a split part's, ``<target>@<machine>``; otherwise an entry holds
-    for every machine's part of that target. Validated against :data:`REFERENCE_SCHEMA`
-    (jsonschema). The tolerance is judged as ``compare.min_difference`` is, on the log
-    scale (:func:`embryo_bench.reporting.compare.verdict`): with 0.10, a geometric mean below
-    expected / 1.10 whose interval is below the expected value is a regression (ReFrame's
-    lower threshold -0.10 would fail below expected x 0.90 on a single value).
+    An entry is bound to a machine by its name, ``<target>@<machine>`` (the label ``embryo-bench
+    compare`` prints). A plain target name holds for every machine's part of that target only in
+    a file that says ``machines: any``
+    (:attr:`~embryo_bench.reporting.crossfolder_rows.Expected.any_machine`); elsewhere
+    :func:`embryo_bench.reporting.crossfolder.compare_folders` refuses it. Validated against
+    :data:`REFERENCE_SCHEMA` (jsonschema). The tolerance is judged as ``compare.min_difference``
+    is, on the log scale (:func:`embryo_bench.reporting.compare.verdict`): with 0.10, a
+    geometric mean below expected / 1.10 whose interval is below the expected value is a
+    regression (ReFrame's lower threshold -0.10 would fail below expected x 0.90 on a single
+    value).
 
     Args:
         tolerance: the tolerance of entries that give none, in a file that gives none
@@ -108,6 +118,7 @@ def read_reference(path: str | Path, tolerance: float) -> dict[tuple[str, str], 
             message = e.message
         raise ConfigError(f"{path}: {where + ': ' if where else ''}{message}")
     default = data.get("tolerance", tolerance)
+    any_machine = data.get("machines") == "any"
     entries = {(PAPER_WORKLOAD, t): e for t, e in data.get("targets", {}).items()}
     for workload, targets in data.get("workloads", {}).items():
         entries |= {(workload, t): e for t, e in targets.items()}
@@ -116,7 +127,11 @@ def read_reference(path: str | Path, tolerance: float) -> dict[tuple[str, str], 
             f"{path}: holds no target; expected images/s under targets: or workloads:"
         )
     return {
-        key: Expected(float(e["images_per_s"]), float(e.get("tolerance", default)))
+        key: Expected(
+            float(e["images_per_s"]),
+            float(e.get("tolerance", default)),
+            any_machine=any_machine and "@" not in key[1],
+        )
         for key, e in entries.items()
     }
 
