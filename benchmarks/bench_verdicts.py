@@ -22,7 +22,8 @@ CV ``--cv``); with ``--outliers P`` a run is 20 % slow with probability P. Withi
 the targets run in the rows of a Williams square (``compare.order: balanced``,
 :func:`embryo_bench.planning.schedule.williams_rows`). Across folders each folder (a
 workflow invocation: a session) adds its own effect, sd ``--session`` (0, 3, 6 %), to all
-its runs.
+its runs, and with ``--target-session`` each target a session effect of its own as well
+(one image's cache, one daemon's state: what a control does not divide out).
 
 Tables (each cell ``--experiments`` experiments, default 2,000):
 
@@ -38,6 +39,15 @@ Tables (each cell ``--experiments`` experiments, default 2,000):
   faster or slower) and the coverage of the plain row (its runs unpaired) and of the row
   relative to the control (:func:`embryo_bench.reporting.crossfolder_rows.controlled_row`,
   ``compare --control``), and the controlled row's power at a true 5 % slowdown;
+* **reference**, per CV x session effect x sessions written: a reference file written by
+  ``compare --write-reference`` from that many sessions of ``--rounds``' largest number of
+  runs (:func:`embryo_bench.reporting.reference_file.reference_from`, read back by
+  :func:`~embryo_bench.reporting.reference_file.read_reference`), then one more session of
+  the same machine judged against it (:func:`~embryo_bench.reporting.crossfolder_rows.
+  reference_row`): the false regression rate, the tolerance written (mean), and the power
+  at a true 10 % and 20 % slowdown; beside it, the same new session against a hand-written
+  entry at the true speed with ``--min-difference`` as its tolerance (what ``--reference``
+  was before references were written from sessions);
 * **until**, per goal x CV: the rounds run (mean), the A/A rate and coverage at the stop and
   the power at a true 5 %, ``max_rounds`` 10; a stop before ``max_rounds`` judged at the
   level the workflow's table gives it (:attr:`embryo_bench.planning.rounds.Decision.
@@ -47,8 +57,9 @@ The verdict's band X is ``--min-difference`` (``compare.min_difference``, 5 %).
 
 Usage:
     python benchmarks/bench_verdicts.py [--experiments 2000] [--cv 0.03 0.06 0.09]
-        [--rounds 3 5 10] [--rows 1 3] [--session 0 0.03 0.06] [--goals 0.02 0.03 0.05]
-        [--outliers 0] [--drift 0.10] [--min-difference 0.05] [--seed 0] [--json PATH]
+        [--rounds 3 5 10] [--rows 1 3] [--session 0 0.03 0.06] [--target-session 0]
+        [--sessions 3 5] [--goals 0.02 0.03 0.05] [--outliers 0] [--drift 0.10]
+        [--min-difference 0.05] [--seed 0] [--json PATH]
 """
 
 from __future__ import annotations
@@ -56,23 +67,26 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from embryo_bench.planning.rounds import decide
 from embryo_bench.planning.schedule import williams_rows
 from embryo_bench.recording.hardware import cpu_model
 from embryo_bench.reporting import compare
-from embryo_bench.reporting.crossfolder_rows import Part, controlled_row
+from embryo_bench.reporting.crossfolder_rows import Expected, Part, controlled_row, reference_row
+from embryo_bench.reporting.reference_file import read_reference, reference_from
 from embryo_bench.reporting.rounds import half_width
 
 #: How much slower an outlier run is (the review's 20 % slow outliers).
 OUTLIER_SLOWDOWN = 0.80
 #: The tables, in the order printed.
-PARTS = ("paired", "across", "until")
+PARTS = ("paired", "across", "until", "reference")
 #: The true differences the power columns are at.
 POWER_AT = (0.02, 0.05, 0.10)
 
@@ -187,10 +201,11 @@ def _part(folder: str, name: str, logs: np.ndarray) -> Part:
     return Part(folder, "w", name, name, "m", rows)
 
 
-def across_cell(rng, cv, session, runs, args) -> dict:
+def across_cell(rng, cv, session, runs, args, target_session: float = 0.0) -> dict:
     """Across folders (two sessions, ``runs`` rounds each of a target and a control, paired
     within each folder's rounds as :func:`paired_logs` draws them, plus a session effect of
-    sd ``session`` on all of a folder's runs): the plain row (the target's runs, unpaired:
+    sd ``session`` on all of a folder's runs and one of sd ``target_session`` on each
+    target's runs in it, drawn apart): the plain row (the target's runs, unpaired:
     :func:`compare.unpaired_interval`) and the row relative to the control
     (:func:`~embryo_bench.reporting.crossfolder_rows.controlled_row`, ``compare --control``):
     A/A rate and coverage of each, and the controlled row's power at a true 5 % slowdown of
@@ -203,7 +218,10 @@ def across_cell(rng, cv, session, runs, args) -> dict:
             for k in range(2):
                 effect = rng.normal(0.0, session) if session else 0.0
                 truth = np.array([np.log1p(-slowdown) if k else 0.0])
-                sides.append(paired_logs(rng, truth, runs, cv, args.drift, args.outliers) + effect)
+                logs = paired_logs(rng, truth, runs, cv, args.drift, args.outliers) + effect
+                if target_session:  # each target's own, which the control does not share
+                    logs += rng.normal(0.0, target_session, size=logs.shape[1])
+                sides.append(logs)
             first, this = (
                 (_part(f, "control", s[:, 0]), _part(f, "target", s[:, 1]))
                 for f, s in zip(("first", "this"), sides, strict=True)
@@ -229,6 +247,64 @@ def across_cell(rng, cv, session, runs, args) -> dict:
         "controlled_aa_called": c_called / n,
         "controlled_coverage": c_covered / n,
         "controlled_power_0.05": c_power / n,
+    }
+
+
+#: The true slowdowns the reference table's power columns are at.
+REFERENCE_POWER_AT = (0.10, 0.20)
+
+
+def _session_logs(rng, cv, session, runs, args, truth: float = 0.0) -> np.ndarray:
+    """One session's log images/s of one target: ``runs`` rounds as :func:`paired_logs`
+    draws the base's, plus the session's effect (sd ``session``) and ``truth``."""
+    effect = rng.normal(0.0, session) if session else 0.0
+    return paired_logs(rng, np.zeros(0), runs, cv, args.drift, args.outliers)[:, 0] + effect + truth
+
+
+def written_reference(sessions: list[np.ndarray], min_difference: float):
+    """The entry ``compare --write-reference`` writes from ``sessions`` (each one session's
+    log images/s of the target), read back as ``--reference`` reads it (through a file):
+    :class:`~embryo_bench.reporting.crossfolder_rows.Expected`."""
+    folders = [f"session-{k}" for k in range(len(sessions))]
+    parts = {
+        (f, "w"): [_part(f, "target", logs)] for f, logs in zip(folders, sessions, strict=True)
+    }
+    data, _notes = reference_from(parts, folders, min_difference)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "reference.yaml"
+        path.write_text(yaml.safe_dump(data))
+        ((_, expected),) = read_reference(path, min_difference).items()
+    return expected
+
+
+def reference_cell(rng, cv, session, sessions, runs, args) -> dict:
+    """Against a reference file: ``sessions`` sessions of ``runs`` rounds write it
+    (:func:`written_reference`), one more session of the same machine is judged against it
+    (:func:`~embryo_bench.reporting.crossfolder_rows.reference_row`; a regression is its
+    ``regression``); the same new session against a hand-written entry at the true speed
+    with ``min_difference`` as its tolerance. Fractions over ``args.experiments``."""
+    n = args.experiments
+    written = hand = 0
+    tolerances = []
+    power = dict.fromkeys(REFERENCE_POWER_AT, 0)
+    hand_written = Expected(1.0, args.min_difference, any_machine=True)
+    for _ in range(n):
+        before = [_session_logs(rng, cv, session, runs, args) for _ in range(sessions)]
+        expected = written_reference(before, args.min_difference)
+        tolerances.append(expected.tolerance)
+        new = _part("new", "target", _session_logs(rng, cv, session, runs, args))
+        written += bool(reference_row(new, expected, "written")["regression"])
+        hand += bool(reference_row(new, hand_written, "hand")["regression"])
+        for slowdown in REFERENCE_POWER_AT:
+            slow = _session_logs(rng, cv, session, runs, args, np.log1p(-slowdown))
+            power[slowdown] += bool(
+                reference_row(_part("new", "target", slow), expected, "written")["regression"]
+            )
+    return {
+        "written_aa_regression": written / n,
+        "tolerance_mean": float(np.mean(tolerances)),
+        **{f"written_power_{d:g}": power[d] / n for d in REFERENCE_POWER_AT},
+        "hand_aa_regression": hand / n,
     }
 
 
@@ -287,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, nargs="+", default=[3, 5, 10])
     p.add_argument("--rows", type=int, nargs="+", default=[1, 3])
     p.add_argument("--session", type=float, nargs="+", default=[0.0, 0.03, 0.06])
+    p.add_argument("--target-session", type=float, nargs="+", default=[0.0])
+    p.add_argument("--sessions", type=int, nargs="+", default=[3, 5])
     p.add_argument("--goals", type=float, nargs="+", default=[0.02, 0.03, 0.05])
     p.add_argument("--outliers", type=float, default=0.0)
     p.add_argument("--drift", type=float, default=0.10)
@@ -316,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
         "paired": [],
         "across": [],
         "until": [],
+        "reference": [],
     }
     if "paired" in args.parts:
         paired_table(rng, args, result)
@@ -323,6 +402,8 @@ def main(argv: list[str] | None = None) -> int:
         across_table(rng, args, result)
     if "until" in args.parts:
         until_table(rng, args, result)
+    if "reference" in args.parts:
+        reference_table(rng, args, result)
     result["seconds"] = round(time.monotonic() - started, 1)
     print(f"\n{result['seconds']} s")
     if args.json:
@@ -359,22 +440,27 @@ def across_table(rng, args, result) -> None:
     print("\n## Across folders (two sessions; plain: one target unpaired; controlled: relative")
     print("to a control target run in both)\n")
     print(
-        "| CV | session effect | rounds a side | plain: A/A called | coverage | controlled: A/A "
-        "called | coverage | a true 5 % slowdown called |"
+        "| CV | session effect | each target's own | rounds a side | plain: A/A called "
+        "| coverage | controlled: A/A called | coverage | a true 5 % slowdown called |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for cv in args.cv:
         for session in args.session:
-            for runs in args.rounds:
-                cell = across_cell(rng, cv, session, runs, args)
-                result["across"].append({"cv": cv, "session": session, "runs": runs, **cell})
-                print(
-                    f"| {_pct(cv)} | {_pct(session)} | {runs} | {_pct(cell['aa_called'])} | "
-                    f"{_pct(cell['coverage'])} | {_pct(cell['controlled_aa_called'])} | "
-                    f"{_pct(cell['controlled_coverage'])} | "
-                    f"{_pct(cell['controlled_power_0.05'])} |",
-                    flush=True,
-                )
+            for own in args.target_session:
+                for runs in args.rounds:
+                    cell = across_cell(rng, cv, session, runs, args, own)
+                    result["across"].append(
+                        {"cv": cv, "session": session, "target_session": own, "runs": runs,
+                         **cell}
+                    )  # fmt: skip
+                    print(
+                        f"| {_pct(cv)} | {_pct(session)} | {_pct(own)} | {runs} | "
+                        f"{_pct(cell['aa_called'])} | {_pct(cell['coverage'])} | "
+                        f"{_pct(cell['controlled_aa_called'])} | "
+                        f"{_pct(cell['controlled_coverage'])} | "
+                        f"{_pct(cell['controlled_power_0.05'])} |",
+                        flush=True,
+                    )
 
 
 def until_table(rng, args, result) -> None:
@@ -398,6 +484,36 @@ def until_table(rng, args, result) -> None:
                 f"{_pct(t5['coverage'])} |",
                 flush=True,
             )
+
+
+def reference_table(rng, args, result) -> None:
+    """The reference file's table, printed as each cell ends (runs a session: the largest
+    of ``--rounds``)."""
+    runs = max(args.rounds)
+    print(f"\n## Against a reference written from sessions ({runs} runs a session)\n")
+    power = "".join(f" a true {_pct(d)} slowdown called |" for d in REFERENCE_POWER_AT)
+    print(
+        "| CV | session effect | sessions written | A/A: regression | tolerance written (mean) |"
+        + power
+        + f" hand-written at the truth, ±{_pct(args.min_difference)}: A/A regression |"
+    )
+    print("|---|---|---|---|---|" + "---|" * len(REFERENCE_POWER_AT) + "---|")
+    for cv in args.cv:
+        for session in args.session:
+            for sessions in args.sessions:
+                cell = reference_cell(rng, cv, session, sessions, runs, args)
+                result["reference"].append(
+                    {"cv": cv, "session": session, "sessions": sessions, "runs": runs, **cell}
+                )
+                powers = "".join(
+                    f" {_pct(cell[f'written_power_{d:g}'])} |" for d in REFERENCE_POWER_AT
+                )
+                print(
+                    f"| {_pct(cv)} | {_pct(session)} | {sessions} | "
+                    f"{_pct(cell['written_aa_regression'])} | {_pct(cell['tolerance_mean'])} |"
+                    f"{powers} {_pct(cell['hand_aa_regression'])} |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -30,7 +30,8 @@ def test_the_check_sees_a_verdict_the_table_would_not_give(monkeypatch):
 def test_at_next_to_no_noise_it_finds_the_difference_and_the_sameness(tmp_path):
     out = tmp_path / "v.json"
     args = ["--experiments", "20", "--cv", "0.001", "--rounds", "5", "--rows", "2",
-            "--session", "0", "--goals", "0.03", "--drift", "0", "--json", str(out)]  # fmt: skip
+            "--session", "0", "--sessions", "3", "--goals", "0.03", "--drift", "0",
+            "--json", str(out)]  # fmt: skip
     assert bench.main(args) == 0
     result = json.loads(out.read_text())
     (paired,) = result["paired"]
@@ -45,6 +46,11 @@ def test_at_next_to_no_noise_it_finds_the_difference_and_the_sameness(tmp_path):
     assert until["aa"]["stopped_early"] == 1  # every A/A stopped before the cap
     assert until["true5"]["faster"] == 1
     assert across["controlled_coverage"] >= 0.8 and across["controlled_power_0.05"] == 1
+    # Against a reference written from 3 sessions: identical sessions pass, a 20 % slowdown
+    # does not; a hand-written entry at the truth passes too.
+    (ref,) = result["reference"]
+    assert ref["written_aa_regression"] == 0 and ref["hand_aa_regression"] == 0
+    assert ref["written_power_0.2"] == 1 and ref["tolerance_mean"] == pytest.approx(0.05)
 
 
 def test_a_session_effect_misleads_the_plain_row_and_divides_out_of_the_controlled_one():
@@ -55,3 +61,21 @@ def test_a_session_effect_misleads_the_plain_row_and_divides_out_of_the_controll
     assert cell["aa_called"] >= 0.5 and cell["coverage"] <= 0.5
     assert cell["controlled_aa_called"] <= 0.15 and cell["controlled_coverage"] >= 0.85
     assert cell["controlled_power_0.05"] == 1
+
+
+def test_a_session_effect_of_each_target_is_not_divided_out_by_the_control():
+    # Each target its own session effect (sd 20 %), next to no other noise: the control
+    # shares none of it, so the controlled row calls most A/As different as the plain one does.
+    args = bench.argparse.Namespace(experiments=40, drift=0.0, outliers=0.0, min_difference=0.05)
+    cell = bench.across_cell(np.random.default_rng(3), 0.001, 0.0, 5, args, target_session=0.2)
+    assert cell["controlled_aa_called"] >= 0.5 and cell["controlled_coverage"] <= 0.5
+
+
+def test_a_written_reference_holds_the_sessions_spread():
+    # Sessions 10 % apart (sd) write a wide tolerance: a new session of the same machine is
+    # rarely a regression against it; against a hand-written entry at the true speed with a
+    # 5 % tolerance, a third of such sessions are.
+    args = bench.argparse.Namespace(experiments=60, drift=0.0, outliers=0.0, min_difference=0.05)
+    cell = bench.reference_cell(np.random.default_rng(4), 0.01, 0.1, 5, 5, args)
+    assert cell["tolerance_mean"] > 0.2
+    assert cell["written_aa_regression"] <= 0.1 and cell["hand_aa_regression"] >= 0.2
