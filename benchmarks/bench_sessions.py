@@ -28,12 +28,16 @@ across three workflow invocations".
 Usage:
     python benchmarks/bench_sessions.py [--configfile config/offline.yaml] [--target host-1cpu]
         [--copies 2] [--rounds 5] [--sessions 2] [--out results/sessions] [--cores 2]
-        [--min-difference 0.05] [--json PATH]
+        [--min-difference 0.05] [--neighbour CPUS] [--json PATH]
+
+``--neighbour 0`` runs ``noisy_neighbour.py`` on CPU 0 for the whole of every session (random
+bursts of a busy CPU: another tenant's stand-in), one seed a session.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -87,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=REPO / "results" / "sessions")
     p.add_argument("--cores", type=int, default=2)
     p.add_argument("--min-difference", type=float, default=0.05)
+    p.add_argument("--neighbour", metavar="CPUS", help="a noisy neighbour on these CPUs")
     p.add_argument("--json", type=Path, help="the record (default: <out>/sessions.json)")
     args = p.parse_args(argv)
     try:
@@ -124,7 +129,18 @@ def main(argv: list[str] | None = None) -> int:
                "--configfile", str(path)]  # fmt: skip
         log = out / "logs" / f"session-{k}.log"
         started = time.time()
-        rc, seconds = call(cmd, log)
+        neighbour = None
+        if args.neighbour is not None:
+            neighbour = subprocess.Popen(
+                [sys.executable, str(REPO / "benchmarks" / "noisy_neighbour.py"),
+                 "--cpus", args.neighbour, "--seed", str(k)]
+            )  # fmt: skip
+        try:
+            rc, seconds = call(cmd, log)
+        finally:
+            if neighbour is not None:
+                neighbour.terminate()
+                neighbour.wait(timeout=30)
         record["calls"].append(
             {"session": k, "rc": rc, "seconds": round(seconds, 1), "started_unix_s": started,
              "log": str(log)}
