@@ -22,7 +22,16 @@ Estimates of a run's speed (images/s; each from what the run already records):
   per core, from the first epoch's end to the last's, over 100): time the trainer waited for a core
   (steal, another process) does not count;
 * ``probe``: ``epochs`` / the mean of the matrix-product probes before and after the run
-  (``calibration``, GFLOP/s): the machine's speed that minute divided out.
+  (``calibration``, GFLOP/s): the machine's speed that minute divided out;
+* ``epochs adjusted by share`` and ``... by interference``: ``epochs``' paired log ratio
+  adjusted by a covariate, the regression way (CUPED): d - b z, z the round's paired
+  difference of the covariate (the log of the trainer's steady CPU share, as ``cpu_seconds``
+  reads it; the log of the share left by interference, 1 - other processes' share of the run's
+  cores - steal, from metrics.json's telemetry), b the least-squares slope of d on z over all
+  pairs. Unlike ``cpu_seconds`` it keeps the ratio's meaning (images/s at the share the copies
+  got) where the covariate's paired difference is zero on average: copies of one target on one
+  core, interleaved, share the machine's contention alike. Its sd has one degree of freedom
+  less (the slope), and the slope is printed.
 
 Usage:
     python benchmarks/bench_noise.py OUTDIR [OUTDIR ...] [--workload paper] [--json PATH]
@@ -49,6 +58,9 @@ from embryo_bench.vocabulary import layout
 
 #: The estimates, in the order printed.
 ESTIMATES = ("epochs", "windows", "cpu_seconds", "probe")
+#: The covariates ``epochs`` is adjusted by (:func:`adjusted_logs`): name -> the column of
+#: :func:`read_runs` that holds its log.
+COVARIATES = {"share": "log_cpu_share", "interference": "log_free_share"}
 #: The rounds and the true difference the power column is at.
 POWER_ROUNDS, POWER_AT = 10, 0.05
 
@@ -70,18 +82,28 @@ def _steady_cpu_share(run: Path) -> float:
 
 def run_estimates(run: Path) -> dict:
     """One run's speed by every estimate (:data:`ESTIMATES`, images/s or images per
-    CPU-second; NaN where the run does not record what it needs)."""
+    CPU-second) and the logs of its covariates (:data:`COVARIATES`); NaN where the run does
+    not record what it needs."""
     m = json.loads((run / layout.METRICS).read_text())
     epochs = float(m.get("mean_images_per_s") or math.nan)
     windows = (m.get("throughput_windows") or {}).get("median_images_per_s")
     share = _steady_cpu_share(run)
     probes = [(m.get("calibration") or {}).get(side, {}) or {} for side in ("before", "after")]
     gflops = [p.get("gflops") for p in probes if p.get("gflops")]
+    seen = (m.get("telemetry") or {}).get("interference") or {}
+    other, steal = seen.get("other_cpu_share_mean"), seen.get("steal_percent_mean")
+    free = (
+        1 - other - steal / 100
+        if isinstance(other, int | float) and isinstance(steal, int | float)
+        else math.nan
+    )
     return {
         "epochs": epochs,
         "windows": float(windows) if windows else math.nan,
         "cpu_seconds": epochs / share if share and share > 0 else math.nan,
         "probe": epochs / float(np.mean(gflops)) if gflops else math.nan,
+        "log_cpu_share": math.log(share) if share and share > 0 else math.nan,
+        "log_free_share": math.log(free) if free > 0 else math.nan,
     }
 
 
@@ -102,19 +124,41 @@ def read_runs(outdir: Path, workload: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def paired_logs(runs: pd.DataFrame, estimate: str) -> np.ndarray:
+def paired_logs(runs: pd.DataFrame, estimate: str, covariate: str = "") -> np.ndarray:
     """The log ratios of every copy to the first (by name), in each folder's rounds where
-    both have a value of ``estimate``."""
+    both have a value of ``estimate``: shape (pairs,) float64; with ``covariate`` (a column
+    holding a log), shape (pairs, 2): the log ratio and the covariate's paired difference,
+    in the rounds where both are known."""
     out = []
     for _, folder in runs.groupby("folder"):
         table = folder.pivot_table(index="round", columns="target", values=estimate)
         if table.shape[1] < 2:  # no value of this estimate for two copies
             continue
         first, *others = sorted(table.columns)
+        if covariate:
+            z = folder.pivot_table(index="round", columns="target", values=covariate)
         for other in others:
-            logs = np.log(table[other] / table[first]).dropna()
-            out.extend(logs.tolist())
-    return np.array(out)
+            logs = np.log(table[other] / table[first])
+            if covariate and {first, other} <= set(z.columns):
+                both = pd.concat([logs, z[other] - z[first]], axis=1).dropna()
+                out.extend(both.to_numpy().tolist())
+            elif not covariate:
+                out.extend(logs.dropna().tolist())
+    return np.array(out) if out or not covariate else np.empty((0, 2))
+
+
+def adjusted_logs(runs: pd.DataFrame, covariate: str) -> tuple[np.ndarray, float]:
+    """``epochs``' paired log ratios adjusted by ``covariate`` (a key of
+    :data:`COVARIATES`): (d - b z, b), d the log ratios and z the covariate's paired
+    differences (:func:`paired_logs`), b the least-squares slope of d on z (the ratio at
+    equal covariates: the same ratio where z is zero on average); NaN slope and no ratios
+    with fewer than 3 pairs or a constant covariate."""
+    pairs = paired_logs(runs, "epochs", COVARIATES[covariate])
+    if len(pairs) < 3 or np.ptp(pairs[:, 1]) == 0:
+        return np.array([]), math.nan
+    d, z = pairs[:, 0], pairs[:, 1]
+    slope = float(np.polyfit(z, d, 1)[0])
+    return d - slope * z, slope
 
 
 def power(sd: float, rounds: int = POWER_ROUNDS, truth: float = POWER_AT) -> float:
@@ -129,15 +173,21 @@ def power(sd: float, rounds: int = POWER_ROUNDS, truth: float = POWER_AT) -> flo
 
 
 def summary(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per estimate: pairs, mean log ratio (an A/A's should be near 0), sd with its 95 %
-    interval (chi-square), CV (%), and the power at a true 5 % in 10 rounds."""
+    """Per estimate (:data:`ESTIMATES`, then ``epochs`` adjusted by each of
+    :data:`COVARIATES`): pairs, mean log ratio (an A/A's should be near 0), sd with its 95 %
+    interval (chi-square), the power at a true 5 % in 10 rounds, and the covariate's slope
+    (NaN for the plain estimates)."""
     rows = []
-    for estimate in ESTIMATES:
-        logs = paired_logs(runs, estimate)
+    estimates = [(e, paired_logs(runs, e), 1, math.nan) for e in ESTIMATES]
+    for covariate in COVARIATES:
+        logs, slope = adjusted_logs(runs, covariate)
+        estimates.append((f"epochs adjusted by {covariate}", logs, 2, slope))
+    for estimate, logs, ddof, slope in estimates:
         n = len(logs)
-        sd = float(np.std(logs, ddof=1)) if n > 1 else math.nan
-        low = sd * math.sqrt((n - 1) / stats.chi2.ppf(0.975, n - 1)) if n > 1 else math.nan
-        high = sd * math.sqrt((n - 1) / stats.chi2.ppf(0.025, n - 1)) if n > 1 else math.nan
+        sd = float(np.std(logs, ddof=ddof)) if n > ddof else math.nan
+        df = n - ddof
+        low = sd * math.sqrt(df / stats.chi2.ppf(0.975, df)) if df > 0 else math.nan
+        high = sd * math.sqrt(df / stats.chi2.ppf(0.025, df)) if df > 0 else math.nan
         rows.append(
             {
                 "estimate": estimate,
@@ -147,6 +197,7 @@ def summary(runs: pd.DataFrame) -> pd.DataFrame:
                 "sd_low": low,
                 "sd_high": high,
                 "power_5pct_10_rounds": power(sd),
+                "slope": slope,
             }
         )
     return pd.DataFrame(rows)
@@ -170,14 +221,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bench_noise: {len(runs)} runs of {args.workload} in {len(args.outdirs)} folder(s)\n")
     print(
         "| estimate | pairs | mean ratio - 1 | sd of the log ratio [95 %] "
-        "| power at 5 %, 10 rounds |"
+        "| power at 5 %, 10 rounds | covariate's slope |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")
     for r in table.itertuples():
         print(
             f"| {r.estimate} | {r.pairs} | {_pct(math.expm1(r.mean_log_ratio))} | "
             f"{_pct(r.sd)} [{_pct(r.sd_low)}, {_pct(r.sd_high)}] | "
-            f"{_pct(r.power_5pct_10_rounds)} |"
+            f"{_pct(r.power_5pct_10_rounds)} | "
+            f"{'-' if math.isnan(r.slope) else f'{r.slope:.2f}'} |"
         )
     if args.json:
         write_json(

@@ -26,6 +26,10 @@ def made_up_run(folder: Path, target: str, k: int, images_per_s: float, cpu_shar
         "mean_images_per_s": images_per_s,
         "throughput_windows": {"median_images_per_s": images_per_s * 1.01},
         "calibration": {"before": {"gflops": gflops}, "after": {"gflops": gflops}},
+        # what the neighbour took of the core, as the telemetry's interference says it
+        "telemetry": {
+            "interference": {"other_cpu_share_mean": 1 - cpu_share, "steal_percent_mean": 0.0}
+        },
     }
     (run / "metrics.json").write_text(json.dumps(metrics))
     pd.DataFrame({"epoch": [1, 2, 3], "ended_unix_s": [10.0, 20.0, 30.0]}).to_csv(
@@ -57,6 +61,14 @@ def test_per_cpu_second_divides_out_a_neighbour_that_took_the_core(tmp_path):
     assert table.loc["windows", "sd"] == pytest.approx(table.loc["epochs", "sd"])
     assert table.loc["probe", "sd"] == pytest.approx(table.loc["epochs", "sd"])
     assert math.isnan(table.loc["cpu_seconds", "power_5pct_10_rounds"])  # sd 0: no t
+    # Adjusted by either covariate (the trainer's share, the share interference left), the
+    # neighbour is regressed out with a slope of 1 and the ratio is the copies' at equal
+    # shares (1); a plain estimate has no slope.
+    for covariate in ("share", "interference"):
+        row = table.loc[f"epochs adjusted by {covariate}"]
+        assert row["pairs"] == 6 and row["sd"] == pytest.approx(0.0, abs=1e-9)
+        assert row["slope"] == pytest.approx(1.0) and row["mean_log_ratio"] == pytest.approx(0)
+    assert math.isnan(table.loc["epochs", "slope"])
     # The telemetry's share is per core of the target already: a 2-core trainer with both
     # cores busy is at its epochs' speed per CPU-second, not half of it.
     made_up_run(tmp_path / "two", "host-2cpu", 1, 100.0, 1.0, 50.0)
@@ -67,3 +79,20 @@ def test_per_cpu_second_divides_out_a_neighbour_that_took_the_core(tmp_path):
     # The power of a paired t at 95 % in 10 rounds: about 98 % at an sd of 3.4 %, low at 8 %.
     assert bench.power(0.034) == pytest.approx(0.978, abs=0.01)
     assert bench.power(0.08) < 0.5
+
+
+def test_a_covariate_adjustment_keeps_what_the_covariate_does_not_explain(tmp_path):
+    """Copy b is 10 % faster in every round and its share moves at random, unrelated to its
+    speed: the adjustment's slope is near 0 and the ratio stays 1.10 (the covariate takes
+    nothing it does not explain)."""
+    rng = np.random.default_rng(0)
+    for k in range(1, 9):
+        made_up_run(tmp_path, "host-1cpu-a", k, 100.0 * (1 + 0.01 * (k % 3)), 1.0, 50.0)
+        made_up_run(tmp_path, "host-1cpu-b", k, 110.0 * (1 + 0.01 * (k % 3)),
+                    float(rng.uniform(0.8, 1.0)), 50.0)  # fmt: skip
+    table = bench.summary(bench.read_runs(tmp_path, "paper")).set_index("estimate")
+    row = table.loc["epochs adjusted by share"]
+    assert abs(row["slope"]) < 1e-9 and math.expm1(row["mean_log_ratio"]) == pytest.approx(0.10)
+    # Too few pairs: no adjustment (NaN slope), not an error.
+    logs, slope = bench.adjusted_logs(bench.read_runs(tmp_path, "paper").head(4), "share")
+    assert len(logs) == 0 and math.isnan(slope)
