@@ -85,6 +85,9 @@ def test_only_a_stop_before_max_rounds_is_judged_at_99_percent():
     assert "99 %" not in at_cap.note("w")
     wide = {"workloads": {"w": {"targets": {"b": {"half_width": 0.2}}}}}
     assert decide(wide, 10, 0.03, 10).confidence is None
+    # What the figures job is told: the note, and the level only after an early stop.
+    assert early.figures_options("w") == ["--rounds-note", early.note("w"), "--confidence", "0.99"]
+    assert at_cap.figures_options("w") == ["--rounds-note", at_cap.note("w")]
 
 
 def test_rounds_stop_at_max_rounds_and_say_how_wide_the_widest_interval_is():

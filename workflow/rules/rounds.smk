@@ -69,7 +69,4 @@ def rounds_note(workload):
     """The figures command's --rounds-note: why the rounds stopped, and --confidence after
     an early stop (the level its intervals are judged at); [] without compare.until."""
     decision = decided_rounds()[1]
-    if decision is None:
-        return []
-    level = ["--confidence", str(decision.confidence)] if decision.confidence else []
-    return ["--rounds-note", decision.note(workload), *level]
+    return [] if decision is None else decision.figures_options(workload)

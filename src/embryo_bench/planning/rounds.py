@@ -66,6 +66,12 @@ class Decision:
         after an early stop (:attr:`stopped_early`); None otherwise (the table's own, 95 %)."""
         return EARLY_STOP_CONFIDENCE if self.stopped_early else None
 
+    def figures_options(self, workload: str) -> list[str]:
+        """The figures command's options for ``workload``'s comparison: ``--rounds-note``
+        (:meth:`note`), then ``--confidence`` after an early stop (:attr:`confidence`)."""
+        level = ["--confidence", str(self.confidence)] if self.confidence else []
+        return ["--rounds-note", self.note(workload), *level]
+
     def note(self, workload: str) -> str:
         """What a workload's comparison table says about its rounds, e.g.
         "compare.until 3 %: half-width 2.8 % after 7 rounds (widest: docker-1cpu); stopped
