@@ -525,10 +525,13 @@ def make_all(
     paired = compare.comparison_table(
         table, base, min_difference, elsewhere=elsewhere, confidence=confidence
     )
-    # Beside it, the robust view: throughput without the flagged runs.
+    # Beside it, the robust views: throughput without the flagged runs, and by each run's
+    # median throughput window.
     level = paired["throughput_confidence"].iloc[0]
     paired = robust.with_clean_view(
-        paired, robust.clean_view(table, base, min_difference, level, elsewhere)
+        paired,
+        robust.clean_view(table, base, min_difference, level, elsewhere),
+        robust.window_view(table, base, min_difference, level, elsewhere),
     )
     ordered, order_note = run_order.in_planned_order(
         ours, [(r.name, r.metrics["repeat"]) for r in own]
@@ -559,6 +562,8 @@ def make_all(
         + readable_tables.comparison_note(paired)  # once here, not on every row
         + " "
         + robust.disagreement_note(paired)
+        + " "
+        + robust.window_note(paired)
     ).strip()
     if rounds_note:  # compare.until: why the rounds stopped
         paired_note += f" Rounds: {rounds_note}."

@@ -78,8 +78,9 @@ def run_table(
     (steady state), final_test_accuracy, best_test_accuracy, time_to_accuracy_s (s, evaluation
     included, MLPerf; empty if not reached or the run diverged), probe_gflops (the calibration
     probes' mean), achieved_gflops, efficiency (achieved / probe), other_cpu_share, steal_percent,
-    longest_stall_s, window_cv and worst_window_ratio (the run's own throughput windows:
-    coefficient of variation, slowest / median; empty without windows), hourly_usd (USD/h),
+    longest_stall_s, window_images_per_s, window_cv and worst_window_ratio (the run's own
+    throughput windows: the median window's images/s, their coefficient of variation,
+    slowest / median; empty without windows), hourly_usd (USD/h),
     price_source, cost_usd, cpu_percent_mean,
     memory_mib_peak (MiB), gpu_energy_j, cpu_energy_j (J; "not measured" where no reading),
     gpu_util_percent_mean (NVML's GPU utilisation, %, mean over samples and GPUs; empty on
@@ -158,6 +159,9 @@ def run_table(
                 "other_cpu_share": seen.get("other_cpu_share_mean", NOT_MEASURED),
                 "steal_percent": seen.get("steal_percent_mean", NOT_MEASURED),
                 "longest_stall_s": seen.get("longest_stall_s", NOT_MEASURED),
+                "window_images_per_s": as_number(
+                    m.get("throughput_windows", {}).get("median_images_per_s")
+                ),
                 "window_cv": as_number(m.get("throughput_windows", {}).get("cv")),
                 "worst_window_ratio": as_number(m.get("throughput_windows", {}).get("worst_ratio")),
                 "hourly_usd": t.get("hourly_usd"),
