@@ -88,6 +88,8 @@ def test_a_ten_percent_regression_exits_1_and_an_a_a_exits_0(tmp_path, capsys):
     assert {compare.direction(v) for v in within["verdict"]} == {compare.FASTER}
     assert not within["regression"].astype(bool).any()
     assert md.read_text() == out and f"## `{slow}` against `{a}`" in out
+    # Without a control the plain rows say what they cannot hold: the session's own speed.
+    assert "Two folders are two sessions" in out and "`--control TARGET`" in out
     assert "| paper      | host-1cpu | xeon-avx2-2c-24g-" in out
     slower = [line for line in err.splitlines() if line.startswith("embryo-bench: slower:")]
     assert len(slower) == 3 and f"{slow}, workload paper, host-1cpu: 0.900 [" in slower[0]
@@ -476,6 +478,7 @@ def test_a_control_target_divides_out_a_slower_session_and_finds_a_target_that_s
     across = table[table["section"] == "across"]
     assert set(across["verdict"]) == {"at least 5 % slower"}  # shown ...
     assert not across["regression"].astype(bool).any()  # ... but not the gate
+    assert "Two folders are two sessions" not in out  # the control holds what it warned of
     controlled = table[table["section"] == "controlled"]
     # One row: host-2cpu on the paper's workload (the control's own rows and mnist-mlp,
     # which ran only the control, have nothing to divide).

@@ -414,7 +414,18 @@ def markdown(result: Comparison) -> str:
         + " "
         + compare.verdict_rule(md, "--min-difference", "runs on each side")
         + " A regression: at least that much slower. Runs of one target on different "
-        "machines are never pooled: such a target is split, `<target>@<machine>`.",
+        "machines are never pooled: such a target is split, `<target>@<machine>`."
+        + (
+            ""
+            if result.control or len(result.folders) < 2
+            else " Two folders are two sessions: a speed shared by all of a session's runs "
+            "(the day's CPU, the host's load, the invocation's drift) is in these ratios and "
+            "not in their intervals, so an unchanged target can read as a regression "
+            "(simulated with a 3-6 % session effect: up to 66 % of such pairs at 10 runs a "
+            "side, docs/results.md); `--control TARGET` (a target run unchanged in every "
+            "folder) divides it out, and a reference written from five or more sessions "
+            "holds it in its tolerance."
+        ),
     ]
     for outdir in result.folders[1:]:
         rows = t[(t["section"] == "across") & (t["folder"] == outdir)]
