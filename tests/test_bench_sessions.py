@@ -39,3 +39,30 @@ def test_fewer_than_two_sessions_is_one_line(tmp_path, capsys):
     assert bench.main(["--sessions", "1", "--out", str(tmp_path)]) == 2
     assert "--sessions: expected 2 or more, got 1" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+def test_a_neighbour_runs_beside_each_session_and_is_stopped_whatever_it_returns(
+    tmp_path, monkeypatch
+):
+    started, stopped = [], []
+
+    class Neighbour:
+        def __init__(self, args):
+            started.append(args)
+
+        def terminate(self):
+            stopped.append(True)
+
+        def wait(self, timeout=None):
+            return 0
+
+    def failing_session(cmd, log):
+        assert len(started) == len(stopped) + 1  # the neighbour runs while the session does
+        return 1, 0.0
+
+    monkeypatch.setattr(bench.subprocess, "Popen", Neighbour)
+    monkeypatch.setattr(bench, "call", failing_session)
+    assert bench.main(["--out", str(tmp_path), "--neighbour", "0"]) == 1
+    (args,) = started
+    assert args[1].endswith("noisy_neighbour.py") and args[2:] == ["--cpus", "0", "--seed", "1"]
+    assert stopped == [True]
