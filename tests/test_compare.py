@@ -505,3 +505,23 @@ def test_the_rounds_an_unresolved_ratio_needs_resolve_it_at_the_same_spread(seed
         return lo > 0 or hi < 0 or (-band <= lo and hi <= band)
 
     assert resolved(n + more) and (more == 1 or not resolved(n + more - 1))
+
+
+def test_an_unpaired_verdict_names_what_its_sides_count():
+    """A ratio of ratios counts rounds with its control on each side, not runs: the words
+    say so in every form (they were rewritten by a pattern over the runs' words before)."""
+    sides = ("round with the control", "rounds with the control")
+    assert verdict(1, 1.0, 1.0, 1.0, 0.05, paired=False, sides=sides) == (
+        "one round with the control on a side: no interval"
+    )
+    assert verdict(2, 1.0, 0.9, 1.1, 0.05, paired=False, sides=sides) == (
+        f"2 rounds with the control on a side: too few for a verdict ({MIN_PAIRS} needed)"
+    )
+    words = verdict(5, 1.02, 0.96, 1.08, 0.05, paired=False, sides=sides)
+    assert words.startswith("unresolved: about ") and words.endswith(
+        " more rounds with the control on each side would likely resolve it"
+    )
+    # The runs' words are unchanged.
+    assert verdict(5, 1.02, 0.96, 1.08, 0.05, paired=False).endswith(
+        " more runs on each side would likely resolve it"
+    )

@@ -264,7 +264,7 @@ def more_rounds(
 
 def verdict(
     n: int, ratio: float, low: float, high: float, machine_noise: float, paired: bool = True,
-    confidence: float = CONFIDENCE,
+    confidence: float = CONFIDENCE, sides: tuple[str, str] = ("run", "runs"),
 ) -> str:  # fmt: skip
     """What a ratio to the base says, from its interval alone (never the point
     estimate), with at least :data:`MIN_PAIRS` pairs (or runs on the smaller side when
@@ -293,12 +293,15 @@ def verdict(
         paired: False for :func:`unpaired_interval`'s ratios (the words say runs on a side).
         confidence: the interval's level (:func:`simultaneous_confidence` in a table of
             several rows), for :func:`more_rounds`.
+        sides: what an unpaired side counts, singular and plural ("run", "runs"; a ratio
+            of ratios counts rounds with its control).
     """
-    unit = "pair" if paired else "run on a side"
+    one, many = sides
+    unit = "pair" if paired else f"{one} on a side"
     if n < 2:
         return f"one {unit}: no interval"
     if n < MIN_PAIRS:
-        units = "pairs" if paired else "runs on a side"
+        units = "pairs" if paired else f"{many} on a side"
         return f"{n} {units}: too few for a verdict ({MIN_PAIRS} needed)"
     band = float(np.log1p(machine_noise))
     lo, hi = float(np.log(low)), float(np.log(high))
@@ -314,10 +317,10 @@ def verdict(
         return f"the {SAME} within ±{level_text(machine_noise)}"
     more = more_rounds(n, ratio, low, high, machine_noise, confidence)
     if more is None:
-        what = "rounds" if paired else "runs on each side"
+        what = "rounds" if paired else f"{many} on each side"
         return f"{UNRESOLVED}: more than {MAX_ROUNDS_ESTIMATE} {what} would be needed"
-    what = ("round" if paired else "run on each side") if more == 1 else (
-        "rounds" if paired else "runs on each side")  # fmt: skip
+    what = ("round" if paired else f"{one} on each side") if more == 1 else (
+        "rounds" if paired else f"{many} on each side")  # fmt: skip
     return f"{UNRESOLVED}: about {more} more {what} would likely resolve it"
 
 

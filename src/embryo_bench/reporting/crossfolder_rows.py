@@ -7,7 +7,6 @@ reference file's expected images/s, or not compared and why (:data:`COLUMNS`).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -345,11 +344,11 @@ def controlled_row(
         return row | {"verdict": f"no round with the control in {side}"}
     ratio, low, high = compare.unpaired_interval(mine, theirs, confidence)
     n = min(mine.size, theirs.size)
-    words = compare.verdict(
-        n, ratio, low, high, min_difference, paired=False, confidence=confidence
-    )
     # Each side's unit is a round with the control, not a run.
-    words = re.sub(r"\b(run)(s?) on (a|each) side", r"round\2 with the control on \3 side", words)
+    words = compare.verdict(
+        n, ratio, low, high, min_difference, paired=False, confidence=confidence,
+        sides=("round with the control", "rounds with the control"),
+    )  # fmt: skip
     return row | {
         "ratio": ratio,
         "ratio_low": low,
