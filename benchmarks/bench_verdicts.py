@@ -58,7 +58,7 @@ The verdict's band X is ``--min-difference`` (``compare.min_difference``, 5 %).
 Usage:
     python benchmarks/bench_verdicts.py [--experiments 2000] [--cv 0.03 0.06 0.09]
         [--rounds 3 5 10] [--rows 1 3] [--session 0 0.03 0.06] [--target-session 0]
-        [--sessions 3 5] [--goals 0.02 0.03 0.05] [--outliers 0] [--drift 0.10]
+        [--sessions 3 5] [--goals 0.02 0.03 0.05] [--width-floor 0] [--outliers 0] [--drift 0.10]
         [--min-difference 0.05] [--seed 0] [--json PATH]
 """
 
@@ -74,6 +74,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import yaml
+from scipy import stats
 
 from embryo_bench.planning.rounds import decide
 from embryo_bench.planning.schedule import williams_rows
@@ -308,17 +309,37 @@ def reference_cell(rng, cv, session, sessions, runs, args) -> dict:
     }
 
 
+def _floored(ratios: np.ndarray, confidence: float, floor: float) -> tuple:
+    """:func:`compare.ratio_interval` of ``ratios``, its half-width (log scale) at least
+    that of a sample sd of ``floor`` (0: none). A what-if, not the workflow's arithmetic: a
+    floor from an estimate of the noise independent of these rounds (a machine's measured
+    paired sd) would keep a stop on the width from selecting a small sample sd."""
+    ratio, low, high = compare.ratio_interval(ratios, confidence)
+    n = len(ratios)
+    if not floor or n < 2:
+        return ratio, low, high
+    half = max(
+        (np.log(high) - np.log(low)) / 2,
+        stats.t.ppf(0.5 + confidence / 2, n - 1) * floor / np.sqrt(n),
+    )
+    return ratio, ratio * np.exp(-half), ratio * np.exp(half)
+
+
 def until_cell(rng, goal, cv, args, max_rounds: int = 10) -> dict:
     """``compare.until`` = ``goal`` with two targets: rounds until :func:`decide` stops, and
-    the verdict there (A/A and a true 5 %)."""
+    the verdict there (A/A and a true 5 %); with ``--width-floor F`` every interval at least
+    as wide as a paired sd of F x the paired log ratio's true sd (:func:`_floored`)."""
     n = args.experiments
+    floor = args.width_floor * float(np.sqrt(2)) * _sd(cv)
     out = {}
     for name, truth in (("aa", 0.0), ("true5", np.log1p(0.05))):
         rounds_run, called, covered, faster, early_called = [], 0, 0, 0, 0
         for _ in range(n):
             logs = paired_logs(rng, np.array([truth]), max_rounds, cv, args.drift, args.outliers)
             for r in range(1, max_rounds + 1):
-                ratio, low, high = compare.ratio_interval(np.exp(logs[:r, 1] - logs[:r, 0]))
+                ratio, low, high = _floored(
+                    np.exp(logs[:r, 1] - logs[:r, 0]), compare.CONFIDENCE, floor
+                )
                 check = {
                     "workloads": {"w": {"targets": {"x": {"half_width": half_width(low, high)}}}}
                 }
@@ -326,8 +347,8 @@ def until_cell(rng, goal, cv, args, max_rounds: int = 10) -> dict:
                 if not decision.more:
                     break
             if decision.confidence:  # an early stop: the table judges it at this level
-                ratio, low, high = compare.ratio_interval(
-                    np.exp(logs[:r, 1] - logs[:r, 0]), decision.confidence
+                ratio, low, high = _floored(
+                    np.exp(logs[:r, 1] - logs[:r, 0]), decision.confidence, floor
                 )
             rounds_run.append(r)
             level = decision.confidence or compare.CONFIDENCE
@@ -367,6 +388,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sessions", type=int, nargs="+", default=[3, 5])
     p.add_argument("--goals", type=float, nargs="+", default=[0.02, 0.03, 0.05])
     p.add_argument("--outliers", type=float, default=0.0)
+    p.add_argument(
+        "--width-floor",
+        type=float,
+        default=0.0,
+        help="until only, a what-if: intervals at least as wide as F x the true paired sd",
+    )
     p.add_argument("--drift", type=float, default=0.10)
     p.add_argument("--min-difference", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=0)

@@ -79,3 +79,15 @@ def test_a_written_reference_holds_the_sessions_spread():
     cell = bench.reference_cell(np.random.default_rng(4), 0.01, 0.1, 5, 5, args)
     assert cell["tolerance_mean"] > 0.2
     assert cell["written_aa_regression"] <= 0.1 and cell["hand_aa_regression"] >= 0.2
+
+
+def test_a_width_floor_keeps_until_from_stopping_on_a_small_sample_sd():
+    # A floor far above the noise: no interval is ever as narrow as the goal, so every
+    # experiment runs to max_rounds; without it, a goal wider than the noise stops at 5.
+    args = bench.argparse.Namespace(
+        experiments=20, drift=0.0, outliers=0.0, min_difference=0.05, width_floor=50.0
+    )
+    cell = bench.until_cell(np.random.default_rng(5), 0.03, 0.01, args)
+    assert cell["aa"]["rounds_mean"] == 10 and cell["aa"]["stopped_early"] == 0
+    args.width_floor = 0.0
+    assert bench.until_cell(np.random.default_rng(5), 0.03, 0.01, args)["aa"]["rounds_mean"] == 5
