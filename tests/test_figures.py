@@ -853,7 +853,7 @@ def test_a_row_resting_on_a_flagged_run_says_so_and_where_the_robust_view_differ
     runs = pd.DataFrame(rows).assign(time_to_accuracy_s=np.nan)
     table = compare.comparison_table(runs, "a", 0.05)
     level = table["throughput_confidence"].iloc[0]
-    table = robust.with_clean_view(table, robust.clean_view(runs, "a", 0.05, level))
+    table = robust.with_views(table, robust.clean_view(runs, "a", 0.05, level))
     label = comparison_figures._comparison_label(table.iloc[1], "throughput", table)
     assert "flagged runs 1 (drifted 1)" in label
     # The slow flagged round leaves the main verdict unresolved; the other three say faster.

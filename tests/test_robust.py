@@ -24,7 +24,7 @@ def _runs(speeds: dict[str, list[float]], flagged: set[tuple[str, int]] = frozen
 def _table(runs: pd.DataFrame) -> pd.DataFrame:
     paired = comparison_table(runs, "a", 0.05)
     level = paired["throughput_confidence"].iloc[0]
-    return robust.with_clean_view(paired, robust.clean_view(runs, "a", 0.05, level))
+    return robust.with_views(paired, robust.clean_view(runs, "a", 0.05, level))
 
 
 def test_an_outlier_that_decides_the_verdict_shows_as_a_disagreement():
@@ -68,7 +68,7 @@ def _with_windows(speeds, windows):
     runs["window_images_per_s"] = [v for t in speeds for v in windows[t]]
     paired = comparison_table(runs, "a", 0.05)
     level = paired["throughput_confidence"].iloc[0]
-    return robust.with_clean_view(
+    return robust.with_views(
         paired,
         robust.clean_view(runs, "a", 0.05, level),
         robust.window_view(runs, "a", 0.05, level),

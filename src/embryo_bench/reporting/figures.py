@@ -528,7 +528,7 @@ def make_all(
     # Beside it, the robust views: throughput without the flagged runs, and by each run's
     # median throughput window.
     level = paired["throughput_confidence"].iloc[0]
-    paired = robust.with_clean_view(
+    paired = robust.with_views(
         paired,
         robust.clean_view(table, base, min_difference, level, elsewhere),
         robust.window_view(table, base, min_difference, level, elsewhere),

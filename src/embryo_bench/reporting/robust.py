@@ -150,7 +150,7 @@ def _view(
     return pd.DataFrame(rows, columns=["target", *columns])
 
 
-def with_clean_view(paired: pd.DataFrame, *views: pd.DataFrame) -> pd.DataFrame:
+def with_views(paired: pd.DataFrame, *views: pd.DataFrame) -> pd.DataFrame:
     """``paired`` (:func:`embryo_bench.reporting.compare.comparison_table`) with the
     columns of each view (:func:`clean_view`, :func:`window_view`) beside each target's
     row, in its order."""
@@ -159,19 +159,27 @@ def with_clean_view(paired: pd.DataFrame, *views: pd.DataFrame) -> pd.DataFrame:
     return paired
 
 
+def _disagreements(table: pd.DataFrame, column: str) -> list[str]:
+    """Per compared target (the rows after the base) whose view's verdict in ``column``
+    says faster, slower or the same, other than the main ``throughput_verdict``: "<target>
+    '<view's words>' instead of '<main words>'" (an unresolved view is no disagreement)."""
+    changed = []
+    for _, row in table.iloc[1:].iterrows():
+        main, view = str(row["throughput_verdict"]), str(row[column])
+        if direction(view) in DEFINITE and direction(view) != direction(main):
+            changed.append(f"{row['target']} {view!r} instead of {main!r}")
+    return changed
+
+
 def disagreement_note(table: pd.DataFrame) -> str:
     """The sentence a comparison says once about its robust view (``table``:
-    :func:`with_clean_view`): "" where no run is flagged; else, per target whose unflagged
+    :func:`with_views`): "" where no run is flagged; else, per target whose unflagged
     runs give a verdict (faster, slower or the same) other than the main one's, the two, so
     that an outlier deciding it is seen; or that none does. (Fewer pairs leave more verdicts
     unresolved: that alone is no disagreement.)"""
     if "throughput_clean_verdict" not in table or not int(table["flagged_runs"].sum()):
         return ""
-    changed = []
-    for _, row in table.iloc[1:].iterrows():
-        main, clean = str(row["throughput_verdict"]), str(row["throughput_clean_verdict"])
-        if direction(clean) in DEFINITE and direction(clean) != direction(main):
-            changed.append(f"{row['target']} {clean!r} instead of {main!r}")
+    changed = _disagreements(table, "throughput_clean_verdict")
     if not changed:
         return (
             "Without the flagged runs (a flagged base run takes its round's pairs with it) "
@@ -186,16 +194,12 @@ def disagreement_note(table: pd.DataFrame) -> str:
 
 def window_note(table: pd.DataFrame) -> str:
     """The sentence a comparison says about its window view (``table``:
-    :func:`with_clean_view` with :func:`window_view`'s columns): per target whose median
+    :func:`with_views` with :func:`window_view`'s columns): per target whose median
     windows give a verdict (faster, slower or the same) other than the main one's, the two;
     "" where none does (the view agrees, or has nothing to say)."""
     if "throughput_window_verdict" not in table:
         return ""
-    changed = []
-    for _, row in table.iloc[1:].iterrows():
-        main, window = str(row["throughput_verdict"]), str(row["throughput_window_verdict"])
-        if direction(window) in DEFINITE and direction(window) != direction(main):
-            changed.append(f"{row['target']} {window!r} instead of {main!r}")
+    changed = _disagreements(table, "throughput_window_verdict")
     if not changed:
         return ""
     return (
