@@ -527,8 +527,8 @@ def test_the_rows_across_folders_hold_together_at_95_percent(tmp_path, capsys):
 def test_a_hand_written_entry_without_a_machine_is_bound_or_said_to_be_any(tmp_path, capsys):
     """A hand-written entry named without a machine judged every machine's runs against one
     machine's speed: a day's other CPU read as a regression. It is refused, naming the
-    machine to bind it to, unless the file says ``machines: any``; bound, it judges only that
-    machine's runs."""
+    machine to bind it to, unless the file says ``machines: any``; bound to the machine the
+    runs ran on, it judges them."""
     a = result_folder(tmp_path / "a", 100.0, workload=False)
     ref = tmp_path / "ref.yaml"
     ref.write_text("tolerance: 0.05\ntargets:\n  host-1cpu: {images_per_s: 130}\n")
