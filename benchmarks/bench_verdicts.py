@@ -48,23 +48,28 @@ Tables (each cell ``--experiments`` experiments, default 2,000):
   at a true 10 % and 20 % slowdown; beside it, the same new session against a hand-written
   entry at the true speed with ``--min-difference`` as its tolerance (what ``--reference``
   was before references were written from sessions);
-* **until**, per goal x CV: the rounds run (mean), the A/A rate and coverage at the stop and
-  the power at a true 5 %, ``max_rounds`` 10; a stop before ``max_rounds`` judged at the
-  level the workflow's table gives it (:attr:`embryo_bench.planning.rounds.Decision.
-  confidence`, 99 %).
+* **until**, per goal x CV x ``--width-floor`` x ``--sd-bounds``: the rounds run (mean),
+  the A/A rate and coverage at the stop (those that stopped early and those at the cap
+  apart) and the power at a true 5 %, ``max_rounds`` 10; a stop before ``max_rounds`` judged
+  at the level the workflow's table gives it (:attr:`embryo_bench.planning.rounds.Decision.
+  confidence`, 99 %). ``--width-floor F`` sets ``compare.noise`` (the stop's floor,
+  :func:`embryo_bench.planning.rounds.stop_width`) to F x the true paired sd, as an A/A
+  measured apart from the rounds would give it; ``--sd-bounds`` is a what-if that stops on
+  the rounds' own width widened by its sd's upper confidence bound (:func:`_sd_bound`).
 
 The verdict's band X is ``--min-difference`` (``compare.min_difference``, 5 %).
 
 Usage:
     python benchmarks/bench_verdicts.py [--experiments 2000] [--cv 0.03 0.06 0.09]
         [--rounds 3 5 10] [--rows 1 3] [--session 0 0.03 0.06] [--target-session 0]
-        [--sessions 3 5] [--goals 0.02 0.03 0.05] [--width-floor 0] [--outliers 0] [--drift 0.10]
-        [--min-difference 0.05] [--seed 0] [--json PATH]
+        [--sessions 3 5] [--goals 0.02 0.03 0.05] [--width-floor 0] [--sd-bounds 0]
+        [--outliers 0] [--drift 0.10] [--min-difference 0.05] [--seed 0] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import tempfile
@@ -309,50 +314,44 @@ def reference_cell(rng, cv, session, sessions, runs, args) -> dict:
     }
 
 
-def _floored(ratios: np.ndarray, confidence: float, floor: float) -> tuple:
-    """:func:`compare.ratio_interval` of ``ratios``, its half-width (log scale) at least
-    that of a sample sd of ``floor`` (0: none). A what-if, not the workflow's arithmetic: a
-    floor from an estimate of the noise independent of these rounds (a machine's measured
-    paired sd) would keep a stop on the width from selecting a small sample sd."""
-    ratio, low, high = compare.ratio_interval(ratios, confidence)
-    n = len(ratios)
-    if not floor or n < 2:
-        return ratio, low, high
-    half = max(
-        (np.log(high) - np.log(low)) / 2,
-        stats.t.ppf(0.5 + confidence / 2, n - 1) * floor / np.sqrt(n),
-    )
-    return ratio, ratio * np.exp(-half), ratio * np.exp(half)
+def _sd_bound(pairs: int, level: float) -> float:
+    """A what-if, not the workflow's rule: the factor taking a sample sd of ``pairs`` paired
+    log ratios to its one-sided upper confidence bound at ``level`` (chi-square), sqrt((n -
+    1) / chi2.ppf(1 - level, n - 1)); 1 for ``level`` 0. A stop on the width times it is
+    still a stop on the same rounds' spread: docs/results.md found it no help."""
+    if not level or pairs < 2:
+        return 1.0
+    return float(np.sqrt((pairs - 1) / stats.chi2.ppf(1 - level, pairs - 1)))
 
 
-def until_cell(rng, goal, cv, args, max_rounds: int = 10) -> dict:
+def until_cell(
+    rng, goal, cv, args, floor: float = 0.0, level: float = 0.0, max_rounds: int = 10
+) -> dict:
     """``compare.until`` = ``goal`` with two targets: rounds until :func:`decide` stops, and
-    the verdict there (A/A and a true 5 %); with ``--width-floor F`` every interval at least
-    as wide as a paired sd of F x the paired log ratio's true sd (:func:`_floored`)."""
+    the verdict there (A/A and a true 5 %). ``floor``: ``compare.noise`` at that many times the
+    paired log ratio's true sd (0: unset); ``level``: a what-if, the rounds' own width times
+    :func:`_sd_bound` at that level (0: none)."""
     n = args.experiments
-    floor = args.width_floor * float(np.sqrt(2)) * _sd(cv)
+    noise = floor * float(np.sqrt(2)) * _sd(cv)
     out = {}
     for name, truth in (("aa", 0.0), ("true5", np.log1p(0.05))):
         rounds_run, called, covered, faster, early_called = [], 0, 0, 0, 0
         for _ in range(n):
             logs = paired_logs(rng, np.array([truth]), max_rounds, cv, args.drift, args.outliers)
             for r in range(1, max_rounds + 1):
-                ratio, low, high = _floored(
-                    np.exp(logs[:r, 1] - logs[:r, 0]), compare.CONFIDENCE, floor
-                )
-                check = {
-                    "workloads": {"w": {"targets": {"x": {"half_width": half_width(low, high)}}}}
-                }
-                decision = decide(check, r, goal, max_rounds)
+                ratios = np.exp(logs[:r, 1] - logs[:r, 0])
+                ratio, low, high = compare.ratio_interval(ratios, compare.CONFIDENCE)
+                width = half_width(low, high)
+                width = None if width is None else width * _sd_bound(r, level)
+                check = {"workloads": {"w": {"targets": {"x": {"half_width": width, "pairs": r}}}}}
+                decision = decide(check, r, goal, max_rounds, noise)
                 if not decision.more:
                     break
             if decision.confidence:  # an early stop: the table judges it at this level
-                ratio, low, high = _floored(
-                    np.exp(logs[:r, 1] - logs[:r, 0]), decision.confidence, floor
-                )
+                ratio, low, high = compare.ratio_interval(ratios, decision.confidence)
             rounds_run.append(r)
-            level = decision.confidence or compare.CONFIDENCE
-            words = compare.verdict(r, ratio, low, high, args.min_difference, confidence=level)
+            judged_at = decision.confidence or compare.CONFIDENCE
+            words = compare.verdict(r, ratio, low, high, args.min_difference, confidence=judged_at)
             called += _called(words) in (compare.FASTER, compare.SLOWER)
             # Split by how it ended: a stop on the width before the cap selects rounds whose
             # sample sd is small by chance (a larger t for the same mean).
@@ -389,10 +388,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--goals", type=float, nargs="+", default=[0.02, 0.03, 0.05])
     p.add_argument("--outliers", type=float, default=0.0)
     p.add_argument(
+        "--sd-bounds",
+        type=float,
+        nargs="+",
+        default=[0.0],
+        help="until only, a what-if: stop on the rounds' own width times its sd's upper "
+        "confidence bound at these levels (0: none, the workflow's rule)",
+    )
+    p.add_argument(
         "--width-floor",
         type=float,
-        default=0.0,
-        help="until only, a what-if: intervals at least as wide as F x the true paired sd",
+        nargs="+",
+        default=[0.0],
+        help="until only: compare.noise set to F x the true paired sd (0: unset)",
     )
     p.add_argument("--drift", type=float, default=0.10)
     p.add_argument("--min-difference", type=float, default=0.05)
@@ -494,23 +502,28 @@ def until_table(rng, args, result) -> None:
     """compare.until's table, printed as each cell ends."""
     print("\n## compare.until (two targets, max_rounds 10)\n")
     print(
-        "| goal | CV | A/A rounds | A/A called | A/A coverage | A/A stopped early | called "
-        "then | called at the cap | true 5 %: rounds | faster | coverage |"
+        "| goal | CV | compare.noise (x the true sd) | what-if: sd bound at | A/A rounds "
+        "| A/A called | A/A coverage | A/A stopped early | called then | called at the cap "
+        "| true 5 %: rounds | faster | coverage |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for goal in args.goals:
-        for cv in args.cv:
-            cell = until_cell(rng, goal, cv, args)
-            result["until"].append({"goal": goal, "cv": cv, **cell})
-            aa, t5 = cell["aa"], cell["true5"]
-            print(
-                f"| {_pct(goal)} | {_pct(cv)} | {aa['rounds_mean']:.1f} | {_pct(aa['called'])} | "
-                f"{_pct(aa['coverage'])} | {_pct(aa['stopped_early'])} | "
-                f"{_pct(aa['called_when_early'])} | {_pct(aa['called_at_cap'])} | "
-                f"{t5['rounds_mean']:.1f} | {_pct(t5['faster'])} | "
-                f"{_pct(t5['coverage'])} |",
-                flush=True,
-            )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    grid = itertools.product(args.goals, args.cv, args.width_floor, args.sd_bounds)
+    for goal, cv, floor, level in grid:
+        cell = until_cell(rng, goal, cv, args, floor, level)
+        result["until"].append(
+            {"goal": goal, "cv": cv, "width_floor": floor, "sd_bound": level, **cell}
+        )
+        aa, t5 = cell["aa"], cell["true5"]
+        print(
+            f"| {_pct(goal)} | {_pct(cv)} | {floor:g} | {_pct(level) if level else '-'} | "
+            f"{aa['rounds_mean']:.1f} | "
+            f"{_pct(aa['called'])} | "
+            f"{_pct(aa['coverage'])} | {_pct(aa['stopped_early'])} | "
+            f"{_pct(aa['called_when_early'])} | {_pct(aa['called_at_cap'])} | "
+            f"{t5['rounds_mean']:.1f} | {_pct(t5['faster'])} | "
+            f"{_pct(t5['coverage'])} |",
+            flush=True,
+        )
 
 
 def reference_table(rng, args, result) -> None:

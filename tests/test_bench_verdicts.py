@@ -81,13 +81,24 @@ def test_a_written_reference_holds_the_sessions_spread():
     assert cell["written_aa_regression"] <= 0.1 and cell["hand_aa_regression"] >= 0.2
 
 
-def test_a_width_floor_keeps_until_from_stopping_on_a_small_sample_sd():
-    # A floor far above the noise: no interval is ever as narrow as the goal, so every
-    # experiment runs to max_rounds; without it, a goal wider than the noise stops at 5.
-    args = bench.argparse.Namespace(
-        experiments=20, drift=0.0, outliers=0.0, min_difference=0.05, width_floor=50.0
-    )
-    cell = bench.until_cell(np.random.default_rng(5), 0.03, 0.01, args)
+def test_compare_noise_keeps_until_from_stopping_on_a_small_sample_sd():
+    # compare.noise far above the noise: no interval is ever as narrow as the goal would be
+    # at that noise, so every experiment runs to max_rounds; unset, a goal wider than the
+    # noise stops at 5.
+    args = bench.argparse.Namespace(experiments=20, drift=0.0, outliers=0.0, min_difference=0.05)
+    cell = bench.until_cell(np.random.default_rng(5), 0.03, 0.005, args, floor=50.0)
     assert cell["aa"]["rounds_mean"] == 10 and cell["aa"]["stopped_early"] == 0
-    args.width_floor = 0.0
-    assert bench.until_cell(np.random.default_rng(5), 0.03, 0.01, args)["aa"]["rounds_mean"] == 5
+    assert bench.until_cell(np.random.default_rng(5), 0.03, 0.005, args)["aa"]["rounds_mean"] == 5
+
+
+def test_the_sd_bound_what_if_takes_more_rounds_the_higher_its_level():
+    # At a CV of 1.5 % a 3 % goal is met by the rounds' own width at 5 rounds in most
+    # experiments; with their sd at its 90 % upper bound (x 1.94 at 5 pairs) later.
+    args = bench.argparse.Namespace(experiments=40, drift=0.0, outliers=0.0, min_difference=0.05)
+    rounds = [
+        bench.until_cell(np.random.default_rng(5), 0.03, 0.015, args, level=level)["aa"][
+            "rounds_mean"
+        ]
+        for level in (0.0, 0.75, 0.9)
+    ]
+    assert rounds[0] < rounds[1] < rounds[2], rounds

@@ -24,6 +24,10 @@ LATE = {
     ("workloads.build", "workloads.fused_adam"): (
         "it imports TensorFlow, which only the tensorflow backend may load"
     ),
+    ("planning.rounds", "reporting.rounds"): (
+        "it imports scipy.stats (about a second), and the plan is read at every start of the "
+        "workflow: only compare.noise needs it"
+    ),
 }
 PREFIX = PACKAGE + "."
 #: The package's layers, bottom first: the top-level modules and subpackages (by their first

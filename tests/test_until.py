@@ -13,12 +13,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from scipy import stats
 from workflow_helpers import job_counts, offline_config, planned_jobs, snakemake
 
 from embryo_bench.errors import ConfigError, DataError
 from embryo_bench.planning.plan import Plan
 from embryo_bench.planning.rounds import decide
-from embryo_bench.reporting.rounds import half_width, measure
+from embryo_bench.reporting.rounds import half_width, measure, noise_half_width
 from embryo_bench.vocabulary.round_check import check_path, read_check
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,15 +33,23 @@ def plan(config=ROUNDS, **compare) -> Plan:
     return Plan.from_config(config, probe=lambda target: None)
 
 
-def made_up_check(widths: dict[str, dict[str, float | None]]) -> dict:
+def made_up_check(widths: dict[str, dict[str, float | None]], pairs: int = 10) -> dict:
     """A round check (as embryo-bench round-check writes it) with these half-widths:
-    workload -> target -> half-width."""
+    workload -> target -> half-width, each from ``pairs`` pairs."""
     return {
         "workloads": {
-            w: {"base": BASE, "targets": {t: {"half_width": x} for t, x in ts.items()}}
+            w: {
+                "base": BASE,
+                "targets": {t: {"half_width": x, "pairs": pairs} for t, x in ts.items()},
+            }
             for w, ts in widths.items()
         }
     }
+
+
+def one_target(width: float | None, pairs: int = 10) -> dict:
+    """A round check of one workload "w" with one target "b" besides the base."""
+    return {"workloads": {"w": {"targets": {"b": {"half_width": width, "pairs": pairs}}}}}
 
 
 def checks(paper: dict[int, float], docker: dict[int, float] | None = None):
@@ -50,7 +59,7 @@ def checks(paper: dict[int, float], docker: dict[int, float] | None = None):
 
     def read_check(k):
         read.append(k)
-        return made_up_check({"paper": {DOCKER: paper[k], AGAIN: (docker or paper)[k]}})
+        return made_up_check({"paper": {DOCKER: paper[k], AGAIN: (docker or paper)[k]}}, k)
 
     return read_check, read
 
@@ -78,16 +87,54 @@ def test_only_a_stop_before_max_rounds_is_judged_at_99_percent():
     same mean over a small spread is a large t: simulated with this machine's noise, 95 %
     at such a stop called 5.1-7.3 % of A/A pairs different (docs/results.md). A goal met
     at max_rounds, or max_rounds reached, is no such selection: the table's own 95 %."""
-    check = {"workloads": {"w": {"targets": {"b": {"half_width": 0.01}}}}}
+    check = one_target(0.01)
     early, at_cap = decide(check, 6, 0.03, 10), decide(check, 10, 0.03, 10)
     assert (early.why, early.confidence) == ("goal", 0.99)
     assert (at_cap.why, at_cap.confidence, at_cap.stopped_early) == ("goal", None, False)
     assert "99 %" not in at_cap.note("w")
-    wide = {"workloads": {"w": {"targets": {"b": {"half_width": 0.2}}}}}
+    wide = one_target(0.2)
     assert decide(wide, 10, 0.03, 10).confidence is None
     # What the figures job is told: the note, and the level only after an early stop.
     assert early.figures_options("w") == ["--rounds-note", early.note("w"), "--confidence", "0.99"]
     assert at_cap.figures_options("w") == ["--rounds-note", at_cap.note("w")]
+
+
+def test_with_compare_noise_a_stop_is_decided_on_the_width_that_noise_gives_where_wider():
+    """A stop on the rounds' own width selects rounds whose spread is small by chance
+    (simulated at this machine's noise: the few early stops at goals of 2-3 % and a CV of
+    6 % called A/A pairs different in 22-56 % of them, docs/results.md). compare.noise, the
+    machine's paired noise measured apart from these rounds, floors the width the stop is
+    decided on: t(n - 1) x noise / sqrt(n) at the table's level."""
+    p = plan(until=0.03, max_rounds=10, noise=0.06)
+    # 2 % as measured from 6 pairs; 6 % noise gives 6.3 % at 6 pairs (t = 2.57), 4.3 % at
+    # 10 (t = 2.26): the goal is not met at 6, and at 10 max_rounds stops it, saying both.
+    read_check, read = checks({k: 0.02 for k in range(5, 11)})
+    rounds, decision = p.rounds_wanted(read_check, finished=lambda k: False)
+    assert rounds == 10 and read == list(range(5, 11)) and decision.why == "max_rounds"
+    floor = noise_half_width(0.06, 10, 2)  # two targets besides the base: at 97.5 % each
+    assert floor == pytest.approx(stats.t.ppf(1 - 0.025 / 2, 9) * 0.06 / math.sqrt(10))
+    assert decision.floored["paper"] == pytest.approx(floor)
+    assert decision.note("paper").startswith(
+        f"compare.until 3 %: max_rounds 10 reached: 2 % ({100 * floor:.1f} % at compare.noise "
+        "6 %) (widest: "
+    )
+    # Where the rounds' own width is the wider, it decides: 1 % noise, met at 5 rounds.
+    quiet = decide(made_up_check({"paper": {DOCKER: 0.02}}, 5), 5, 0.03, 10, noise=0.01)
+    assert quiet.why == "goal" and "compare.noise" not in quiet.note("paper")
+    # Unset (0), the rounds' own width alone: the same check stops at 5.
+    assert decide(made_up_check({"paper": {DOCKER: 0.02}}, 5), 5, 0.03, 10).why == "goal"
+    assert decide(made_up_check({"paper": {DOCKER: 0.02}}, 5), 5, 0.03, 10, 0.06).more
+
+
+def test_a_check_without_its_pairs_is_one_line(tmp_path):
+    path = tmp_path / "round-6.json"
+    path.write_text(
+        json.dumps({"format": 1, "round": 6, "workloads": {"paper": {"base": BASE, "targets": {
+            DOCKER: {"half_width": 0.02}}}}})
+    )  # fmt: skip
+    with pytest.raises(DataError, match=f"{path}: no workloads with targets, half-widths and "
+                       "pairs; delete"):  # fmt: skip
+        read_check(path, 6)
 
 
 def test_rounds_stop_at_max_rounds_and_say_how_wide_the_widest_interval_is():
@@ -119,7 +166,7 @@ def test_every_workload_must_be_sure_and_a_sure_one_names_the_one_that_was_not()
 def test_a_goal_met_early_still_runs_five_rounds():
     """An interval narrow enough after 3 rounds is not yet a stop: its width is itself
     uncertain at 3 or 4 rounds; 5 rounds (or max_rounds, if fewer) first."""
-    check = {"workloads": {"w": {"targets": {"b": {"half_width": 0.01}}}}}
+    check = one_target(0.01)
     assert [decide(check, k, 0.03, 10).more for k in (3, 4, 5)] == [True, True, False]
     assert decide(check, 5, 0.03, 10).why == "goal"
     assert decide(check, 4, 0.03, 4).why == "goal"  # max_rounds 4: stops at 4

@@ -107,7 +107,7 @@ class Schedule:
         targets: every target that runs, main targets (config order) then sweep points.
         workloads: every workload, by name, in the configuration's order.
         compare: the configuration's ``compare`` section (order, seed, until, max_rounds,
-            min_difference).
+            noise, min_difference).
         compare_base: the comparison base (:func:`embryo_bench.planning.bases.compare_base`).
         outdir: the configuration's output folder, under which the runs' folders are.
         own_repeats: the names of the ``targets:`` entries that set ``repeats`` of their own
@@ -156,6 +156,12 @@ class Schedule:
         """``compare.until``: the half-width wanted of every ratio interval (a fraction);
         0.0 when rounds are not added."""
         return float(self.compare["until"])
+
+    @property
+    def noise(self) -> float:
+        """``compare.noise``: the machine's paired noise a stop on ``compare.until`` is
+        floored at (a fraction; 0.0: none, the rounds' own width decides)."""
+        return float(self.compare["noise"])
 
     @property
     def max_rounds(self) -> int:
@@ -283,7 +289,7 @@ class Schedule:
         finished = finished or self.round_finished
         k = self.first_rounds
         while True:
-            decision = decide(read_check(k), k, self.until, self.max_rounds)
+            decision = decide(read_check(k), k, self.until, self.max_rounds, self.noise)
             if k >= self.max_rounds or not (decision.more or finished(k + 1)):
                 return k, decision
             k += 1

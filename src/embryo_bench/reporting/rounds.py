@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 
 import pandas as pd
+from scipy import stats
 
 from ..errors import DataError
 from ..io import write_json
@@ -74,6 +75,23 @@ def measure(runs: pd.DataFrame, base: str, min_difference: float) -> dict[str, d
             "verdict": str(row["verdict"]),
         }
     return out
+
+
+def noise_half_width(noise: float, pairs: int, targets: int = 1) -> float | None:
+    """The half-width (log scale) of a paired ratio interval from ``pairs`` pairs whose sd is
+    ``noise``, at the level the comparison table gives ``targets`` targets
+    (:func:`embryo_bench.reporting.compare.simultaneous_confidence`): t(n - 1) x noise /
+    sqrt(n), the interval :func:`measure` measures had its pairs varied by exactly that
+    much; None below 2 pairs.
+
+    Args:
+        noise: the sd of the paired log ratios (a fraction: 0.06 is about 6 %), e.g.
+            ``compare.noise``.
+    """
+    if pairs < 2:
+        return None
+    level = compare.simultaneous_confidence(targets)
+    return float(stats.t.ppf(0.5 + level / 2, pairs - 1) * noise / math.sqrt(pairs))
 
 
 def _number(value) -> float | None:

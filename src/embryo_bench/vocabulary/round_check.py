@@ -44,8 +44,11 @@ def read_check(path: str | Path, round_: int) -> dict:
     if not isinstance(workloads, dict) or not all(
         isinstance(w, dict)
         and isinstance(w.get("targets"), dict)
-        and all(isinstance(t, dict) and "half_width" in t for t in w["targets"].values())
+        and all(
+            isinstance(t, dict) and "half_width" in t and "pairs" in t
+            for t in w["targets"].values()
+        )
         for w in workloads.values()
     ):
-        raise DataError(f"{path}: no workloads with targets and half-widths{again}")
+        raise DataError(f"{path}: no workloads with targets, half-widths and pairs{again}")
     return d
