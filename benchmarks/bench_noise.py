@@ -36,6 +36,9 @@ Estimates of a run's speed (images/s; each from what the run already records):
 Usage:
     python benchmarks/bench_noise.py OUTDIR [OUTDIR ...] [--workload paper] [--json PATH]
 
+Its last line is the epochs' sd as ``compare.until``'s floor wants it: ``compare.noise: 0.069
+(...)`` (config/schema.yaml).
+
 Each OUTDIR's targets are taken as copies of one target in the order their names sort (the
 first the reference); their rounds are the repeat numbers. The result: docs/results.md,
 "Variance reduction in real paired rounds".
@@ -230,6 +233,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{_pct(r.sd)} [{_pct(r.sd_low)}, {_pct(r.sd_high)}] | "
             f"{_pct(r.power_5pct_10_rounds)} | "
             f"{'-' if math.isnan(r.slope) else f'{r.slope:.2f}'} |"
+        )
+    epochs = table.set_index("estimate").loc["epochs"]
+    if math.isfinite(epochs["sd"]):
+        # The estimate the comparisons use: what compare.until's floor wants.
+        print(
+            f"\ncompare.noise: {epochs['sd']:.3f} (the epochs' sd; 95 % interval "
+            f"{epochs['sd_low']:.3f}-{epochs['sd_high']:.3f} from {int(epochs['pairs'])} pairs)"
         )
     if args.json:
         write_json(

@@ -96,3 +96,15 @@ def test_a_covariate_adjustment_keeps_what_the_covariate_does_not_explain(tmp_pa
     # Too few pairs: no adjustment (NaN slope), not an error.
     logs, slope = bench.adjusted_logs(bench.read_runs(tmp_path, "paper").head(4), "share")
     assert len(logs) == 0 and math.isnan(slope)
+
+
+def test_it_ends_with_the_epochs_sd_as_compare_noise(tmp_path, capsys):
+    """compare.noise (until's floor) is the epochs' paired sd, printed to be copied."""
+    for k in range(1, 7):
+        made_up_run(tmp_path, "host-1cpu-a", k, 100.0, 1.0, 50.0)
+        made_up_run(tmp_path, "host-1cpu-b", k, 100.0 * (1.05 if k % 2 else 0.97), 1.0, 50.0)
+    assert bench.main([str(tmp_path)]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    sd = np.std(np.log([1.05, 0.97] * 3), ddof=1)
+    assert last.startswith(f"compare.noise: {sd:.3f} (the epochs' sd; 95 % interval ")
+    assert last.endswith(" from 6 pairs)")
