@@ -459,7 +459,8 @@ def markdown(result: Comparison) -> str:
                     for _, r in rows.iterrows()
                 ],
                 "ratio [interval]": [ratio_words(r) for _, r in rows.iterrows()],
-                "verdict": rows["verdict"],
+                # About these two sessions' runs: the day's own speed is in it.
+                "verdict (these two sessions)": rows["verdict"],
                 # a flag is a warning, not a gate: counted beside
                 "flagged runs (this / first)": [
                     f"{r['flagged_runs'] or 0} / {r['reference_flagged_runs'] or 0}"
