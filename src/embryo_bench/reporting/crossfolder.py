@@ -18,10 +18,10 @@ A result folder is a workflow's ``outdir``: the paper's runs under
   runs (the day's CPU, the host's load, one invocation's drift) is in the ratio and not in
   Welch's interval, so the data of one session a side cannot tell a slowdown from a slower
   session: a simulation of these functions called an A/A pair of folders a slowdown in up to
-  66 % with a 3-6 % session effect, and two real invocations of one workflow on this project's
-  2-core VM read one copy 12 % and the other 10 % faster
-  in the second (docs/results.md). The regression checks are the two that hold
-  a session's speed: a control, and a reference written from several sessions.
+  66 % with a 3-6 % session effect, and two real invocations of one workflow on this
+  project's 2-core VM read one copy 12 % and the other 10 % faster in the second
+  (docs/results.md). The regression checks are the two that hold a session's speed: a
+  control, and a reference written from several sessions.
 * **Runs on different machines are never pooled.** A target whose runs in one folder ran on
   several machines becomes ``<target>@<machine>`` parts
   (:func:`embryo_bench.reporting.merge.split_by_machine`, as the figures split it), with one
