@@ -173,6 +173,21 @@ def _table(rates: dict[str, list[float]], tta: dict[str, list[float]] | None = N
     return pd.DataFrame(rows)
 
 
+def test_a_paired_row_gives_its_pairs_sd_the_noise_compare_until_can_be_floored_at():
+    """The sd of the paired ratios' logarithms (n - 1): for a copy of the base (an A/A), the
+    machine's paired noise compare.noise asks for; NaN for the base, an unpaired row and one
+    pair."""
+    a, copy = [100.0, 104.0, 97.0, 101.0], [103.0, 99.0, 98.0, 106.0]
+    table = comparison_table(_table({"A": a, "A2": copy, "B": [90.0]}), "A", 0.05)
+    rows = table.set_index("target")
+    logs = np.log(np.array(copy[:4]) / np.array(a))
+    assert rows.loc["A2", "throughput_paired_sd"] == pytest.approx(logs.std(ddof=1))
+    assert np.isnan(rows.loc["A", "throughput_paired_sd"])
+    assert np.isnan(rows.loc["B", "throughput_paired_sd"])  # one pair
+    unpaired = comparison_table(_table({"A": a, "A2": copy}), "A", 0.05, elsewhere={"A2"})
+    assert np.isnan(unpaired.set_index("target").loc["A2", "throughput_paired_sd"])
+
+
 def test_flags_are_counted_by_name():
     flags = pd.Series(["", "interfered, drifted", "drifted", None, "noisy"])
     assert flag_runs(flags) == {"flagged_runs": 3, "diverged_runs": 0, "interfered_runs": 1,

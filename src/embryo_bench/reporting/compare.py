@@ -361,7 +361,7 @@ def direction(words: str) -> str:
 
 
 #: The columns of :func:`compare` and of :func:`compare_unpaired`.
-COLUMNS = ["target", "pairs", "ratio", "ratio_low", "ratio_high", "verdict"]
+COLUMNS = ["target", "pairs", "ratio", "ratio_low", "ratio_high", "verdict", "paired_sd"]
 UNPAIRED_COLUMNS = ["target", "runs", "base_runs", "ratio", "ratio_low", "ratio_high", "verdict"]
 
 
@@ -375,7 +375,9 @@ def compare(
 ) -> pd.DataFrame:
     """Per target other than ``base`` that shares a round with it: pairs (rounds with
     both), ratio (the geometric mean of the paired ratios), ratio_low and ratio_high (the
-    ``confidence`` interval, :func:`ratio_interval`) and verdict (:func:`verdict`).
+    ``confidence`` interval, :func:`ratio_interval`), verdict (:func:`verdict`) and
+    paired_sd (the sd of the paired ratios' logarithms, n - 1; NaN from one pair): for a
+    copy of the base, the machine's paired noise that ``compare.noise`` asks for.
 
     Args:
         runs: as :func:`paired_ratios` (``value`` a speed: larger is faster).
@@ -390,7 +392,9 @@ def compare(
     for target, g in pairs.groupby("target", sort=False):
         ratio, low, high = ratio_interval(g["ratio"], confidence)
         why = verdict(len(g), ratio, low, high, machine_noise, confidence=confidence)
-        rows.append(dict(zip(COLUMNS, (target, len(g), ratio, low, high, why), strict=True)))
+        sd = float(np.log(g["ratio"].to_numpy(dtype=float)).std(ddof=1)) if len(g) > 1 else np.nan
+        cells = (target, len(g), ratio, low, high, why, sd)
+        rows.append(dict(zip(COLUMNS, cells, strict=True)))
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -512,7 +516,9 @@ def comparison_table(
         (:func:`verdict`; "base" on the base's row, "base: not reached" when none of its runs
         reached the accuracy target; where there is no ratio, why (:data:`MISSING`): "never
         reached (base: 12.3 s)", "base never reached (this target: 9.8 s)", "never reached,
-        nor the base", "no round where both reached").
+        nor the base", "no round where both reached"), ``<m>_paired_sd`` (the sd of the
+        paired ratios' logarithms, :func:`compare`; NaN unpaired, on the base's row and from
+        one pair: a copy of the base's is the ``compare.noise`` of ``compare.until``).
 
     Raises:
         ValueError: ``base`` has no run, or a paired target has two runs in one round.
@@ -558,7 +564,7 @@ def comparison_table(
         row.update(flag_runs(flags[mine]))
         for measure in MEASURES:
             values, base_values = raws[measure][mine].dropna(), raws[measure][is_base].dropna()
-            pairs, cells = 0, (np.nan, np.nan, np.nan)
+            pairs, cells, sd = 0, (np.nan, np.nan, np.nan), np.nan
             found = pd.DataFrame()
             if measure in tables and name != base:
                 table = tables[measure][pairing[name]]
@@ -572,11 +578,12 @@ def comparison_table(
             else:
                 t = found.iloc[0]
                 pairs = int(t["pairs"]) if pairing[name] == "paired" else 0
+                sd = t["paired_sd"] if pairing[name] == "paired" else np.nan
                 cells, why = (t["ratio"], t["ratio_low"], t["ratio_high"]), t["verdict"]
             keys = ("runs", "pairs", "ratio", "low", "high", "verdict", "confidence")
-            keys += ("family_confidence",)
+            keys += ("family_confidence", "paired_sd")
             joint = (confidence or CONFIDENCE) if measure == PRIMARY_MEASURE else CONFIDENCE
-            found_values = (len(values), pairs, *cells, why, levels[measure], joint)
+            found_values = (len(values), pairs, *cells, why, levels[measure], joint, sd)
             row.update({f"{measure}_{k}": v for k, v in zip(keys, found_values, strict=True)})
         rows.append(row)
     return pd.DataFrame(rows)
