@@ -392,7 +392,8 @@ def compare(
     for target, g in pairs.groupby("target", sort=False):
         ratio, low, high = ratio_interval(g["ratio"], confidence)
         why = verdict(len(g), ratio, low, high, machine_noise, confidence=confidence)
-        sd = float(np.log(g["ratio"].to_numpy(dtype=float)).std(ddof=1)) if len(g) > 1 else np.nan
+        # The logs ratio_interval has just checked and taken: its spread, n - 1.
+        sd = float(_logs(g["ratio"], "ratios").std(ddof=1)) if len(g) > 1 else np.nan
         cells = (target, len(g), ratio, low, high, why, sd)
         rows.append(dict(zip(COLUMNS, cells, strict=True)))
     return pd.DataFrame(rows, columns=COLUMNS)
